@@ -1,0 +1,74 @@
+/* core/results.h — one record per plugin x task x device cell: a CSV (the original benchmark's logger
+ * columns plus train_s, val_s) and a JSON record, both written atomically (temp file, fsync, rename).
+ *
+ * Files: <out>/<task>/<plugin>__<device>.csv and .json, where device "cuda:0" is written "cuda0".
+ * JSON record (all times in seconds):
+ * {
+ *   "khost_record": 1, "plugin": "cntk", "task": "mnist_mlp", "device": "cpu",
+ *   "status": "ok" | "diverged" | "unsupported" | "error" | "data" | "crashed" | "timeout",
+ *   "reason": "" | "unsupported: conv2d padding=same" | "signal 11 (Segmentation fault)" | ...,
+ *   "epochs_requested": 20, "batch_size": 128, "seed": 1, "train_samples": 60000, "val_samples": 10000,
+ *   "metric": "val_acc", "metric_value": 0.981,         (the task's table metric, last epoch)
+ *   "mean_epoch_s": 3.2,                                (over all epochs, the seed's definition)
+ *   "median_epoch_s": 3.1,                              (excluding the first epoch when > 1 epoch)
+ *   "time_to_target_s": 12.3 | null,
+ *   "epochs": [ {"epoch":1,"elapsed":3.4,"loss":..,"acc":..,"val_loss":..,"val_acc":..,
+ *                "train_s":3.0,"val_s":0.4,"epoch_s":3.4}, ... ],
+ *   "environment": { "khost_version", "git_rev", "plugin_version", "task_version", "device_name",
+ *                    "device_pci_bus_id", "compute_capability", "device_memory_bytes", "driver_version",
+ *                    "backend_env" (the plugin's key=value string), "cpu_model", "cpu_threads",
+ *                    "hostname", "dataset", "data_dir", "dataset_bytes", "started_at", "finished_at" }
+ * }
+ */
+#ifndef KHOST_CORE_RESULTS_H
+#define KHOST_CORE_RESULTS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct kh_epoch_row {
+    int epoch;
+    double elapsed;   /* since the start of training (seconds) */
+    double loss, acc, val_loss, val_acc; /* NAN when absent (no validation split) */
+    double train_s, val_s, epoch_s;
+} kh_epoch_row;
+
+#define KH_ENV_MAX 32
+typedef struct kh_cell_record {
+    char plugin[64], task[64], device[32];
+    char status[16];
+    char reason[512];
+    int epochs_requested, batch_size;
+    uint64_t seed;
+    int64_t train_samples, val_samples;
+    char metric[16];
+    double metric_value;       /* NAN when no epoch finished */
+    double mean_epoch_s, median_epoch_s, time_to_target_s; /* NAN when absent */
+    kh_epoch_row *rows; int n_rows, cap_rows;
+    int n_env;                 /* environment as ordered key/value strings */
+    char env_key[KH_ENV_MAX][32];
+    char env_val[KH_ENV_MAX][256];
+} kh_cell_record;
+
+void kh_record_init(kh_cell_record *r);
+void kh_record_free(kh_cell_record *r);
+int kh_record_add_row(kh_cell_record *r, const kh_epoch_row *row); /* 0 ok, -1 out of memory */
+void kh_record_set_env(kh_cell_record *r, const char *key, const char *value);
+const char *kh_record_get_env(const kh_cell_record *r, const char *key);
+/* Fill mean/median/metric_value from rows (median excludes epoch 1 when there are more). */
+void kh_record_summarise(kh_cell_record *r, int target_is_max, double target);
+
+/* "<out>/<task>/<plugin>__<device-without-colon>.<ext>" into buf. */
+void kh_record_path(char *buf, size_t n, const char *out_dir, const char *task, const char *plugin,
+                    const char *device, const char *ext);
+/* Write the CSV and JSON (creating <out>/<task>/); 0 ok, else err says which file and why. */
+int kh_record_write(const kh_cell_record *r, const char *out_dir, char *err, size_t errlen);
+/* The JSON text of a record (malloc'ed, one line when compact). */
+char *kh_record_to_json(const kh_cell_record *r, int compact);
+/* Parse a JSON record file; err names the file and the field. */
+int kh_record_read(const char *path, kh_cell_record *r, char *err, size_t errlen);
+/* Atomically replace path with data (temp + fsync + rename). 0 ok. */
+int kh_write_atomic(const char *path, const void *data, size_t n, char *err, size_t errlen);
+/* mkdir -p; 0 ok. */
+int kh_mkdirs(const char *path);
+#endif

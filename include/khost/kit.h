@@ -1,0 +1,85 @@
+/* khost/kit.h — the helper library (libkhost_kit.a) for modules and the host: shape inference for model
+ * specs, a seeded RNG, Keras's weight initialisers and error-text helpers. Plain C, no global state.
+ * Link it statically into a module (pkg-config khost); it never calls back into the khost binary.
+ */
+#ifndef KHOST_KIT_H
+#define KHOST_KIT_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "khost/abi.h"
+#include "khost/model.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* --- error text ---------------------------------------------------------------------------------------- */
+/* snprintf into buf (always terminated, truncated if needed); returns `status` so callers can
+ * `return kh_errf(err, n, KH_ERR_DATA, "%s: bad magic 0x%08x", path, magic);` */
+kh_status kh_errf(char *buf, size_t n, kh_status status, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 4, 5)))
+#endif
+    ;
+const char *kh_status_name(kh_status s);
+const char *kh_layer_kind_name(uint32_t kind);   /* "dense", "conv2d", ... ("?" when unknown) */
+const char *kh_activation_name(uint32_t act);    /* "relu", ... */
+const char *kh_optimizer_name(uint32_t opt);
+const char *kh_loss_name(uint32_t loss);
+
+/* --- random numbers: xoshiro256** seeded through splitmix64; same seed, same stream everywhere -------- */
+typedef struct kh_rng { uint64_t s[4]; } kh_rng;
+void kh_rng_seed(kh_rng *r, uint64_t seed);
+uint64_t kh_rng_u64(kh_rng *r);
+double kh_rng_uniform(kh_rng *r);          /* [0, 1) with 53 random bits */
+double kh_rng_normal(kh_rng *r);           /* standard normal (Box-Muller) */
+uint64_t kh_rng_below(kh_rng *r, uint64_t n); /* uniform in [0, n), unbiased */
+void kh_rng_shuffle_i64(kh_rng *r, int64_t *v, int64_t n); /* Fisher-Yates */
+/* Derive an independent seed from a base seed and up to three indices (epoch, batch, ...). */
+uint64_t kh_seed_mix(uint64_t seed, uint64_t a, uint64_t b, uint64_t c);
+
+/* --- shape inference ------------------------------------------------------------------------------------ */
+#define KH_MAX_SLOTS 6
+
+typedef struct kh_param_shape {
+    int32_t rank;
+    int64_t dims[4];
+    int64_t numel;
+    uint32_t init;   /* resolved kh_init (never KH_INIT_DEFAULT) */
+    int64_t fan_in, fan_out; /* as Keras computes them for glorot */
+    const char *name; /* "kernel", "recurrent_kernel", "bias", "embeddings", "forward_kernel", ... */
+} kh_param_shape;
+
+typedef struct kh_layer_shapes {
+    int32_t in_rank, out_rank;     /* per sample */
+    int32_t in_shape[3], out_shape[3];
+    int64_t in_numel, out_numel;   /* per sample */
+    int32_t n_params;
+    kh_param_shape params[KH_MAX_SLOTS];
+} kh_layer_shapes;
+
+typedef struct kh_model_shapes {
+    int32_t n_layers;
+    kh_layer_shapes *layers; /* n_layers entries, malloc'ed */
+    int32_t in_rank;         /* the model's real input (one-hot expanded) */
+    int32_t in_shape[3];
+    int64_t total_params;
+} kh_model_shapes;
+
+/* Validate a spec and compute every layer's shapes. On error writes "layer N (kind): why" into err and
+ * returns KH_ERR_INVALID (unknown kind, bad sizes, rank mismatch) or KH_ERR_NOMEM. */
+kh_status kh_spec_infer(const kh_model_spec *spec, kh_model_shapes *out, char *err, size_t errlen);
+void kh_model_shapes_free(kh_model_shapes *s);
+
+/* --- Keras 2 initialisers ------------------------------------------------------------------------------ */
+/* Fill w (p->numel floats) for parameter p using init p->init, drawing from r. LSTM bias: zeros with the
+ * forget quarter [u, 2u) set to 1. Orthogonal: QR of a normal matrix (rows = prod(dims[:-1])), as Keras. */
+kh_status kh_init_param(kh_rng *r, const kh_param_shape *p, float *w);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

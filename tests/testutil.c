@@ -1,0 +1,71 @@
+/* tests/testutil.c — the assertion kit's counters and file helpers. */
+#define _POSIX_C_SOURCE 200809L
+#include "testutil.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+int kh_test_passed, kh_test_failed;
+
+int kh_test_close(double a, double b, double rtol, double atol) {
+    if (isnan(a) || isnan(b)) return 0;
+    return fabs(a - b) <= atol + rtol * fabs(b);
+}
+
+int kh_test_finish(const char *name) {
+    printf("%s: %d passed, %d failed\n", name, kh_test_passed, kh_test_failed);
+    return kh_test_failed ? 1 : 0;
+}
+
+void kh_test_skip(const char *why) {
+    printf("SKIPPED: %s\n", why);
+    exit(77);
+}
+
+void kh_test_write_file(const char *path, const void *data, size_t n) {
+    FILE *f = fopen(path, "wb");
+    if (!f || fwrite(data, 1, n, f) != n || fclose(f) != 0) {
+        fprintf(stderr, "test setup: cannot write %s\n", path);
+        exit(2);
+    }
+}
+
+const char *kh_test_tmpdir(const char *tag) {
+    static char buf[8][512];
+    static int next;
+    char *out = buf[next++ % 8];
+    const char *base = getenv("TMPDIR");
+    snprintf(out, 512, "%s/khost-%s-XXXXXX", base && *base ? base : "/tmp", tag);
+    if (!mkdtemp(out)) {
+        fprintf(stderr, "test setup: mkdtemp %s failed\n", out);
+        exit(2);
+    }
+    return out;
+}
+
+int kh_test_run(const char *cmd, char *out, size_t outlen) {
+    char full[8192];
+    snprintf(full, sizeof full, "%s 2>&1", cmd);
+    FILE *p = popen(full, "r");
+    if (!p) return -1;
+    size_t len = 0;
+    if (out && outlen) out[0] = 0;
+    char chunk[4096];
+    size_t got;
+    while ((got = fread(chunk, 1, sizeof chunk, p)) > 0) {
+        if (out && len + 1 < outlen) {
+            size_t take = got < outlen - 1 - len ? got : outlen - 1 - len;
+            memcpy(out + len, chunk, take);
+            len += take;
+            out[len] = 0;
+        }
+    }
+    int st = pclose(p);
+    if (WIFEXITED(st)) return WEXITSTATUS(st);
+    if (WIFSIGNALED(st)) return 128 + WTERMSIG(st);
+    return -1;
+}
