@@ -1,3 +1,81 @@
-/* core/main.c — the khost command line: dispatch to subcommands (see --help). Only main() exits. */
+/* core/main.c — the khost command line: dispatch to the subcommands. Only main() exits. */
 #include <stdio.h>
-int main(void) { puts("khost: under construction"); return 0; }
+#include <string.h>
+
+#include "commands.h"
+#include "exitcodes.h"
+#include "host_api.h"
+
+static const char usage[] =
+    "khost " KHOST_VERSION " — benchmark deep-learning backend plugins on task modules across devices\n"
+    "\n"
+    "usage:\n"
+    "  khost [run] --plugin P --task T [--device cpu|cuda:N] [--epochs N] [--batch-size N] [--seed N]\n"
+    "              [--limit-train N] [--limit-val N] [--out DIR] [--json] [--quiet]\n"
+    "      one cell in this process. P and T: a registry name (cntk), a file name in the search\n"
+    "      directories (cntk.so) or a path. Default device: the registry's (auto = first CUDA device,\n"
+    "      else cpu). --json prints the cell's JSON record on stdout as the last line.\n"
+    "  khost matrix [--plugins LIST|all] [--tasks LIST|all] [--devices LIST|all] [--epochs N]\n"
+    "               [--batch-size N] [--limit-train N] [--limit-val N] [--seed N] [--out DIR]\n"
+    "               [--timeout SECONDS] [--resume] [--quiet]\n"
+    "      every selected cell, each in a fresh child process with a timeout; LIST is comma-separated.\n"
+    "  khost report DIR [--svg FILE] [--published]\n"
+    "      the original benchmark's tables (accuracy; time per epoch with factors) from stored results.\n"
+    "  khost describe --task T [--limit-train N] [--limit-val N]\n"
+    "      what the task will train on: samples per split, shapes, classes, vocabulary, the model.\n"
+    "  khost verify --plugin P [--device D] [--task T|all] [--tol X]\n"
+    "      every layer and one training step per task on the backend against the CPU reference kit.\n"
+    "  khost --list            modules, ABI versions, capabilities, load errors\n"
+    "  khost --list-devices    devices (cpu is always one)\n"
+    "  khost --help | --version\n"
+    "  -v / --verbose before the subcommand shows info and debug messages.\n"
+    "\n"
+    "environment: KHOST_CONF (registry INI), KHOST_DATA (data directory), KHOST_LIBCUDA (driver library).\n"
+    "results: <out>/<task>/<plugin>__<device>.csv and .json (written atomically).\n"
+    "\n"
+    "exit status: 0 ok; 1 training failed (diverged, backend error; matrix: some cell failed); 2 usage;\n"
+    "  3 registry/module/ABI; 4 data missing or malformed; 5 device; 6 unsupported by the backend;\n"
+    "  7 verify above tolerance; 8 results could not be written or read.\n";
+
+int main(int argc, char **argv) {
+    int first = 1;
+    while (first < argc && (!strcmp(argv[first], "-v") || !strcmp(argv[first], "--verbose"))) {
+        kh_host_set_log_level(KH_LOG_DEBUG);
+        first++;
+    }
+    const char *cmd = first < argc ? argv[first] : NULL;
+    if (!cmd || !strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) {
+        fputs(usage, cmd ? stdout : stderr);
+        return cmd ? KH_EXIT_OK : KH_EXIT_USAGE;
+    }
+    if (!strcmp(cmd, "--version")) {
+        printf("khost %s (git %s), ABI %d.%d\n", KHOST_VERSION, KHOST_GIT_REV, KH_ABI_MAJOR, KH_ABI_MINOR);
+        return KH_EXIT_OK;
+    }
+    int sub_argc = argc - first;
+    char **sub_argv = argv + first;
+    if (!strcmp(cmd, "report")) return kh_cmd_report(sub_argc, sub_argv);
+
+    int is_run = !strcmp(cmd, "run");
+    int implicit_run = cmd[0] == '-' && strcmp(cmd, "--list") && strcmp(cmd, "--list-devices");
+    if (!is_run && !implicit_run && strcmp(cmd, "matrix") && strcmp(cmd, "describe") && strcmp(cmd, "verify") &&
+        strcmp(cmd, "--list") && strcmp(cmd, "--list-devices")) {
+        fprintf(stderr, "khost: unknown command '%s' (see khost --help)\n", cmd);
+        return KH_EXIT_USAGE;
+    }
+    kh_host h;
+    int rc = kh_host_open(&h, argv[0]);
+    if (rc != KH_EXIT_OK) {
+        kh_host_close(&h);
+        return rc;
+    }
+    if (!strcmp(cmd, "--list")) rc = kh_cmd_list(&h);
+    else if (!strcmp(cmd, "--list-devices")) rc = kh_cmd_list_devices(&h);
+    else if (!strcmp(cmd, "matrix")) rc = kh_cmd_matrix(&h, sub_argc, sub_argv);
+    else if (!strcmp(cmd, "describe")) rc = kh_cmd_describe(&h, sub_argc, sub_argv);
+    else if (!strcmp(cmd, "verify")) rc = kh_cmd_verify(&h, sub_argc, sub_argv);
+    else if (is_run) rc = kh_cmd_run(&h, sub_argc, sub_argv);
+    else rc = kh_cmd_run(&h, argc - first + 1, argv + first - 1); /* implicit run: options start at argv[first] */
+    kh_host_close(&h);
+    return rc;
+}

@@ -1,0 +1,20 @@
+/* core/args.h — tiny "--name value" / "--name=value" option parsing shared by the subcommands. */
+#ifndef KHOST_CORE_ARGS_H
+#define KHOST_CORE_ARGS_H
+
+#include <stdint.h>
+
+typedef struct kh_args {
+    int argc, i;
+    char **argv;
+    const char *cmd; /* for messages */
+} kh_args;
+
+void kh_args_init(kh_args *a, const char *cmd, int argc, char **argv);
+/* Next option name ("--epochs") or positional; NULL at the end. *value receives an inline "=value". */
+const char *kh_args_next(kh_args *a, const char **inline_value);
+/* The value of the current option (inline or the next argument); NULL + message when missing. */
+const char *kh_args_value(kh_args *a, const char *opt, const char *inline_value);
+/* Parse an integer option value; -1 and a message on error. */
+int kh_args_int64(const char *opt, const char *s, int64_t min, int64_t *out);
+#endif

@@ -1,0 +1,33 @@
+/* core/cell.h — run one plugin x task x device cell: the host-side training loop, identical for every
+ * backend (DESIGN.md "Numbers that must be true"). */
+#ifndef KHOST_CORE_CELL_H
+#define KHOST_CORE_CELL_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "devices.h"
+#include "loader.h"
+#include "results.h"
+
+typedef struct kh_cell_opts {
+    kh_module *backend, *task;
+    kh_devices *devs;
+    kh_device *dev;
+    int epochs;          /* 0 = the task's */
+    int batch_size;      /* 0 = the task's */
+    uint64_t seed;
+    int64_t limit_train, limit_val;
+    const char *data_dir;
+    int quiet;
+    FILE *out;           /* progress and text output */
+} kh_cell_opts;
+
+/* Runs the cell and fills rec (status, reason, rows, environment). Returns a KH_EXIT_ code. Never exits;
+ * every failure after the modules are known becomes rec->status. */
+int kh_cell_run(const kh_cell_opts *o, kh_cell_record *rec);
+
+/* Weights for a compiled model from the run's seed (Keras initialisers, canonical layouts). */
+int kh_cell_init_weights(const kh_backend_api *b, kh_bsession *s, kh_bmodel *m, const kh_model_spec *spec,
+                         uint64_t seed, char *err, size_t errlen);
+#endif
