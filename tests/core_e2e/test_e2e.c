@@ -1,0 +1,167 @@
+/* tests/core_e2e/test_e2e.c — the khost binary end to end with fixture modules: a real training run to
+ * >95% validation accuracy, the CSV/JSON records, an unsupported cell, a diverging cell, name resolution by
+ * file name, and a machine without the CUDA driver listing only the cpu. */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "results.h"
+#include "testutil.h"
+
+static const char *bin, *ini;
+static char out[1 << 16];
+
+static int khost(const char *args) {
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "KHOST_CONF='%s' KHOST_LIBCUDA=/nonexistent/libcuda.so.1 '%s' %s", ini, bin, args);
+    return kh_test_run(cmd, out, sizeof out);
+}
+
+static int count_lines(const char *path) {
+    FILE *f = fopen(path, "r");
+    if (!f) return -1;
+    int n = 0, c;
+    while ((c = fgetc(f)) != EOF) n += c == '\n';
+    fclose(f);
+    return n;
+}
+
+static void test_training_run(const char *dir) {
+    char args[1024], path[2048], err[512];
+    snprintf(args, sizeof args, "run --plugin fixture --task fixture_blobs --device cpu --out '%s' --json --quiet", dir);
+    int rc = khost(args);
+    CHECK(rc == 0, "run exit %d: %s", rc, out);
+    /* --json: the record is the last line of stdout */
+    const char *last = strrchr(out, '{');
+    CHECK(last && strstr(out, "\"khost_record\":1"), "no JSON record in output: %s", out);
+    kh_cell_record r;
+    kh_record_path(path, sizeof path, dir, "fixture_blobs", "fixture", "cpu", "json");
+    CHECK(kh_record_read(path, &r, err, sizeof err) == 0, "read %s: %s", path, err);
+    CHECK(strcmp(r.status, "ok") == 0, "status %s (%s)", r.status, r.reason);
+    CHECK(r.n_rows == 5, "epochs recorded %d, expected the task's 5", r.n_rows);
+    CHECK(r.n_rows > 0 && r.rows[r.n_rows - 1].val_acc > 0.95, "final val_acc %.4f <= 0.95",
+          r.n_rows ? r.rows[r.n_rows - 1].val_acc : -1.0);
+    CHECK(r.train_samples == 2048 && r.val_samples == 512, "samples %lld/%lld", (long long)r.train_samples,
+          (long long)r.val_samples);
+    CHECK(isfinite(r.mean_epoch_s) && r.mean_epoch_s > 0, "mean epoch time %g", r.mean_epoch_s);
+    CHECK(r.n_rows < 2 || r.rows[1].elapsed > r.rows[0].elapsed, "elapsed not increasing");
+    for (int i = 0; i < r.n_rows; i++)
+        CHECK(fabs(r.rows[i].epoch_s - (r.rows[i].train_s + r.rows[i].val_s)) < 0.05 + 0.05 * r.rows[i].epoch_s,
+              "epoch %d: epoch_s %g != train_s %g + val_s %g", i + 1, r.rows[i].epoch_s, r.rows[i].train_s,
+              r.rows[i].val_s);
+    CHECK(kh_record_get_env(&r, "cpu_model") && kh_record_get_env(&r, "git_rev") &&
+              kh_record_get_env(&r, "backend_env") && !strcmp(kh_record_get_env(&r, "backend_env"), "fixture=1"),
+          "environment incomplete");
+    CHECK(r.seed == 7, "seed %llu, expected the registry's 7", (unsigned long long)r.seed);
+    CHECK(isfinite(r.time_to_target_s), "time to target 0.95 not recorded");
+    kh_record_free(&r);
+    kh_record_path(path, sizeof path, dir, "fixture_blobs", "fixture", "cpu", "csv");
+    CHECK(count_lines(path) == 6, "%s: %d lines, expected header + 5", path, count_lines(path));
+    FILE *f = fopen(path, "r");
+    char header[256] = "";
+    if (f) {
+        if (!fgets(header, sizeof header, f)) header[0] = 0;
+        fclose(f);
+    }
+    CHECK(strcmp(header, "epoch,elapsed,loss,acc,val_loss,val_acc,train_s,val_s\n") == 0, "CSV header '%s'", header);
+}
+
+static void test_same_seed_same_result(const char *dir) {
+    /* identical seed: identical weights and shuffles, so identical metrics (time aside) */
+    char args[1024], p1[2048], err[512];
+    double acc[2];
+    for (int k = 0; k < 2; k++) {
+        snprintf(args, sizeof args, "--plugin fixture --task fixture_blobs --epochs 2 --seed 3 --out '%s/s%d' --quiet",
+                 dir, k);
+        CHECK(khost(args) == 0, "implicit run failed: %s", out);
+        snprintf(p1, sizeof p1, "%s/s%d", dir, k);
+        char path[2100];
+        kh_record_path(path, sizeof path, p1, "fixture_blobs", "fixture", "cpu", "json");
+        kh_cell_record r;
+        acc[k] = -1;
+        if (kh_record_read(path, &r, err, sizeof err) == 0) {
+            acc[k] = r.n_rows == 2 ? r.rows[1].val_loss : -2;
+            kh_record_free(&r);
+        }
+    }
+    CHECK(acc[0] > 0 && acc[0] == acc[1], "same seed gave val_loss %.9g and %.9g", acc[0], acc[1]);
+}
+
+static void test_unsupported(const char *dir) {
+    char args[1024], path[2048], err[512];
+    snprintf(args, sizeof args, "run --plugin fixture --task fixture_conv --device cpu --out '%s' --quiet", dir);
+    int rc = khost(args);
+    CHECK(rc == 6, "unsupported cell exit %d (expected 6): %s", rc, out);
+    kh_cell_record r;
+    kh_record_path(path, sizeof path, dir, "fixture_conv", "fixture", "cpu", "json");
+    if (kh_record_read(path, &r, err, sizeof err) == 0) {
+        CHECK(!strcmp(r.status, "unsupported") && strstr(r.reason, "conv2d"), "status %s reason %s", r.status,
+              r.reason);
+        kh_record_free(&r);
+    } else {
+        CHECK(0, "no record for the unsupported cell: %s", err);
+    }
+}
+
+static void test_diverged(const char *dir) {
+    char args[1024], path[2048], err[512];
+    snprintf(args, sizeof args, "run --plugin fixture_nan --task fixture_blobs --device cpu --out '%s' --quiet", dir);
+    int rc = khost(args);
+    CHECK(rc == 1, "diverging cell exit %d (expected 1): %s", rc, out);
+    kh_cell_record r;
+    kh_record_path(path, sizeof path, dir, "fixture_blobs", "fixture_nan", "cpu", "json");
+    if (kh_record_read(path, &r, err, sizeof err) == 0) {
+        CHECK(!strcmp(r.status, "diverged") && strstr(r.reason, "NaN"), "status %s reason %s", r.status, r.reason);
+        CHECK(r.n_rows == 1, "a diverged cell keeps the epoch it diverged in (%d rows)", r.n_rows);
+        kh_record_free(&r);
+    } else {
+        CHECK(0, "no record for the diverged cell: %s", err);
+    }
+}
+
+static void test_resolution_and_usage(const char *dir) {
+    char args[1024];
+    snprintf(args, sizeof args, "--plugin fixture.so --task fixture_blobs --epochs 1 --out '%s' --quiet", dir);
+    CHECK(khost(args) == 0, "--plugin fixture.so (file name) failed: %s", out);
+    CHECK(khost("run --plugin nosuch --task fixture_blobs") == 3, "unknown plugin should exit 3: %s", out);
+    CHECK(strstr(out, "nosuch") != NULL, "message does not name the plugin: %s", out);
+    CHECK(khost("run --plugin fixture --task fixture_blobs --device cuda:0") == 5, "cuda:0 here should exit 5: %s", out);
+    CHECK(khost("run --plugin fixture --task fixture_blobs --epochs zero") == 2, "bad --epochs should exit 2: %s", out);
+    CHECK(khost("frobnicate") == 2, "unknown command should exit 2");
+    CHECK(khost("--help") == 0 && strstr(out, "exit status") && strstr(out, "matrix"), "--help incomplete: %s", out);
+}
+
+static void test_no_driver(void) {
+    int rc = khost("--list-devices");
+    CHECK(rc == 0, "--list-devices exit %d: %s", rc, out);
+    CHECK(strncmp(out, "cpu ", 4) == 0, "first device is not cpu: %s", out);
+    CHECK(strstr(out, "cuda:") == NULL, "a CUDA device listed without a driver: %s", out);
+    CHECK(strstr(out, "no CUDA device") != NULL, "no explanation of the missing CUDA devices: %s", out);
+}
+
+static void test_list(void) {
+    int rc = khost("--list");
+    CHECK(rc == 0, "--list exit %d", rc);
+    CHECK(strstr(out, "fixture_blobs") && strstr(out, "fixture_segv") && strstr(out, "ABI 1.0"),
+          "--list misses modules: %s", out);
+}
+
+int main(int argc, char **argv) {
+    bin = getenv("KHOST_BIN");
+    ini = argc > 1 ? argv[1] : NULL;
+    if (!bin || !ini) {
+        fprintf(stderr, "usage: KHOST_BIN=khost test_e2e khost-test.ini\n");
+        return 2;
+    }
+    const char *dir = kh_test_tmpdir("e2e");
+    test_training_run(dir);
+    test_same_seed_same_result(dir);
+    test_unsupported(dir);
+    test_diverged(dir);
+    test_resolution_and_usage(dir);
+    test_no_driver();
+    test_list();
+    return kh_test_finish("test_e2e");
+}

@@ -1,0 +1,216 @@
+/* tests/fixtures_e2e/fixture_backend.c — a tiny real backend for the host's end-to-end tests: softmax
+ * regression (Dense + softmax, categorical cross-entropy, SGD/RMSprop) on the cpu, in plain C.
+ * FIXTURE_MODE selects a misbehaving variant from the same source: 1 segfaults in train_batch, 2 hangs
+ * there, 3 produces a NaN loss (divergence). Names: fixture, fixture_segv, fixture_hang, fixture_nan. */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "khost/formulas.h"
+#include "khost/khost.h"
+
+#ifndef FIXTURE_MODE
+#define FIXTURE_MODE 0
+#endif
+#ifndef FIXTURE_NAME
+#define FIXTURE_NAME "fixture"
+#endif
+
+struct kh_bsession {
+    char err[256];
+};
+struct kh_bmodel {
+    kh_bsession *s;
+    int in, out, max_batch;
+    float *w, *b, *aw, *ab; /* weights [in,out], bias [out], RMSprop accumulators */
+    float *p;               /* probabilities [max_batch, out] */
+    kh_optimizer_spec opt;
+    int64_t iterations;
+    kh_metrics m[2];
+};
+
+static kh_status caps(uint32_t kind, kh_caps *c) {
+    c->available = kind == KH_DEVICE_CPU;
+    if (!c->available) snprintf(c->note, sizeof c->note, "fixture backend is cpu-only");
+    c->layer_kinds = 1u << KH_LAYER_DENSE;
+    c->activations = (1u << KH_ACT_LINEAR) | (1u << KH_ACT_SOFTMAX);
+    c->losses = 1u << KH_LOSS_CATEGORICAL_CROSSENTROPY;
+    c->optimizers = (1u << KH_OPT_SGD) | (1u << KH_OPT_RMSPROP);
+    c->image_layout = KH_LAYOUT_NHWC;
+    c->flags = KH_CAP_PREDICT;
+    return KH_OK;
+}
+
+static kh_status open_s(const kh_host_api *h, const kh_device *d, kh_bsession **out, char *err, size_t n) {
+    *out = calloc(1, sizeof **out);
+    if (!*out) {
+        snprintf(err, n, "out of memory");
+        return KH_ERR_NOMEM;
+    }
+    return KH_OK;
+}
+static void close_s(kh_bsession *s) { free(s); }
+static const char *last_error(kh_bsession *s) { return s->err; }
+static kh_status environment(kh_bsession *s, char *buf, size_t n) {
+    snprintf(buf, n, "fixture=1");
+    return KH_OK;
+}
+
+static void model_free(kh_bmodel *m) {
+    if (!m) return;
+    free(m->w);
+    free(m->b);
+    free(m->aw);
+    free(m->ab);
+    free(m->p);
+    free(m);
+}
+
+static kh_status compile(kh_bsession *s, const kh_model_spec *spec, const kh_compile_opts *o, kh_bmodel **out) {
+    if (spec->n_layers != 1 || spec->layers[0].kind != KH_LAYER_DENSE || spec->input_rank != 1) {
+        snprintf(s->err, sizeof s->err, "fixture: only a single Dense layer on flat input");
+        return KH_ERR_UNSUPPORTED;
+    }
+    kh_bmodel *m = calloc(1, sizeof *m);
+    if (!m) return KH_ERR_NOMEM;
+    m->s = s;
+    m->in = spec->input_shape[0];
+    m->out = spec->layers[0].units;
+    m->max_batch = o->max_batch;
+    m->opt = spec->optimizer;
+    m->w = calloc((size_t)(m->in * m->out), sizeof(float));
+    m->aw = calloc((size_t)(m->in * m->out), sizeof(float));
+    m->b = calloc((size_t)m->out, sizeof(float));
+    m->ab = calloc((size_t)m->out, sizeof(float));
+    m->p = calloc((size_t)(m->max_batch * m->out), sizeof(float));
+    if (!m->w || !m->aw || !m->b || !m->ab || !m->p) {
+        model_free(m);
+        return KH_ERR_NOMEM;
+    }
+    *out = m;
+    return KH_OK;
+}
+
+static kh_status weight_io(kh_bmodel *m, int32_t layer, int32_t slot, kh_tensor *t, int set) {
+    if (layer != 0 || slot < 0 || slot > 1) {
+        snprintf(m->s->err, sizeof m->s->err, "fixture: no weight (%d, %d)", layer, slot);
+        return KH_ERR_INVALID;
+    }
+    float *dst = slot == 0 ? m->w : m->b;
+    size_t n = slot == 0 ? (size_t)(m->in * m->out) : (size_t)m->out;
+    if ((size_t)kh_tensor_numel(t) != n) {
+        snprintf(m->s->err, sizeof m->s->err, "fixture: weight (%d, %d) has %lld elements, expected %zu", layer,
+                 slot, (long long)kh_tensor_numel(t), n);
+        return KH_ERR_INVALID;
+    }
+    if (set) memcpy(dst, t->data, n * sizeof(float));
+    else memcpy(t->data, dst, n * sizeof(float));
+    return KH_OK;
+}
+static kh_status set_weight(kh_bmodel *m, int32_t l, int32_t s, const kh_tensor *w) {
+    return weight_io(m, l, s, (kh_tensor *)w, 1);
+}
+static kh_status get_weight(kh_bmodel *m, int32_t l, int32_t s, kh_tensor *w) { return weight_io(m, l, s, w, 0); }
+
+/* probabilities for n rows of x into m->p */
+static void forward(kh_bmodel *m, const float *x, int n) {
+    for (int i = 0; i < n; i++) {
+        float *p = m->p + i * m->out, mx = -INFINITY, sum = 0;
+        for (int j = 0; j < m->out; j++) {
+            float z = m->b[j];
+            for (int k = 0; k < m->in; k++) z += x[i * m->in + k] * m->w[k * m->out + j];
+            p[j] = z;
+            mx = z > mx ? z : mx;
+        }
+        for (int j = 0; j < m->out; j++) sum += (p[j] = expf(p[j] - mx));
+        for (int j = 0; j < m->out; j++) p[j] /= sum;
+    }
+}
+
+static void accumulate(kh_bmodel *m, int phase, const int32_t *y, int n) {
+    for (int i = 0; i < n; i++) {
+        const float *p = m->p + i * m->out;
+        int arg = 0;
+        for (int j = 1; j < m->out; j++)
+            if (p[j] > p[arg]) arg = j;
+        m->m[phase].loss_sum += kh_cce_loss(p[y[i]]);
+        m->m[phase].correct += arg == y[i];
+        m->m[phase].samples++;
+    }
+}
+
+static void update(kh_bmodel *m, float *w, float *a, float g, float lr) {
+    if (m->opt.kind == KH_OPT_RMSPROP) kh_rmsprop_update(w, a, g, lr, m->opt.rho, m->opt.epsilon);
+    else *w -= lr * g;
+}
+
+static kh_status train_batch(kh_bmodel *m, const kh_tensor *x, const kh_tensor *yt) {
+#if FIXTURE_MODE == 1
+    raise(SIGSEGV); /* the matrix test needs a real crash signal */
+#elif FIXTURE_MODE == 2
+    for (;;) pause();
+#endif
+    int n = (int)x->dims[0];
+    const float *xs = x->data;
+    const int32_t *y = yt->data;
+    forward(m, xs, n);
+#if FIXTURE_MODE == 3
+    m->p[0] = NAN;
+#endif
+    accumulate(m, KH_PHASE_TRAIN, y, n);
+    float lr = m->opt.lr / (1.0f + m->opt.decay * (float)m->iterations);
+    float inv_n = 1.0f / (float)n;
+    for (int j = 0; j < m->out; j++) {
+        float gb = 0;
+        for (int i = 0; i < n; i++) gb += kh_softmax_cce_grad(m->p[i * m->out + j], y[i] == j, m->p[i * m->out + y[i]], inv_n);
+        for (int k = 0; k < m->in; k++) {
+            float g = 0;
+            for (int i = 0; i < n; i++)
+                g += xs[i * m->in + k] * kh_softmax_cce_grad(m->p[i * m->out + j], y[i] == j, m->p[i * m->out + y[i]], inv_n);
+            update(m, &m->w[k * m->out + j], &m->aw[k * m->out + j], g, lr);
+        }
+        update(m, &m->b[j], &m->ab[j], gb, lr);
+    }
+    m->iterations++;
+    return KH_OK;
+}
+
+static kh_status eval_batch(kh_bmodel *m, const kh_tensor *x, const kh_tensor *y) {
+    forward(m, x->data, (int)x->dims[0]);
+    accumulate(m, KH_PHASE_EVAL, y->data, (int)x->dims[0]);
+    return KH_OK;
+}
+
+static kh_status predict(kh_bmodel *m, const kh_tensor *x, kh_tensor *out) {
+    int n = (int)x->dims[0];
+    forward(m, x->data, n);
+    memcpy(out->data, m->p, (size_t)(n * m->out) * sizeof(float));
+    return KH_OK;
+}
+
+static kh_status read_metrics(kh_bmodel *m, uint32_t phase, kh_metrics *out, int32_t reset) {
+    if (phase > KH_PHASE_EVAL) return KH_ERR_INVALID;
+    *out = m->m[phase];
+    if (reset) memset(&m->m[phase], 0, sizeof m->m[phase]);
+    return KH_OK;
+}
+static kh_status sync_m(kh_bmodel *m) { return KH_OK; }
+
+static const kh_backend_api api = {
+    .struct_size = sizeof(kh_backend_api), .get_caps = caps, .open = open_s, .close = close_s,
+    .last_error = last_error, .environment = environment, .compile = compile, .model_free = model_free,
+    .set_weight = set_weight, .get_weight = get_weight, .train_batch = train_batch, .eval_batch = eval_batch,
+    .predict = predict, .read_metrics = read_metrics, .sync = sync_m,
+};
+
+static const kh_module_desc desc = {
+    .struct_size = sizeof(kh_module_desc), .abi_major = KH_ABI_MAJOR, .abi_minor = KH_ABI_MINOR,
+    .kind = KH_MODULE_BACKEND, .name = FIXTURE_NAME, .version = "test",
+    .description = "softmax-regression fixture backend for the host tests", .api = &api,
+};
+
+KH_EXPORT const kh_module_desc *khost_module_entry(const kh_host_api *host) { return &desc; }
