@@ -93,6 +93,10 @@ typedef struct kh_host_api {
  * valid until dlclose, or NULL (the host then reports "entry returned NULL"). Must not do heavy work. */
 typedef const kh_module_desc *(*kh_entry_fn)(const kh_host_api *host);
 
+/* Every module defines exactly this function (its name is KH_ENTRY_NAME). Declared here so a module's
+ * definition is checked against the contract and is the one symbol it exports. */
+KH_EXPORT const kh_module_desc *khost_module_entry(const kh_host_api *host);
+
 #ifdef __cplusplus
 }
 #endif
