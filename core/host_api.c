@@ -23,7 +23,7 @@ static const char *level_name(int level) {
     }
 }
 
-static void vlog(int level, const char *module, const char *fmt, va_list ap) {
+__attribute__((format(printf, 3, 0))) static void vlog(int level, const char *module, const char *fmt, va_list ap) {
     if (level > g_level) return;
     /* one fprintf per line keeps lines whole when a child and its parent share stderr */
     char msg[2048];

@@ -19,6 +19,8 @@ typedef struct kh_module {
     void *handle;               /* dlopen handle */
     const kh_module_desc *desc; /* valid while loaded */
     int kind;                   /* kh_module_kind */
+    /* Host-owned copies of the module's api table, zero past the module's struct_size: optional members
+     * may be tested against NULL directly. */
     const kh_backend_api *backend; /* when kind == KH_MODULE_BACKEND */
     const kh_task_api *task;       /* when kind == KH_MODULE_TASK */
     int enabled;                /* from the registry (default 1) */
@@ -33,6 +35,7 @@ typedef struct kh_load_error {
 typedef struct kh_modules {
     kh_module *v; int n;
     kh_load_error *errors; int n_errors;
+    int cap; /* slots in v; discovery reserves spares so v never moves: kh_module pointers stay valid */
 } kh_modules;
 
 /* Load one module file; on refusal returns non-zero, fills err, and leaves nothing open. */
