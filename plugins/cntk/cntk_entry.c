@@ -1,0 +1,164 @@
+/* cntk_entry.c — the module's one exported symbol, its descriptor, capabilities and device sessions. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cntk.h"
+
+static const kh_host_api *g_host; /* set once by the entry point; read-only afterwards */
+
+// --- errors ----------------------------------------------------------------------------------------------
+kh_status cntk_fail(cntk_session *s, kh_status st, const char *what, const char *fmt, ...) {
+    if (!s) return st;
+    char why[384];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof why, fmt, ap);
+    va_end(ap);
+    snprintf(s->err, sizeof s->err, "cntk %s on %s: %s", what, s->dev.id[0] ? s->dev.id : "cpu", why);
+    return st;
+}
+
+kh_status cntk_layer_fail(cntk_session *s, kh_status st, uint32_t kind, int32_t index, const char *op,
+                          const char *fmt, ...) {
+    if (!s) return st;
+    char why[384];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof why, fmt, ap);
+    va_end(ap);
+    snprintf(s->err, sizeof s->err, "cntk %s[%d] %s on %s: %s", kh_layer_kind_name(kind), index, op,
+             s->dev.id[0] ? s->dev.id : "cpu", why);
+    return st;
+}
+
+// --- memory ----------------------------------------------------------------------------------------------
+void *cntk_alloc(cntk_session *s, size_t bytes) {
+    if (bytes == 0) bytes = 64;
+    void *p = s->host && s->host->alloc ? s->host->alloc(bytes) : aligned_alloc(64, (bytes + 63) / 64 * 64);
+    if (p) memset(p, 0, bytes);
+    return p;
+}
+
+void cntk_free(cntk_session *s, void *p) {
+    if (!p) return;
+    if (s->host && s->host->alloc && s->host->free)
+        s->host->free(p);
+    else
+        free(p);
+}
+
+// --- capabilities and sessions ---------------------------------------------------------------------------
+static kh_status cntk_get_caps(uint32_t device_kind, kh_caps *out) {
+    if (!out) return KH_ERR_INVALID;
+    kh_caps c;
+    memset(&c, 0, sizeof c);
+    c.struct_size = out->struct_size;
+    for (uint32_t k = KH_LAYER_DENSE; k < KH_LAYER_KIND_END; k++) c.layer_kinds |= 1u << k;
+    for (uint32_t a = 0; a < KH_ACT_END; a++) c.activations |= 1u << a;
+    c.losses = (1u << KH_LOSS_NONE) | (1u << KH_LOSS_CATEGORICAL_CROSSENTROPY) | (1u << KH_LOSS_BINARY_CROSSENTROPY);
+    c.optimizers = (1u << KH_OPT_SGD) | (1u << KH_OPT_RMSPROP) | (1u << KH_OPT_ADAM) | (1u << KH_OPT_ADADELTA);
+    c.flags = KH_CAP_CONV_SAME | KH_CAP_ONEHOT_INPUT | KH_CAP_LSTM_SEQUENCES | KH_CAP_PREDICT | KH_CAP_PROBES;
+    c.image_layout = KH_LAYOUT_NCHW;
+    if (device_kind == KH_DEVICE_CPU) {
+        c.available = cntk_blas_available();
+        snprintf(c.note, sizeof c.note, "%s", c.available ? "OpenBLAS GEMM, im2col convolution, NCHW"
+                                                          : "built without BLAS: CPU path unavailable");
+    } else if (device_kind == KH_DEVICE_CUDA) {
+        c.available = 0;
+        snprintf(c.note, sizeof c.note, "GPU path not built yet");
+    } else {
+        c.available = 0;
+        snprintf(c.note, sizeof c.note, "unknown device kind %u", device_kind);
+    }
+    size_t n = out->struct_size < sizeof c ? out->struct_size : sizeof c;
+    if (n < sizeof c.struct_size) return KH_ERR_INVALID;
+    memcpy(out, &c, n);
+    return KH_OK;
+}
+
+static kh_status cntk_open(const kh_host_api *host, const kh_device *dev, kh_bsession **out, char *err,
+                           size_t errlen) {
+    if (!out) return KH_ERR_INVALID;
+    *out = NULL;
+    if (!dev) return kh_errf(err, errlen, KH_ERR_INVALID, "cntk open: no device");
+    const char *id = dev->id[0] ? dev->id : "?";
+    if (dev->kind == KH_DEVICE_CUDA)
+        return kh_errf(err, errlen, KH_ERR_UNSUPPORTED, "cntk open on %s: GPU path not built yet", id);
+    if (dev->kind != KH_DEVICE_CPU)
+        return kh_errf(err, errlen, KH_ERR_UNSUPPORTED, "cntk open on %s: unknown device kind %u", id, dev->kind);
+    if (!cntk_blas_available())
+        return kh_errf(err, errlen, KH_ERR_UNSUPPORTED, "cntk open on %s: built without BLAS", id);
+    cntk_session *s = calloc(1, sizeof *s);
+    if (!s) return kh_errf(err, errlen, KH_ERR_NOMEM, "cntk open on %s: out of memory", id);
+    s->host = host ? host : g_host;
+    size_t dn = dev->struct_size < sizeof s->dev ? dev->struct_size : sizeof s->dev;
+    memcpy(&s->dev, dev, dn);
+    s->dev.struct_size = sizeof s->dev;
+    if (!s->dev.id[0]) snprintf(s->dev.id, sizeof s->dev.id, "cpu");
+    s->threads = KH_HAS_MEMBER(kh_device, dev->struct_size, threads) && dev->threads > 0 ? dev->threads : 1;
+    kh_status st = cntk_pool_create(s->threads, &s->pool);
+    if (st != KH_OK) {
+        int want = s->threads;
+        free(s);
+        return kh_errf(err, errlen, st, "cntk open on %s: cannot start %d worker threads", id, want);
+    }
+    s->threads = cntk_pool_threads(s->pool);
+    cntk_blas_set_threads(s->threads);
+    *out = s;
+    return KH_OK;
+}
+
+static void cntk_close(kh_bsession *s) {
+    if (!s) return;
+    cntk_pool_destroy(s->pool);
+    free(s);
+}
+
+static const char *cntk_last_error(kh_bsession *s) { return s ? s->err : "cntk: no session"; }
+
+static kh_status cntk_environment(kh_bsession *s, char *buf, size_t n) {
+    if (!s || !buf || n == 0) return KH_ERR_INVALID;
+    char ver[64];
+    snprintf(buf, n, "blas=%s threads=%d", cntk_blas_version(ver, sizeof ver), s->threads);
+    return KH_OK;
+}
+
+// --- the descriptor --------------------------------------------------------------------------------------
+static const kh_backend_api cntk_backend_api = {
+    .struct_size = sizeof(kh_backend_api),
+    .get_caps = cntk_get_caps,
+    .open = cntk_open,
+    .close = cntk_close,
+    .last_error = cntk_last_error,
+    .environment = cntk_environment,
+    .compile = cntk_api_compile,
+    .model_free = cntk_api_model_free,
+    .set_weight = cntk_api_set_weight,
+    .get_weight = cntk_api_get_weight,
+    .train_batch = cntk_api_train_batch,
+    .eval_batch = cntk_api_eval_batch,
+    .predict = cntk_api_predict,
+    .read_metrics = cntk_api_read_metrics,
+    .sync = cntk_api_sync,
+    .forward = cntk_api_forward,
+    .backward = cntk_api_backward,
+    .get_grad = cntk_api_get_grad,
+};
+
+static const kh_module_desc g_desc = {
+    .struct_size = sizeof(kh_module_desc),
+    .abi_major = KH_ABI_MAJOR,
+    .abi_minor = KH_ABI_MINOR,
+    .kind = KH_MODULE_BACKEND,
+    .name = "cntk",
+    .version = CNTK_VERSION,
+    .description = "vendor-library strategy: OpenBLAS GEMM, im2col convolution, fused LSTM projections (NCHW)",
+    .api = &cntk_backend_api,
+};
+
+KH_EXPORT const kh_module_desc *khost_module_entry(const kh_host_api *host) {
+    g_host = host;
+    return &g_desc;
+}
