@@ -16,7 +16,7 @@ struct kh_tdata {
     int64_t n[2];
     float *x[2];
     int32_t *y[2];
-    kh_layer_spec layers[2];
+    kh_layer_spec layers[3];
     char err[256];
 };
 
@@ -79,8 +79,9 @@ static kh_status model(kh_tdata *d, kh_model_spec *m) {
     m->input_shape[2] = 2;
     d->layers[0] = (kh_layer_spec){.kind = KH_LAYER_CONV2D, .units = 4, .kernel = {1, 1}};
     d->layers[1] = (kh_layer_spec){.kind = KH_LAYER_FLATTEN};
-    m->n_layers = 2;
-    /* too small for a real model: the cell must stop at the capability check */
+    d->layers[2] = (kh_layer_spec){.kind = KH_LAYER_DENSE, .units = CLASSES, .activation = KH_ACT_SOFTMAX};
+    m->n_layers = 3;
+    /* a valid model whose Conv2D the fixture backend lacks: the cell must stop at the capability check */
 #else
     m->input_rank = 1;
     m->input_shape[0] = DIM;

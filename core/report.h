@@ -1,0 +1,29 @@
+/* core/report.h — the results model `khost report` builds (records grouped by task, sorted), shared by the
+ * markdown tables (report.c) and the SVG chart (report_svg.c). Internal to the core. */
+#ifndef KHOST_CORE_REPORT_H
+#define KHOST_CORE_REPORT_H
+
+#include <stddef.h>
+
+#include "results.h"
+
+typedef struct kh_report_task {
+    const char *name;
+    const char **plugins; int np;          /* sorted by name */
+    const char **devices; int nd;          /* cpu first, then cuda:N by N, then the rest by name */
+    const kh_cell_record **cells;          /* [plugin * nd + device], NULL where no record */
+} kh_report_task;
+
+typedef struct kh_report {
+    kh_cell_record *recs; int n_recs;
+    kh_report_task *tasks; int n_tasks;    /* sorted by name */
+} kh_report;
+
+/* Seconds as the tables print them: one decimal from 1 s up (as the seed's README), 3 significant
+ * digits below (smoke runs would otherwise all read 0.0). */
+void kh_report_fmt_seconds(double s, char *buf, size_t n);
+/* Device order of the tables and chart (strcmp-like). */
+int kh_report_cmp_device(const char *a, const char *b);
+/* The time-per-epoch chart as a self-contained SVG, written atomically. 0 ok, else err names the file. */
+int kh_report_svg(const kh_report *rep, const char *path, char *err, size_t errlen);
+#endif

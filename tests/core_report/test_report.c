@@ -1,0 +1,193 @@
+/* tests/core_report/test_report.c — `khost report` on a hand-written results folder (data/: two tasks, two
+ * devices, a crashed, a timed-out and an unsupported cell): the markdown must equal expected.md byte for
+ * byte, the SVG must be produced, malformed records must be named and skipped, and bad folders and
+ * command lines must give the documented exit codes.
+ * Usage: test_report SOURCE_DIR (the folder holding data/ and expected.md); needs $KHOST_BIN. */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "report.h"
+#include "testutil.h"
+
+static char *slurp(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    size_t cap = 1 << 16, n = 0;
+    char *buf = malloc(cap + 1);
+    size_t got;
+    while (buf && (got = fread(buf + n, 1, cap - n, f)) > 0) {
+        n += got;
+        if (n == cap) {
+            char *nb = realloc(buf, 2 * cap + 1);
+            if (!nb) {
+                free(buf);
+                buf = NULL;
+                break;
+            }
+            buf = nb;
+            cap *= 2;
+        }
+    }
+    fclose(f);
+    if (buf) buf[n] = 0;
+    if (len) *len = n;
+    return buf;
+}
+
+static int count(const char *hay, const char *needle) {
+    int n = 0;
+    for (const char *p = hay; (p = strstr(p, needle)); p += strlen(needle)) n++;
+    return n;
+}
+
+static void copy_file(const char *from, const char *to) {
+    size_t n;
+    char *d = slurp(from, &n);
+    if (!d) {
+        fprintf(stderr, "test setup: cannot read %s\n", from);
+        exit(2);
+    }
+    kh_test_write_file(to, d, n);
+    free(d);
+}
+
+/* The helpers the tables and the chart share. */
+static void test_helpers(void) {
+    char b[32];
+    kh_report_fmt_seconds(245.46, b, sizeof b);
+    CHECK(!strcmp(b, "245.5"), "%s", b);
+    kh_report_fmt_seconds(1.0, b, sizeof b);
+    CHECK(!strcmp(b, "1.0"), "%s", b);
+    kh_report_fmt_seconds(0.04213, b, sizeof b);
+    CHECK(!strcmp(b, "0.0421"), "%s", b);
+    kh_report_fmt_seconds(NAN, b, sizeof b);
+    CHECK(!strcmp(b, "n/a"), "%s", b);
+    CHECK(kh_report_cmp_device("cpu", "cuda:0") < 0, "cpu first");
+    CHECK(kh_report_cmp_device("cuda:2", "cuda:10") < 0, "cuda:2 before cuda:10");
+    CHECK(kh_report_cmp_device("cuda:10", "cuda:2") > 0, "cuda:10 after cuda:2");
+    CHECK(kh_report_cmp_device("cuda:10", "mystery") < 0, "unknown kinds last");
+    CHECK(kh_report_cmp_device("cuda:1", "cuda:1") == 0, "equal");
+}
+
+int main(int argc, char **argv) {
+    test_helpers();
+    const char *bin = getenv("KHOST_BIN");
+    if (argc < 2) {
+        fprintf(stderr, "usage: test_report SOURCE_DIR\n");
+        return 2;
+    }
+    if (!bin || !*bin) kh_test_skip("KHOST_BIN is not set");
+    struct stat st;
+    if (stat(bin, &st) != 0) kh_test_skip("the khost binary is not built");
+    const char *src = argv[1];
+    const char *tmp = kh_test_tmpdir("report");
+    /* kh_test_run appends 2>&1: a redirection of stdout goes inside { } so stderr still reaches `out`. */
+    char cmd[8192], out[65536], path[4096], path2[4096];
+
+    /* 1. The golden report and the chart. */
+    snprintf(cmd, sizeof cmd, "{ '%s' report '%s/data' --svg '%s/chart.svg' > '%s/report.md'; }", bin, src, tmp, tmp);
+    int rc = kh_test_run(cmd, out, sizeof out);
+    CHECK(rc == 0, "report exited %d: %s", rc, out);
+    CHECK(out[0] == 0, "stderr not empty: %s", out);
+    snprintf(path, sizeof path, "%s/report.md", tmp);
+    snprintf(path2, sizeof path2, "%s/expected.md", src);
+    size_t n_got = 0, n_want = 0;
+    char *got = slurp(path, &n_got), *want = slurp(path2, &n_want);
+    CHECK(got && want, "cannot read %s or %s", path, path2);
+    if (got && want) {
+        int same = n_got == n_want && memcmp(got, want, n_got) == 0;
+        CHECK(same, "report differs from expected.md; got:\n%s", got);
+        if (!same) {
+            size_t i = 0;
+            while (i < n_got && i < n_want && got[i] == want[i]) i++;
+            fprintf(stderr, "first difference at byte %zu\n", i);
+        }
+    }
+    free(got);
+    free(want);
+    snprintf(path, sizeof path, "%s/chart.svg", tmp);
+    char *svg = slurp(path, NULL);
+    CHECK(svg != NULL, "no chart written to %s", path);
+    if (svg) {
+        CHECK(!strncmp(svg, "<svg", 4), "chart starts with %.20s", svg);
+        size_t l = strlen(svg);
+        CHECK(l > 7 && !strcmp(svg + l - 7, "</svg>\n"), "chart does not end with </svg>");
+        CHECK(strstr(svg, "xmlns=\"http://www.w3.org/2000/svg\"") != NULL, "no SVG namespace");
+        /* one bar per finished cell: 4 in mnist_cnn, 1 in lstm_text_generation */
+        CHECK(count(svg, "<title>mnist_cnn: ") == 4, "mnist_cnn bars: %d", count(svg, "<title>mnist_cnn: "));
+        CHECK(count(svg, "<title>lstm_text_generation: ") == 1, "lstm bars");
+        CHECK(strstr(svg, "crashed: signal 11 (Segmentation fault)") != NULL, "crashed cell not marked");
+        CHECK(strstr(svg, ">cntk on cuda:0</text>") != NULL, "legend entry missing");
+        CHECK(!strstr(svg, "http://") || count(svg, "http://") == 1, "external references in the chart");
+        free(svg);
+    }
+
+    /* 2. A malformed record is named and skipped; the rest is still reported; exit 8. */
+    snprintf(path, sizeof path, "%s/bad", tmp);
+    CHECK(mkdir(path, 0777) == 0, "mkdir %s", path);
+    snprintf(path, sizeof path, "%s/bad/mnist_cnn", tmp);
+    CHECK(mkdir(path, 0777) == 0, "mkdir %s", path);
+    snprintf(path, sizeof path, "%s/data/mnist_cnn/cntk__cpu.json", src);
+    snprintf(path2, sizeof path2, "%s/bad/mnist_cnn/cntk__cpu.json", tmp);
+    copy_file(path, path2);
+    snprintf(path, sizeof path, "%s/bad/mnist_cnn/broken__cpu.json", tmp);
+    kh_test_write_file(path, "{ \"khost_record\": 1, \"plugin\": ", 31);
+    snprintf(path, sizeof path, "%s/bad/mnist_cnn/nostatus__cpu.json", tmp);
+    const char *nostatus = "{\"khost_record\":1,\"plugin\":\"x\",\"task\":\"mnist_cnn\",\"device\":\"cpu\"}";
+    kh_test_write_file(path, nostatus, strlen(nostatus));
+    snprintf(path, sizeof path, "%s/bad/mnist_cnn/empty__cpu.json", tmp);
+    kh_test_write_file(path, "", 0);
+    snprintf(cmd, sizeof cmd, "'%s' report '%s/bad'", bin, tmp);
+    rc = kh_test_run(cmd, out, sizeof out);
+    CHECK(rc == 8, "malformed: exit %d: %s", rc, out);
+    CHECK(strstr(out, "broken__cpu.json") && strstr(out, "not valid JSON"), "broken file not named: %s", out);
+    CHECK(strstr(out, "nostatus__cpu.json") && strstr(out, "\"status\""), "missing field not named: %s", out);
+    CHECK(strstr(out, "empty__cpu.json") != NULL, "empty file not named: %s", out);
+    CHECK(strstr(out, "| cntk | 0.9871 |") != NULL, "good record not reported: %s", out);
+
+    /* 3. A task folder given directly works too. */
+    snprintf(cmd, sizeof cmd, "'%s' report '%s/data/mnist_cnn'", bin, src);
+    rc = kh_test_run(cmd, out, sizeof out);
+    CHECK(rc == 0 && strstr(out, "## mnist_cnn") && !strstr(out, "## lstm"), "task folder: %d %s", rc, out);
+
+    /* 4. Empty and missing folders, bad command lines. */
+    snprintf(path, sizeof path, "%s/empty", tmp);
+    CHECK(mkdir(path, 0777) == 0, "mkdir %s", path);
+    snprintf(cmd, sizeof cmd, "'%s' report '%s'", bin, path);
+    rc = kh_test_run(cmd, out, sizeof out);
+    CHECK(rc == 8 && strstr(out, "no result records"), "empty dir: %d %s", rc, out);
+    snprintf(cmd, sizeof cmd, "'%s' report '%s/does-not-exist'", bin, tmp);
+    rc = kh_test_run(cmd, out, sizeof out);
+    CHECK(rc == 8 && strstr(out, "does-not-exist") && strstr(out, "cannot read"), "missing dir: %d %s", rc, out);
+    snprintf(cmd, sizeof cmd, "'%s' report", bin);
+    rc = kh_test_run(cmd, out, sizeof out);
+    CHECK(rc == 2 && strstr(out, "usage"), "no dir: %d %s", rc, out);
+    snprintf(cmd, sizeof cmd, "'%s' report '%s/data' --frobnicate", bin, src);
+    rc = kh_test_run(cmd, out, sizeof out);
+    CHECK(rc == 2 && strstr(out, "--frobnicate"), "unknown option: %d %s", rc, out);
+    snprintf(cmd, sizeof cmd, "{ '%s' report '%s/data' --svg '%s/no/such/dir/chart.svg' >/dev/null; }", bin, src, tmp);
+    rc = kh_test_run(cmd, out, sizeof out);
+    CHECK(rc == 8 && strstr(out, "chart.svg"), "unwritable svg: %d %s", rc, out);
+
+    /* 5. --published without a registry: the tables still come, with a note. */
+    snprintf(cmd, sizeof cmd, "KHOST_CONF='%s/none.ini' '%s' report '%s/data' --published", tmp, bin, src);
+    rc = kh_test_run(cmd, out, sizeof out);
+    CHECK(rc == 0 && strstr(out, "Published figures unavailable") && strstr(out, "## mnist_cnn"),
+          "published without registry: %d %s", rc, out);
+
+    /* 6. --published with the build's registry, when the mnist_cnn task module is built. */
+    const char *build = getenv("KHOST_BUILD");
+    snprintf(path, sizeof path, "%s/tasks/mnist_cnn.so", build ? build : "/nonexistent");
+    if (build && stat(path, &st) == 0) {
+        snprintf(cmd, sizeof cmd, "KHOST_CONF='%s/khost.ini' '%s' report '%s/data' --published", build, bin, src);
+        rc = kh_test_run(cmd, out, sizeof out);
+        CHECK(rc == 0 && strstr(out, "Published by the Keras backend benchmark"), "published: %d %s", rc, out);
+    } else {
+        printf("note: %s not built; published figures not checked\n", path);
+    }
+    return kh_test_finish("core_report");
+}
