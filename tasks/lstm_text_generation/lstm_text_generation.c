@@ -1,0 +1,262 @@
+/* lstm_text_generation.c — Keras 2's examples/lstm_text_generation.py as the benchmark ran it: the Nietzsche
+ * text lower-cased, windows of 40 characters every 3, the next character as label; LSTM(128) on the one-hot
+ * windows -> Dense(n_chars, softmax); RMSprop(lr 0.01); categorical cross-entropy; batch 128; 10 epochs, no
+ * validation (the metric is the training loss). After training, 400 characters are sampled at diversity 0.5
+ * from a random seed window, as the script printed them.
+ * The windows are never materialised: the text is kept once as character indices, a batch is cut from it,
+ * and the model declares input_onehot = n_chars (the backend, or the host, does the one-hot expansion). */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "khost/data_text.h"
+#include "khost/khost.h"
+#include "khost/kit.h"
+
+enum { MAXLEN = 40, STEP = 3, GEN_CHARS = 400 };
+static const double DIVERSITY = 0.5;
+
+/* The published table, backend x GPU (K80, M60, Titan X, 1080 Ti); the metric is the training loss. */
+static const kh_published published[] = {
+    {"theano", "K80", -1, -1},
+    {"theano", "M60", 1.3939, 353.1},
+    {"theano", "Titan X", 1.4268, 548.3},
+    {"theano", "1080 Ti", 1.3988, 83.1},
+    {"tensorflow", "K80", 1.4060, 87.6},
+    {"tensorflow", "M60", 1.3944, 75.4},
+    {"tensorflow", "Titan X", 1.4138, 162.2},
+    {"tensorflow", "1080 Ti", 1.3976, 107.6},
+    {"cntk", "K80", 1.4047, 46.4},
+    {"cntk", "M60", 1.4004, 48.2},
+    {"cntk", "Titan X", 1.3980, 41.4},
+    {"cntk", "1080 Ti", 1.3956, 32.7},
+};
+
+static const kh_task_info info = {
+    .struct_size = sizeof(kh_task_info), .dataset = "nietzsche", .epochs = 10, .batch_size = 128,
+    .train_samples_per_epoch = 0, .has_validation = 0, .metric = "loss", .target = 1.45, .target_is_max = 1,
+    .n_published = (int32_t)(sizeof published / sizeof published[0]), .published = published,
+};
+
+struct kh_tdata {
+    char err[1024];
+    char path[4096];
+    kh_charwin cw;
+    int64_t n_train; /* windows used (limit_train) */
+    kh_layer_spec layers[2];
+};
+
+static kh_status set_err(kh_tdata *d, kh_status st, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+static kh_status set_err(kh_tdata *d, kh_status st, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(d->err, sizeof d->err, fmt, ap);
+    va_end(ap);
+    return st;
+}
+
+static const kh_task_info *get_info(void) { return &info; }
+
+static void unload(kh_tdata *d) {
+    if (!d) return;
+    kh_charwin_free(&d->cw);
+    free(d);
+}
+
+static kh_status load(const kh_host_api *host, const kh_load_opts *o, kh_tdata **out, char *err, size_t errlen) {
+    (void)host;
+    if (!out || !o || !o->data_dir)
+        return kh_errf(err, errlen, KH_ERR_INVALID, "lstm_text_generation: load: no data directory given");
+    *out = NULL;
+    kh_tdata *d = calloc(1, sizeof *d);
+    if (!d) return kh_errf(err, errlen, KH_ERR_NOMEM, "lstm_text_generation: out of memory");
+    int w = snprintf(d->path, sizeof d->path, "%s/nietzsche/nietzsche.txt", o->data_dir);
+    if (w < 0 || (size_t)w >= sizeof d->path) {
+        free(d);
+        return kh_errf(err, errlen, KH_ERR_INVALID, "%s/nietzsche/nietzsche.txt: path too long", o->data_dir);
+    }
+    kh_status st = kh_charwin_load(d->path, MAXLEN, STEP, &d->cw, err, errlen);
+    if (st != KH_OK) {
+        size_t len = strlen(err);
+        if (st == KH_ERR_IO && len >= 9 && strcmp(err + len - 9, "not found") == 0)
+            snprintf(err + len, errlen - len, "; run: tools/fetch-datasets nietzsche");
+        free(d);
+        return st;
+    }
+    d->n_train = o->limit_train > 0 && o->limit_train < d->cw.n_windows ? o->limit_train : d->cw.n_windows;
+    *out = d;
+    return KH_OK;
+}
+
+static const char *last_error(kh_tdata *d) { return d ? d->err : "no task data"; }
+
+static kh_status model(kh_tdata *d, kh_model_spec *m) {
+    int32_t n = d->cw.n_distinct;
+    d->layers[0] = (kh_layer_spec){.kind = KH_LAYER_LSTM, .units = 128, .return_sequences = 0};
+    d->layers[1] = (kh_layer_spec){.kind = KH_LAYER_DENSE, .units = n, .activation = KH_ACT_SOFTMAX};
+    m->name = "lstm_text_generation";
+    m->input_dtype = KH_I32;
+    m->input_rank = 1;
+    m->input_shape[0] = MAXLEN;
+    m->input_shape[1] = m->input_shape[2] = 0;
+    m->input_onehot = n; /* the model's real input: one_hot(x, n), (40, n) as the script's boolean x */
+    m->n_layers = 2;
+    m->layers = d->layers;
+    m->loss = KH_LOSS_CATEGORICAL_CROSSENTROPY;
+    /* RMSprop(lr=0.01): rho 0.9, epsilon 1e-7 (K.epsilon()), decay 0 */
+    m->optimizer = (kh_optimizer_spec){.kind = KH_OPT_RMSPROP, .lr = 0.01f, .rho = 0.9f, .epsilon = 1e-7f, .decay = 0.0f};
+    m->n_classes = n;
+    return KH_OK;
+}
+
+static int64_t count(kh_tdata *d, uint32_t split) {
+    return d && split == KH_SPLIT_TRAIN ? d->n_train : 0; /* no validation split */
+}
+
+static kh_status get_batch(kh_tdata *d, uint32_t split, const int64_t *idx, int32_t n, kh_tensor *x, kh_tensor *y) {
+    if (split != KH_SPLIT_TRAIN)
+        return set_err(d, KH_ERR_INVALID, "lstm_text_generation: get_batch: split %u has no samples", split);
+    if (n < 0 || (n > 0 && !idx) || !x || !y || (n > 0 && (!x->data || !y->data)))
+        return set_err(d, KH_ERR_INVALID, "lstm_text_generation: get_batch: bad arguments");
+    if (x->dtype != KH_I32 || x->rank != 2 || x->dims[0] != n || x->dims[1] != MAXLEN)
+        return set_err(d, KH_ERR_INVALID, "lstm_text_generation: get_batch: x must be i32 (%d, %d) (got dtype %u, rank %d)",
+                       n, MAXLEN, x->dtype, x->rank);
+    if (y->dtype != KH_I32 || kh_tensor_numel(y) != n)
+        return set_err(d, KH_ERR_INVALID, "lstm_text_generation: get_batch: y must be i32 with %d values", n);
+    int32_t *xs = x->data, *ys = y->data;
+    for (int32_t i = 0; i < n; i++) {
+        if (idx[i] < 0 || idx[i] >= d->n_train)
+            return set_err(d, KH_ERR_INVALID, "lstm_text_generation: get_batch: window %lld out of range 0..%lld",
+                           (long long)idx[i], (long long)d->n_train - 1);
+        kh_charwin_window(&d->cw, idx[i], xs + (size_t)i * MAXLEN, &ys[i]);
+    }
+    return KH_OK;
+}
+
+/* The character as the user should see it in describe(): printable ASCII and other characters as themselves,
+ * controls escaped. */
+static void show_char(char *buf, uint32_t cp) {
+    if (cp == '\n') strcpy(buf, "\\n");
+    else if (cp == '\t') strcpy(buf, "\\t");
+    else if (cp < 0x20 || cp == 0x7F) snprintf(buf, 8, "\\x%02x", (unsigned)cp);
+    else buf[kh_utf8_put(buf, cp)] = 0;
+}
+
+static kh_status describe(kh_tdata *d, kh_print_fn print, void *ctx) {
+    if (!d || !print) return KH_ERR_INVALID;
+    char line[2048];
+    snprintf(line, sizeof line, "nietzsche: %s", d->path);
+    print(ctx, line);
+    snprintf(line, sizeof line, "corpus length: %lld characters (lower-cased, UTF-8 decoded); total chars: %d",
+             (long long)d->cw.n_chars, (int)d->cw.n_distinct);
+    print(ctx, line);
+    int at = snprintf(line, sizeof line, "alphabet (by code point):");
+    for (int32_t i = 0; i < d->cw.n_distinct && at > 0 && (size_t)at + 16 < sizeof line; i++) {
+        char c[8];
+        show_char(c, d->cw.alphabet[i]);
+        at += snprintf(line + at, sizeof line - (size_t)at, " %s", c);
+    }
+    print(ctx, line);
+    snprintf(line, sizeof line, "nb sequences: %lld windows of %d characters, step %d, the next character as label",
+             (long long)d->cw.n_windows, MAXLEN, STEP);
+    print(ctx, line);
+    if (d->n_train != d->cw.n_windows) {
+        snprintf(line, sizeof line, "training on the first %lld windows (limit)", (long long)d->n_train);
+        print(ctx, line);
+    }
+    snprintf(line, sizeof line, "input: (N, %d) int32 character indices, layout NT, one-hot to (N, %d, %d) in the "
+             "model; labels int32 next-character index; no validation split", MAXLEN, MAXLEN, (int)d->cw.n_distinct);
+    print(ctx, line);
+    return KH_OK;
+}
+
+/* Keras's sample(preds, temperature): log(p) / T, exp, normalise, one multinomial draw. In float64 as numpy. */
+static int32_t sample(const float *p, int32_t n, double temperature, kh_rng *r) {
+    double w[512];
+    double mx = -INFINITY, sum = 0;
+    for (int32_t i = 0; i < n; i++) {
+        w[i] = p[i] > 0 ? log((double)p[i]) / temperature : -INFINITY;
+        if (w[i] > mx) mx = w[i];
+    }
+    if (!isfinite(mx)) return 0; /* no probability mass at all: nothing sensible to draw */
+    /* exp(w - max) instead of exp(w): the same distribution after normalising, without underflow */
+    for (int32_t i = 0; i < n; i++) sum += (w[i] = exp(w[i] - mx));
+    double u = kh_rng_uniform(r) * sum, acc = 0;
+    for (int32_t i = 0; i < n; i++) {
+        acc += w[i];
+        if (u < acc) return i;
+    }
+    for (int32_t i = n - 1; i >= 0; i--) /* rounding left u at the very top: the last character with mass */
+        if (w[i] > 0) return i;
+    return 0;
+}
+
+static kh_status after_training(kh_tdata *d, const kh_predictor *p) {
+    if (!d || !p || !p->predict || !p->print) return KH_ERR_INVALID;
+    const kh_charwin *c = &d->cw;
+    int32_t n = c->n_distinct;
+    if (n > 512) return set_err(d, KH_ERR_UNSUPPORTED, "lstm_text_generation: sampling supports at most 512 characters, the text has %d", n);
+    kh_rng r;
+    kh_rng_seed(&r, p->seed);
+    /* random.randint(0, len(text) - maxlen - 1) */
+    int64_t start = (int64_t)kh_rng_below(&r, (uint64_t)(c->n_chars - MAXLEN));
+    int32_t window[MAXLEN];
+    memcpy(window, c->text + start, sizeof window);
+    float probs[512];
+    /* The seed and the generated characters, UTF-8: at most 4 bytes per character. */
+    char *text = malloc((size_t)(MAXLEN + GEN_CHARS) * 4 + 64);
+    if (!text) return set_err(d, KH_ERR_NOMEM, "lstm_text_generation: out of memory");
+    size_t len = 0;
+    for (int i = 0; i < MAXLEN; i++) len += kh_utf8_put(text + len, c->alphabet[window[i]]);
+    text[len] = 0;
+    char head[64];
+    snprintf(head, sizeof head, "\n----- diversity: %.1f\n", DIVERSITY);
+    p->print(p->ctx, head);
+    p->print(p->ctx, "----- Generating with seed: \"");
+    p->print(p->ctx, text);
+    p->print(p->ctx, "\"\n");
+    kh_tensor x = {.dtype = KH_I32, .layout = KH_LAYOUT_NT, .rank = 2, .dims = {1, MAXLEN}, .data = window};
+    kh_tensor y = {.dtype = KH_F32, .layout = KH_LAYOUT_NC, .rank = 2, .dims = {1, n}, .data = probs};
+    for (int i = 0; i < GEN_CHARS; i++) {
+        kh_status st = p->predict(p->ctx, &x, &y);
+        if (st != KH_OK) {
+            free(text);
+            return set_err(d, st, "lstm_text_generation: predict failed after %d characters (%s)", i, kh_status_name(st));
+        }
+        int32_t next = sample(probs, n, DIVERSITY, &r);
+        len += kh_utf8_put(text + len, c->alphabet[next]);
+        memmove(window, window + 1, (MAXLEN - 1) * sizeof window[0]);
+        window[MAXLEN - 1] = next;
+    }
+    text[len] = 0;
+    /* As the script: sys.stdout.write(generated) — the seed followed by what the model wrote — then print() */
+    p->print(p->ctx, text);
+    p->print(p->ctx, "\n");
+    free(text);
+    return KH_OK;
+}
+
+static const kh_task_api api = {
+    .struct_size = sizeof(kh_task_api), .info = get_info, .load = load, .unload = unload,
+    .last_error = last_error, .model = model, .count = count, .get_batch = get_batch, .augment = NULL,
+    .describe = describe, .after_training = after_training,
+};
+
+static const kh_module_desc desc = {
+    .struct_size = sizeof(kh_module_desc), .abi_major = KH_ABI_MAJOR, .abi_minor = KH_ABI_MINOR,
+    .kind = KH_MODULE_TASK, .name = "lstm_text_generation", .version = "1.0",
+    .description = "Nietzsche character model, LSTM(128) on 40-character windows (Keras lstm_text_generation.py)",
+    .api = &api,
+};
+
+KH_EXPORT const kh_module_desc *khost_module_entry(const kh_host_api *host) {
+    (void)host;
+    return &desc;
+}
