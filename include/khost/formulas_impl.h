@@ -61,7 +61,7 @@ KH_HD KH_T KH_FN(kh_clip_prob)(KH_T p) {
     return p < ((KH_T)KH_EPSILON) ? ((KH_T)KH_EPSILON) : (p > ((KH_T)1) - ((KH_T)KH_EPSILON) ? ((KH_T)1) - ((KH_T)KH_EPSILON) : p);
 }
 /* Categorical cross-entropy of one sample from the probability of its true class. */
-KH_HD KH_T KH_FN(kh_cce_loss)(KH_T p_true) { return -KH_LOG(kh_clip_prob(p_true)); }
+KH_HD KH_T KH_FN(kh_cce_loss)(KH_T p_true) { return -KH_LOG(KH_FN(kh_clip_prob)(p_true)); }
 /* Binary cross-entropy of one sample. */
 KH_HD KH_T KH_FN(kh_bce_loss)(KH_T p, KH_T label) {
     KH_T q = KH_FN(kh_clip_prob)(p);
