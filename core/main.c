@@ -23,7 +23,7 @@ static const char usage[] =
     "      the original benchmark's tables (accuracy; time per epoch with factors) from stored results.\n"
     "  khost describe --task T [--limit-train N] [--limit-val N]\n"
     "      what the task will train on: samples per split, shapes, classes, vocabulary, the model.\n"
-    "  khost verify --plugin P [--device D] [--task T|all] [--tol X]\n"
+    "  khost verify --plugin P [--device D] [--task T|all|none] [--tol X] [--seed N] [--batch N]\n"
     "      every layer and one training step per task on the backend against the CPU reference kit.\n"
     "  khost --list            modules, ABI versions, capabilities, load errors\n"
     "  khost --list-devices    devices (cpu is always one)\n"
