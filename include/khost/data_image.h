@@ -1,8 +1,8 @@
 /* khost/data_image.h — image data readers and augmentation of the helper library (libkhost_kit.a).
  *
  * Readers for the canonical image formats the benchmark's data sets come in: IDX (MNIST, Fashion-MNIST;
- * plain or gzip), CIFAR-10 binary batches, and image-folder trees (root/<class>/*.jpg|*.jpeg|*.png, as the
- * mirror ships CIFAR-10). Every reader streams its input, validates it (magic, dimensions, sizes, label
+ * plain or gzip), CIFAR-10 binary batches, and image-folder trees (root/<class>/<file>.jpg, .jpeg or
+ * .png, as the mirror ships CIFAR-10). Every reader streams its input, validates it (magic, dimensions, sizes, label
  * range) and holds no more memory than its output arrays. Errors go into a caller buffer as
  * "<path>: <what is wrong>"; nothing here exits, aborts or prints.
  *
@@ -74,8 +74,9 @@ typedef struct kh_image_folder_opts {
      * then the second, ...) so a small subset still has every class; only those files are decoded. */
     int64_t limit;
     int32_t threads; /* decoding threads; 0 = one per online CPU (at most 16) */
-    /* Optional progress report (the host's progress service fits). */
-    void (*progress)(const char *what, int64_t done, int64_t total);
+    /* Optional progress report, called from the calling thread only: progress(progress_ctx, what, done, total). */
+    void (*progress)(void *ctx, const char *what, int64_t done, int64_t total);
+    void *progress_ctx;
 } kh_image_folder_opts;
 
 /* Read root/<class>/<file> for every sub-folder <class> (hidden entries skipped), classes indexed by their
@@ -91,8 +92,9 @@ kh_status kh_image_folder_read(const char *root, const kh_image_folder_opts *opt
  *     fill_mode='nearest') ------------------------------------------------------------------------------- *
  * Per image, in Keras 2's draw order: tx ~ U(-hs, hs) * H (rows), ty ~ U(-ws, ws) * W (cols), then a flip
  * with probability 1/2. Keras 2.0 applied the shift with scipy affine_transform(order=0), i.e.
- * nearest-neighbour sampling, so a fractional shift acts as its rounded value: the shift is integer,
- * round-half-away-from-zero of the drawn value ({-3..3} for 32 px and 0.1). Pixel semantics:
+ * nearest-neighbour sampling (scipy rounds a coordinate as floor(v + 0.5)), so a fractional shift acts as
+ * the integer floor(t + 0.5) of the drawn t ({-3..3} for 32 px and 0.1; the drawn value is continuous, as in
+ * Keras, so the end values -3 and 3 are rarer than the others). Pixel semantics:
  *     shifted(r, c) = x(clamp(r + row_off, 0, H-1), clamp(c + col_off, 0, W-1))
  * (the content moves by -offset; clamping is the 'nearest' fill, replicating edge pixels), then
  *     out(r, c) = shifted(r, W-1-c) when flipped.

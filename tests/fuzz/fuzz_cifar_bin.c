@@ -15,11 +15,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static char dir[256], p1[300], p2[300];
 
+/* The temporary folder goes away when the fuzzer exits. */
+static void teardown(void) {
+    unlink(p1);
+    unlink(p2);
+    rmdir(dir);
+}
+
 static int setup(void) {
     if (dir[0]) return 0;
     const char *t = getenv("TMPDIR");
     snprintf(dir, sizeof dir, "%s/khost-fuzz-cifar-XXXXXX", t && *t ? t : "/tmp");
     if (!mkdtemp(dir)) return -1;
+    atexit(teardown);
     snprintf(p1, sizeof p1, "%s/data_batch_1.bin", dir);
     snprintf(p2, sizeof p2, "%s/data_batch_2.bin", dir);
     return 0;

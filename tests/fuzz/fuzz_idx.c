@@ -17,11 +17,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static char dir[256], img_path[300], lab_path[300];
 
+/* The temporary folder goes away when the fuzzer exits. */
+static void teardown(void) {
+    unlink(img_path);
+    unlink(lab_path);
+    rmdir(dir);
+}
+
 static int setup(void) {
     if (dir[0]) return 0;
     const char *t = getenv("TMPDIR");
     snprintf(dir, sizeof dir, "%s/khost-fuzz-idx-XXXXXX", t && *t ? t : "/tmp");
     if (!mkdtemp(dir)) return -1;
+    atexit(teardown);
     snprintf(img_path, sizeof img_path, "%s/images", dir);
     snprintf(lab_path, sizeof lab_path, "%s/labels", dir);
     return 0;

@@ -51,11 +51,24 @@ static const unsigned char seed_png[123] = {
 
 static char root[256], jpg_path[320], png_path[320];
 
+/* The temporary tree goes away when the fuzzer exits. */
+static void teardown(void) {
+    char p[300];
+    unlink(jpg_path);
+    unlink(png_path);
+    snprintf(p, sizeof p, "%s/a", root);
+    rmdir(p);
+    snprintf(p, sizeof p, "%s/b", root);
+    rmdir(p);
+    rmdir(root);
+}
+
 static int setup(void) {
     if (root[0]) return 0;
     const char *t = getenv("TMPDIR");
     snprintf(root, sizeof root, "%s/khost-fuzz-folder-XXXXXX", t && *t ? t : "/tmp");
     if (!mkdtemp(root)) return -1;
+    atexit(teardown);
     char p[300];
     snprintf(p, sizeof p, "%s/a", root);
     if (mkdir(p, 0700) != 0) return -1;
