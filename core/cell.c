@@ -275,6 +275,19 @@ static void fill_environment(cell *c) {
     kh_record_set_env(r, "dataset_bytes", buf);
 }
 
+/* The record so far, as status "running"; a failure to write it is only warned about here (the final write
+ * reports it as an error). */
+static void checkpoint(cell *c, int epoch, int epochs) {
+    kh_cell_record *rec = c->rec;
+    char err[512];
+    snprintf(rec->status, sizeof rec->status, "running");
+    snprintf(rec->reason, sizeof rec->reason, "%d of %d epochs done", epoch, epochs);
+    kh_record_summarise(rec, c->info->target_is_max, c->info->target);
+    if (kh_record_write(rec, c->o->checkpoint_dir, err, sizeof err) != 0) kh_logf(KH_LOG_WARN, "checkpoint: %s", err);
+    snprintf(rec->status, sizeof rec->status, "error");
+    rec->reason[0] = 0;
+}
+
 static int run(cell *c) {
     const kh_cell_opts *o = c->o;
     kh_cell_record *rec = c->rec;
@@ -353,6 +366,7 @@ static int run(cell *c) {
         memset(&row, 0, sizeof row);
         code = run_epoch(c, e, epochs, order, n_train, per_epoch, t_start, &row);
         if (row.epoch > 0 && kh_record_add_row(rec, &row) != 0) code = fail(c, "error", KH_EXIT_TRAIN, "out of memory");
+        if (code == KH_EXIT_OK && o->checkpoint_dir && e < epochs) checkpoint(c, e, epochs);
     }
     free(order);
     char finished[64];

@@ -21,6 +21,8 @@ typedef struct kh_cell_opts {
     const char *data_dir;
     int quiet;
     FILE *out;           /* progress and text output */
+    const char *checkpoint_dir; /* non-NULL: rewrite the record (status "running") after every epoch, so a
+                                   killed or crashed cell keeps the epochs it finished */
 } kh_cell_opts;
 
 /* Runs the cell and fills rec (status, reason, rows, environment). Returns a KH_EXIT_ code. Never exits;

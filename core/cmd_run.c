@@ -92,7 +92,8 @@ int kh_cmd_run(kh_host *h, int argc, char **argv) {
         kh_cell_opts o = {.backend = b, .task = t, .devs = devs, .dev = dev, .epochs = (int)r.epochs,
                           .batch_size = (int)r.batch, .seed = r.seed_set ? (uint64_t)r.seed : h->reg.seed,
                           .limit_train = r.limit_train, .limit_val = r.limit_val,
-                          .data_dir = kh_host_data_dir(h), .quiet = r.quiet, .out = out};
+                          .data_dir = kh_host_data_dir(h), .quiet = r.quiet, .out = out,
+                          .checkpoint_dir = out_dir};
         if (!r.quiet)
             fprintf(out, "khost: %s x %s x %s (%s)\n", b->desc->name, t->desc->name, dev->id, dev->name);
         code = kh_cell_run(&o, &rec);

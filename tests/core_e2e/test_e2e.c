@@ -121,6 +121,23 @@ static void test_diverged(const char *dir) {
     }
 }
 
+static void test_crash_keeps_finished_epochs(const char *dir) {
+    /* fixture_segv crashes in epoch 2: the record checkpointed after epoch 1 must survive */
+    char args[1024], path[2048], err[512];
+    snprintf(args, sizeof args, "run --plugin fixture_segv --task fixture_blobs --device cpu --out '%s' --quiet", dir);
+    int rc = khost(args);
+    CHECK(rc != 0, "a crashing cell exited 0");
+    kh_cell_record r;
+    kh_record_path(path, sizeof path, dir, "fixture_blobs", "fixture_segv", "cpu", "json");
+    if (kh_record_read(path, &r, err, sizeof err) == 0) {
+        CHECK(!strcmp(r.status, "running") && r.n_rows == 1 && r.rows[0].val_acc > 0.5,
+              "checkpoint: status %s, %d rows", r.status, r.n_rows);
+        kh_record_free(&r);
+    } else {
+        CHECK(0, "no checkpointed record after a crash: %s", err);
+    }
+}
+
 static void test_resolution_and_usage(const char *dir) {
     char args[1024];
     snprintf(args, sizeof args, "--plugin fixture.so --task fixture_blobs --epochs 1 --out '%s' --quiet", dir);
@@ -160,6 +177,7 @@ int main(int argc, char **argv) {
     test_same_seed_same_result(dir);
     test_unsupported(dir);
     test_diverged(dir);
+    test_crash_keeps_finished_epochs(dir);
     test_resolution_and_usage(dir);
     test_no_driver();
     test_list();

@@ -1,6 +1,7 @@
 /* tests/fixtures_e2e/fixture_backend.c — a tiny real backend for the host's end-to-end tests: softmax
  * regression (Dense + softmax, categorical cross-entropy, SGD/RMSprop) on the cpu, in plain C.
- * FIXTURE_MODE selects a misbehaving variant from the same source: 1 segfaults in train_batch, 2 hangs
+ * FIXTURE_MODE selects a misbehaving variant from the same source: 1 segfaults in train_batch of the second
+ * epoch (after the 32 batches of the first, so the per-epoch checkpoint has something to keep), 2 hangs
  * there, 3 produces a NaN loss (divergence). Names: fixture, fixture_segv, fixture_hang, fixture_nan. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
@@ -150,7 +151,7 @@ static void update(kh_bmodel *m, float *w, float *a, float g, float lr) {
 
 static kh_status train_batch(kh_bmodel *m, const kh_tensor *x, const kh_tensor *yt) {
 #if FIXTURE_MODE == 1
-    raise(SIGSEGV); /* the matrix test needs a real crash signal */
+    if (m->iterations >= 40) raise(SIGSEGV); /* a real crash signal, in epoch 2 */
 #elif FIXTURE_MODE == 2
     for (;;) pause();
 #endif
