@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# khost verify --plugin cntk --device cpu: every layer and one training step of every task's model (real
+# data) against the float64 reference kit. Skipped (77) when the data sets are not installed.
+set -uo pipefail
+khost=$1 data=${KHOST_DATA:-}
+if [ -z "$data" ] || [ ! -d "$data/mnist" ] || [ ! -d "$data/imdb" ] || [ ! -d "$data/nietzsche" ] || [ ! -d "$data/cifar10" ]; then
+  echo "SKIPPED: data sets not installed in KHOST_DATA='$data' (tools/fetch-datasets)"; exit 77
+fi
+out=$("$khost" verify --plugin cntk --device cpu --task all 2>&1); rc=$?
+echo "$out"
+[ $rc -eq 0 ] || { echo "FAIL: verify exit $rc"; exit 1; }
+summary=$(echo "$out" | grep '^summary:')
+# every task must have been checked (none skipped), and nothing may fail
+echo "$summary" | grep -q ' 0 failed' || { echo "FAIL: $summary"; exit 1; }
+echo "$summary" | grep -q ' 0 skipped' || { echo "FAIL: tasks skipped: $summary"; exit 1; }
+for t in mnist_mlp mnist_cnn cifar10_cnn imdb_bidirectional_lstm imdb_fasttext lstm_text_generation; do
+  echo "$out" | grep -q "^$t: batch" || { echo "FAIL: task $t not verified"; exit 1; }
+done
+echo "test_cntk_verify: 1 passed, 0 failed"
