@@ -22,13 +22,16 @@
 #define CNTK_ERRLEN 512
 
 typedef struct cntk_pool cntk_pool;
+typedef struct cntk_cuda_sess cntk_cuda_sess;   /* CUDA session state (cntk_cuda_*.c) */
+typedef struct cntk_cuda_model cntk_cuda_model; /* CUDA executor (cntk_cuda_*.c) */
 
 // --- session ---------------------------------------------------------------------------------------------
 typedef struct kh_bsession {
     const kh_host_api *host;
     kh_device dev;
     int threads;    /* worker threads for BLAS and the pool (dev.threads, at least 1) */
-    cntk_pool *pool;
+    cntk_pool *pool;  /* cpu sessions only */
+    cntk_cuda_sess *cuda; /* cuda sessions only */
     char err[CNTK_ERRLEN];
 } cntk_session;
 
@@ -89,7 +92,8 @@ typedef struct cntk_cpu_model cntk_cpu_model;
 typedef struct kh_bmodel {
     cntk_session *s;
     cntk_plan plan;
-    cntk_cpu_model *cpu; /* the CPU executor; a CUDA executor pointer would sit beside it */
+    cntk_cpu_model *cpu;   /* the CPU executor (cpu sessions) */
+    cntk_cuda_model *cuda; /* the CUDA executor (cuda sessions; cntk_cuda.h) */
 } cntk_model;
 
 /* Model-level ABI functions (cntk_api.c): validate arguments, route to the model's executor. */

@@ -1,9 +1,12 @@
 /* cntk_api.c — the model-level ABI calls: argument checks common to every device, then the executor of
- * the model's device (only the CPU executor exists; a CUDA one would be chosen here by s->dev.kind). */
+ * the model's device, chosen by the session's device kind (CPU: cntk_cpu_*; CUDA: cntk_cuda_*). */
 #include <stdlib.h>
 #include <string.h>
 
 #include "cntk.h"
+#include "cntk_cuda.h"
+
+static int on_cuda(const cntk_model *m) { return m->s->dev.kind == KH_DEVICE_CUDA; }
 
 kh_status cntk_api_compile(kh_bsession *s, const kh_model_spec *spec, const kh_compile_opts *opts,
                            kh_bmodel **out) {
@@ -15,7 +18,7 @@ kh_status cntk_api_compile(kh_bsession *s, const kh_model_spec *spec, const kh_c
     if (!m) return cntk_fail(s, KH_ERR_NOMEM, "compile", "out of host memory");
     m->s = s;
     kh_status st = cntk_plan_build(s, spec, opts, &m->plan);
-    if (st == KH_OK) st = cntk_cpu_compile(m);
+    if (st == KH_OK) st = s->dev.kind == KH_DEVICE_CUDA ? cntk_cuda_compile(m) : cntk_cpu_compile(m);
     if (st != KH_OK) {
         cntk_api_model_free(m);
         return st;
@@ -27,6 +30,7 @@ kh_status cntk_api_compile(kh_bsession *s, const kh_model_spec *spec, const kh_c
 void cntk_api_model_free(kh_bmodel *m) {
     if (!m) return;
     cntk_cpu_free(m->cpu);
+    if (m->cuda) cntk_cuda_free(m);
     cntk_plan_free(&m->plan);
     free(m);
 }
@@ -55,56 +59,59 @@ static kh_status check_slot(cntk_model *m, int32_t layer, int32_t slot, const kh
 kh_status cntk_api_set_weight(kh_bmodel *m, int32_t layer, int32_t slot, const kh_tensor *w) {
     if (!m) return KH_ERR_INVALID;
     kh_status st = check_slot(m, layer, slot, w, "set_weight");
-    return st != KH_OK ? st : cntk_cpu_set_weight(m, layer, slot, w);
+    return st != KH_OK ? st : (on_cuda(m) ? cntk_cuda_set_weight : cntk_cpu_set_weight)(m, layer, slot, w);
 }
 
 kh_status cntk_api_get_weight(kh_bmodel *m, int32_t layer, int32_t slot, kh_tensor *w) {
     if (!m) return KH_ERR_INVALID;
     kh_status st = check_slot(m, layer, slot, w, "get_weight");
-    return st != KH_OK ? st : cntk_cpu_get_weight(m, layer, slot, w);
+    return st != KH_OK ? st : (on_cuda(m) ? cntk_cuda_get_weight : cntk_cpu_get_weight)(m, layer, slot, w);
 }
 
 kh_status cntk_api_get_grad(kh_bmodel *m, int32_t layer, int32_t slot, kh_tensor *g) {
     if (!m) return KH_ERR_INVALID;
     kh_status st = check_slot(m, layer, slot, g, "get_grad");
-    return st != KH_OK ? st : cntk_cpu_get_grad(m, layer, slot, g);
+    return st != KH_OK ? st : (on_cuda(m) ? cntk_cuda_get_grad : cntk_cpu_get_grad)(m, layer, slot, g);
 }
 
 kh_status cntk_api_train_batch(kh_bmodel *m, const kh_tensor *x, const kh_tensor *y) {
     if (!m) return KH_ERR_INVALID;
     if (!x || !y) return cntk_fail(m->s, KH_ERR_INVALID, "train_batch", "missing x or y");
-    return cntk_cpu_train(m, x, y);
+    return on_cuda(m) ? cntk_cuda_train(m, x, y) : cntk_cpu_train(m, x, y);
 }
 
 kh_status cntk_api_eval_batch(kh_bmodel *m, const kh_tensor *x, const kh_tensor *y) {
     if (!m) return KH_ERR_INVALID;
     if (!x || !y) return cntk_fail(m->s, KH_ERR_INVALID, "eval_batch", "missing x or y");
-    return cntk_cpu_eval(m, x, y);
+    return on_cuda(m) ? cntk_cuda_eval(m, x, y) : cntk_cpu_eval(m, x, y);
 }
 
 kh_status cntk_api_predict(kh_bmodel *m, const kh_tensor *x, kh_tensor *out) {
     if (!m) return KH_ERR_INVALID;
     if (!x || !out) return cntk_fail(m->s, KH_ERR_INVALID, "predict", "missing x or out");
-    return cntk_cpu_predict(m, x, out);
+    return on_cuda(m) ? cntk_cuda_predict(m, x, out) : cntk_cpu_predict(m, x, out);
 }
 
 kh_status cntk_api_read_metrics(kh_bmodel *m, uint32_t phase, kh_metrics *out, int32_t reset) {
     if (!m) return KH_ERR_INVALID;
     if (!out || phase > KH_PHASE_EVAL) return cntk_fail(m->s, KH_ERR_INVALID, "read_metrics", "bad phase %u", phase);
-    return cntk_cpu_read_metrics(m, phase, out, reset);
+    return on_cuda(m) ? cntk_cuda_read_metrics(m, phase, out, reset) : cntk_cpu_read_metrics(m, phase, out, reset);
 }
 
-/* The CPU executor runs synchronously: nothing is ever queued. */
-kh_status cntk_api_sync(kh_bmodel *m) { return m ? KH_OK : KH_ERR_INVALID; }
+/* The CPU executor runs synchronously (nothing is ever queued); the CUDA one waits for its stream. */
+kh_status cntk_api_sync(kh_bmodel *m) {
+    if (!m) return KH_ERR_INVALID;
+    return on_cuda(m) ? cntk_cuda_sync(m) : KH_OK;
+}
 
 kh_status cntk_api_forward(kh_bmodel *m, const kh_tensor *x, kh_tensor *out) {
     if (!m) return KH_ERR_INVALID;
     if (!x || !out) return cntk_fail(m->s, KH_ERR_INVALID, "forward", "missing x or out");
-    return cntk_cpu_forward_probe(m, x, out);
+    return on_cuda(m) ? cntk_cuda_forward_probe(m, x, out) : cntk_cpu_forward_probe(m, x, out);
 }
 
 kh_status cntk_api_backward(kh_bmodel *m, const kh_tensor *dy, kh_tensor *dx) {
     if (!m) return KH_ERR_INVALID;
     if (!dy) return cntk_fail(m->s, KH_ERR_INVALID, "backward", "missing dy");
-    return cntk_cpu_backward_probe(m, dy, dx);
+    return on_cuda(m) ? cntk_cuda_backward_probe(m, dy, dx) : cntk_cpu_backward_probe(m, dy, dx);
 }

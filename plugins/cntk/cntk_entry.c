@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cntk.h"
+#include "cntk_cuda.h"
 
 static const kh_host_api *g_host; /* set once by the entry point; read-only afterwards */
 
@@ -66,8 +67,7 @@ static kh_status cntk_get_caps(uint32_t device_kind, kh_caps *out) {
         snprintf(c.note, sizeof c.note, "%s", c.available ? "OpenBLAS GEMM, im2col convolution, NCHW"
                                                           : "built without BLAS: CPU path unavailable");
     } else if (device_kind == KH_DEVICE_CUDA) {
-        c.available = 0;
-        snprintf(c.note, sizeof c.note, "GPU path not built yet");
+        cntk_cuda_caps(&c); /* cuDNN/cuBLAS: available only with a usable driver and device */
     } else {
         c.available = 0;
         snprintf(c.note, sizeof c.note, "unknown device kind %u", device_kind);
@@ -84,11 +84,9 @@ static kh_status cntk_open(const kh_host_api *host, const kh_device *dev, kh_bse
     *out = NULL;
     if (!dev) return kh_errf(err, errlen, KH_ERR_INVALID, "cntk open: no device");
     const char *id = dev->id[0] ? dev->id : "?";
-    if (dev->kind == KH_DEVICE_CUDA)
-        return kh_errf(err, errlen, KH_ERR_UNSUPPORTED, "cntk open on %s: GPU path not built yet", id);
-    if (dev->kind != KH_DEVICE_CPU)
+    if (dev->kind != KH_DEVICE_CPU && dev->kind != KH_DEVICE_CUDA)
         return kh_errf(err, errlen, KH_ERR_UNSUPPORTED, "cntk open on %s: unknown device kind %u", id, dev->kind);
-    if (!cntk_blas_available())
+    if (dev->kind == KH_DEVICE_CPU && !cntk_blas_available())
         return kh_errf(err, errlen, KH_ERR_UNSUPPORTED, "cntk open on %s: built without BLAS", id);
     cntk_session *s = calloc(1, sizeof *s);
     if (!s) return kh_errf(err, errlen, KH_ERR_NOMEM, "cntk open on %s: out of memory", id);
@@ -96,7 +94,18 @@ static kh_status cntk_open(const kh_host_api *host, const kh_device *dev, kh_bse
     size_t dn = dev->struct_size < sizeof s->dev ? dev->struct_size : sizeof s->dev;
     memcpy(&s->dev, dev, dn);
     s->dev.struct_size = sizeof s->dev;
-    if (!s->dev.id[0]) snprintf(s->dev.id, sizeof s->dev.id, "cpu");
+    if (!s->dev.id[0]) snprintf(s->dev.id, sizeof s->dev.id, dev->kind == KH_DEVICE_CUDA ? "cuda:%d" : "cpu",
+                                  dev->ordinal);
+    if (dev->kind == KH_DEVICE_CUDA) { /* streams and cuDNN/cuBLAS handles; no thread pool */
+        kh_status cst = cntk_cuda_open(s, err, errlen);
+        if (cst != KH_OK) {
+            free(s);
+            return cst;
+        }
+        s->threads = 1;
+        *out = s;
+        return KH_OK;
+    }
     s->threads = KH_HAS_MEMBER(kh_device, dev->struct_size, threads) && dev->threads > 0 ? dev->threads : 1;
     kh_status st = cntk_pool_create(s->threads, &s->pool);
     if (st != KH_OK) {
@@ -112,6 +121,7 @@ static kh_status cntk_open(const kh_host_api *host, const kh_device *dev, kh_bse
 
 static void cntk_close(kh_bsession *s) {
     if (!s) return;
+    if (s->cuda) cntk_cuda_close(s);
     cntk_pool_destroy(s->pool);
     free(s);
 }
@@ -120,6 +130,7 @@ static const char *cntk_last_error(kh_bsession *s) { return s ? s->err : "cntk: 
 
 static kh_status cntk_environment(kh_bsession *s, char *buf, size_t n) {
     if (!s || !buf || n == 0) return KH_ERR_INVALID;
+    if (s->dev.kind == KH_DEVICE_CUDA) return cntk_cuda_environment(s, buf, n);
     char ver[64];
     snprintf(buf, n, "blas=%s threads=%d", cntk_blas_version(ver, sizeof ver), s->threads);
     return KH_OK;
@@ -154,7 +165,7 @@ static const kh_module_desc g_desc = {
     .kind = KH_MODULE_BACKEND,
     .name = "cntk",
     .version = CNTK_VERSION,
-    .description = "vendor-library strategy: OpenBLAS GEMM, im2col convolution, fused LSTM projections (NCHW)",
+    .description = "vendor-library strategy: cuDNN/cuBLAS on GPU (fused cuDNN RNN); OpenBLAS GEMM, im2col on CPU (NCHW)",
     .api = &cntk_backend_api,
 };
 

@@ -26,8 +26,9 @@ static void test_caps(void) {
     for (uint32_t k = KH_LAYER_DENSE; k < KH_LAYER_KIND_END; k++) CHECK(c.layer_kinds & (1u << k), "kind %u", k);
     memset(&c, 0, sizeof c);
     c.struct_size = sizeof c;
-    CHECK(B.api->get_caps(KH_DEVICE_CUDA, &c) == KH_OK && c.available == 0, "cuda unavailable");
-    CHECK(strstr(c.note, "GPU path not built yet") != NULL, "note: %s", c.note);
+    CHECK(B.api->get_caps(KH_DEVICE_CUDA, &c) == KH_OK, "cuda caps");
+    /* unavailable (no toolkit at build time, or no driver/device here) must say why; available must say what */
+    CHECK(c.available ? c.layer_kinds != 0 : c.note[0] != 0, "cuda caps: available %d, note '%s'", c.available, c.note);
     char env[256];
     CHECK(B.api->environment(B.s, env, sizeof env) == KH_OK, "environment");
     CHECK(strncmp(env, "blas=openblas-", 14) == 0 && strstr(env, "threads=2"), "environment: %s", env);

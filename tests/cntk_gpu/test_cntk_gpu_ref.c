@@ -1,0 +1,467 @@
+/* tests/cntk_gpu/test_cntk_gpu_ref.c — the cntk GPU path (cuDNN / cuBLAS / own kernels) against the reference
+ * kit (khost/ref.h, float64), on cuda:0. Skips (exit 77) visibly where no CUDA device is usable.
+ *   1. per kernel: a one-layer (or minimal) model per layer kind, activation and input path: the training-mode
+ *      forward output, the input gradient and every parameter gradient (probes, dropout off);
+ *   2. the small models of tests/cntk: probes, then whole training steps (fused loss, backward, the fused
+ *      optimizer over the arena) comparing the loss, the metrics and every weight after each step, then an
+ *      evaluation batch;
+ *   3. dropout on the device: the kept fraction, the inverted scaling, and the backward using the same mask;
+ *   4. running out of device memory is KH_ERR_NOMEM with a message, and the session still works after it.
+ * Every run draws fresh inputs (seed from the clock unless CNTK_GPU_TEST_SEED is set; printed) and poisons
+ * every output buffer with NaN first, on the host and (CNTK_CUDA_POISON=1) on the device, so an element a
+ * kernel forgets to write fails the comparison. Tolerances: FP32 (FMA, no TF32) against float64, normalised by
+ * the reference tensor's largest magnitude; looser than the CPU path's because cuDNN may pick Winograd/FFT
+ * convolutions and reduces in other orders. */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cntk_gpu_testlib.h"
+#include "khost/ref.h"
+#include "testutil.h"
+
+#define PROBE_TOL 1e-4 /* forward / gradient probes */
+#define STEP_TOL 1e-3  /* weights after a few optimizer steps */
+
+static ct_backend B;
+static uint64_t g_seed;
+
+static double rel_err(const float *a, const double *b, int64_t n, double floor) {
+    double md = 0, mb = floor;
+    for (int64_t i = 0; i < n; i++) {
+        double d = fabs((double)a[i] - b[i]);
+        if (d > md || isnan(d)) md = isnan(d) ? INFINITY : d;
+        if (fabs(b[i]) > mb) mb = fabs(b[i]);
+    }
+    return md / mb;
+}
+
+static void compare(const char *model, const char *what, const float *a, const double *b, int64_t n, double tol) {
+    double e = rel_err(a, b, n, 1e-3);
+    CHECK(e <= tol, "%s %s: relative error %.3g > %.1g (seed %llu)", model, what, e, tol, (unsigned long long)g_seed);
+    if (getenv("CNTK_TEST_VERBOSE")) printf("  %-24s %-30s %.3g\n", model, what, e);
+}
+
+static float *poisoned(int64_t n) {
+    float *p = malloc((size_t)(n > 0 ? n : 1) * sizeof(float));
+    for (int64_t i = 0; i < n; i++) p[i] = NAN;
+    return p;
+}
+
+typedef struct batch {
+    int64_t n, per;
+    kh_tensor x_nhwc, x_backend;
+    float *xf_nhwc, *xf_nchw;
+    int32_t *xi, *labels;
+} batch;
+
+static void make_batch(batch *bt, const kh_model_spec *sp, int64_t n, kh_rng *r) {
+    memset(bt, 0, sizeof *bt);
+    bt->n = n;
+    bt->per = 1;
+    int64_t dims[4] = {n, 0, 0, 0};
+    for (int i = 0; i < sp->input_rank; i++) {
+        bt->per *= sp->input_shape[i];
+        dims[i + 1] = sp->input_shape[i];
+    }
+    bt->labels = malloc((size_t)n * sizeof(int32_t));
+    for (int64_t i = 0; i < n; i++)
+        bt->labels[i] = (int32_t)kh_rng_below(r, (uint64_t)(sp->n_classes > 1 ? sp->n_classes : 2));
+    if (sp->input_dtype == KH_I32) {
+        int64_t vocab = sp->input_onehot > 0 ? sp->input_onehot : sp->layers[0].input_dim;
+        bt->xi = malloc((size_t)(n * bt->per) * sizeof(int32_t));
+        for (int64_t i = 0; i < n * bt->per; i++) bt->xi[i] = (int32_t)kh_rng_below(r, (uint64_t)vocab);
+        bt->x_nhwc = ct_tensor(KH_I32, KH_LAYOUT_NT, sp->input_rank + 1, dims, bt->xi);
+        bt->x_backend = bt->x_nhwc;
+        return;
+    }
+    bt->xf_nhwc = malloc((size_t)(n * bt->per) * sizeof(float));
+    ct_fill_uniform(bt->xf_nhwc, n * bt->per, -1.0f, 1.0f, r);
+    bt->x_nhwc = ct_tensor(KH_F32, sp->input_rank == 3 ? KH_LAYOUT_NHWC : KH_LAYOUT_NC, sp->input_rank + 1, dims,
+                           bt->xf_nhwc);
+    bt->x_backend = bt->x_nhwc;
+    if (sp->input_rank == 3) {
+        int64_t H = dims[1], W = dims[2], C = dims[3];
+        bt->xf_nchw = malloc((size_t)(n * bt->per) * sizeof(float));
+        for (int64_t s = 0; s < n; s++)
+            for (int64_t h = 0; h < H; h++)
+                for (int64_t w = 0; w < W; w++)
+                    for (int64_t c = 0; c < C; c++)
+                        bt->xf_nchw[((s * C + c) * H + h) * W + w] = bt->xf_nhwc[((s * H + h) * W + w) * C + c];
+        int64_t nd[4] = {n, C, H, W};
+        bt->x_backend = ct_tensor(KH_F32, KH_LAYOUT_NCHW, 4, nd, bt->xf_nchw);
+    }
+}
+
+static void free_batch(batch *bt) {
+    free(bt->xf_nhwc);
+    free(bt->xf_nchw);
+    free(bt->xi);
+    free(bt->labels);
+}
+
+static int setup_pair(const kh_model_spec *sp, int max_batch, kh_bmodel **cm, kh_ref_model **rm) {
+    *cm = ct_compile(&B, sp, max_batch, 1);
+    char err[256];
+    if (!*cm) return -1;
+    if (kh_ref_model_create(sp, rm, err, sizeof err) != KH_OK) {
+        fprintf(stderr, "ref create %s: %s\n", sp->name, err);
+        return -1;
+    }
+    float **w = NULL;
+    if (ct_init_weights(&B, *cm, sp, g_seed ^ 0x5eed, &w) != 0) return -1;
+    const kh_model_shapes *sh = kh_ref_model_shapes(*rm);
+    for (int l = 0; l < sh->n_layers; l++)
+        for (int s = 0; s < sh->layers[l].n_params; s++) {
+            kh_ref_model_set_weight_f32(*rm, l, s, w[l * KH_MAX_SLOTS + s], sh->layers[l].params[s].numel);
+            /* the weights read back from the device equal what was set (the layout mappings round-trip) */
+            const kh_param_shape *ps = &sh->layers[l].params[s];
+            float *back = poisoned(ps->numel);
+            kh_tensor tb = ct_tensor(KH_F32, KH_LAYOUT_ANY, ps->rank, ps->dims, back);
+            CHECK(B.api->get_weight(*cm, l, s, &tb) == KH_OK, "%s get_weight %d/%d: %s", sp->name, l, s,
+                  B.api->last_error(B.s));
+            int diff = 0;
+            for (int64_t i = 0; i < ps->numel; i++) diff += back[i] != w[l * KH_MAX_SLOTS + s][i];
+            CHECK(diff == 0, "%s layer %d slot %d (%s): %d weights differ after set/get", sp->name, l, s, ps->name, diff);
+            free(back);
+        }
+    ct_free_weights(sp, w);
+    return 0;
+}
+
+static void check_probes(const kh_model_spec *sp, int64_t n) {
+    kh_bmodel *cm = NULL;
+    kh_ref_model *rm = NULL;
+    if (setup_pair(sp, (int)n + 2, &cm, &rm) != 0) {
+        CHECK(0, "%s: setup failed: %s", sp->name, B.api->last_error(B.s));
+        goto done;
+    }
+    kh_rng r;
+    kh_rng_seed(&r, g_seed ^ 0x9e37);
+    batch bt;
+    make_batch(&bt, sp, n, &r);
+    const kh_model_shapes *sh = kh_ref_model_shapes(rm);
+    const kh_layer_shapes *last = &sh->layers[sh->n_layers - 1];
+    int64_t on = bt.n * last->out_numel;
+    float *out = poisoned(on), *dy = malloc((size_t)on * sizeof(float));
+    double *dyd = malloc((size_t)on * sizeof(double));
+    int64_t od[4] = {bt.n, last->out_shape[0], last->out_shape[1], last->out_shape[2]};
+    /* NHWC back for image outputs: the backend converts */
+    kh_tensor tout = ct_tensor(KH_F32, last->out_rank == 3 ? KH_LAYOUT_NHWC : KH_LAYOUT_ANY, last->out_rank + 1, od, out);
+    kh_status st = B.api->forward(cm, &bt.x_backend, &tout);
+    CHECK(st == KH_OK, "%s forward: %s", sp->name, B.api->last_error(B.s));
+    CHECK(kh_ref_model_forward(rm, &bt.x_nhwc, 1) == KH_OK, "%s ref forward", sp->name);
+    compare(sp->name, "forward output", out, kh_ref_model_output(rm, NULL), on, PROBE_TOL);
+
+    ct_fill_uniform(dy, on, -1.0f, 1.0f, &r);
+    for (int64_t i = 0; i < on; i++) dyd[i] = dy[i];
+    kh_tensor tdy = ct_tensor(KH_F32, last->out_rank == 3 ? KH_LAYOUT_NHWC : KH_LAYOUT_ANY, last->out_rank + 1, od, dy);
+    float *dx = NULL;
+    kh_tensor tdx, *pdx = NULL;
+    if (sp->input_dtype == KH_F32) {
+        dx = poisoned(bt.n * bt.per);
+        tdx = bt.x_nhwc;
+        tdx.data = dx;
+        pdx = &tdx;
+    }
+    st = B.api->backward(cm, &tdy, pdx);
+    CHECK(st == KH_OK, "%s backward: %s", sp->name, B.api->last_error(B.s));
+    CHECK(kh_ref_model_backward(rm, dyd) == KH_OK, "%s ref backward", sp->name);
+    if (dx) compare(sp->name, "input gradient", dx, kh_ref_model_input_grad(rm), bt.n * bt.per, PROBE_TOL);
+    for (int l = 0; l < sh->n_layers; l++)
+        for (int s = 0; s < sh->layers[l].n_params; s++) {
+            const kh_param_shape *ps = &sh->layers[l].params[s];
+            float *g = poisoned(ps->numel);
+            kh_tensor tg = ct_tensor(KH_F32, KH_LAYOUT_ANY, ps->rank, ps->dims, g);
+            st = B.api->get_grad(cm, l, s, &tg);
+            CHECK(st == KH_OK, "%s get_grad %d/%d: %s", sp->name, l, s, B.api->last_error(B.s));
+            char what[96];
+            snprintf(what, sizeof what, "grad %s[%d].%s", kh_layer_kind_name(sp->layers[l].kind), l, ps->name);
+            compare(sp->name, what, g, kh_ref_model_grad(rm, l, s), ps->numel, PROBE_TOL);
+            free(g);
+        }
+    free(out);
+    free(dy);
+    free(dyd);
+    free(dx);
+    free_batch(&bt);
+done:
+    if (cm) B.api->model_free(cm);
+    kh_ref_model_free(rm);
+}
+
+static void check_steps(const kh_model_spec *sp, int steps) {
+    kh_bmodel *cm = NULL;
+    kh_ref_model *rm = NULL;
+    if (setup_pair(sp, 6, &cm, &rm) != 0) {
+        CHECK(0, "%s: setup failed: %s", sp->name, B.api->last_error(B.s));
+        goto done;
+    }
+    kh_rng r;
+    kh_rng_seed(&r, g_seed ^ 0x777);
+    const kh_model_shapes *sh = kh_ref_model_shapes(rm);
+    for (int step = 0; step < steps; step++) {
+        batch bt;
+        make_batch(&bt, sp, step == 1 ? 3 : 6, &r); /* a short batch in the middle */
+        int64_t yd[1] = {bt.n};
+        kh_tensor ty = ct_tensor(KH_I32, KH_LAYOUT_NC, 1, yd, bt.labels);
+        kh_status st = B.api->train_batch(cm, &bt.x_backend, &ty);
+        CHECK(st == KH_OK, "%s train_batch: %s", sp->name, B.api->last_error(B.s));
+        double ref_loss = 0;
+        int64_t ref_correct = 0;
+        CHECK(kh_ref_model_train_step(rm, &bt.x_nhwc, bt.labels, &ref_loss, &ref_correct) == KH_OK, "%s ref step: %s",
+              sp->name, kh_ref_model_last_error(rm));
+        kh_metrics met = {NAN, NAN, -1};
+        CHECK(B.api->read_metrics(cm, KH_PHASE_TRAIN, &met, 1) == KH_OK, "%s read_metrics", sp->name);
+        CHECK(met.samples == bt.n, "%s: %lld samples counted", sp->name, (long long)met.samples);
+        CHECK_CLOSE(met.loss_sum / (double)bt.n, ref_loss, 1e-4, 1e-6, sp->name);
+        CHECK(fabs(met.correct - (double)ref_correct) < 0.5, "%s: correct %g vs %lld", sp->name, met.correct,
+              (long long)ref_correct);
+        for (int l = 0; l < sh->n_layers; l++)
+            for (int s = 0; s < sh->layers[l].n_params; s++) {
+                const kh_param_shape *ps = &sh->layers[l].params[s];
+                float *w = poisoned(ps->numel);
+                kh_tensor tw = ct_tensor(KH_F32, KH_LAYOUT_ANY, ps->rank, ps->dims, w);
+                CHECK(B.api->get_weight(cm, l, s, &tw) == KH_OK, "%s get_weight", sp->name);
+                char what[96];
+                snprintf(what, sizeof what, "step %d %s[%d].%s", step + 1, kh_layer_kind_name(sp->layers[l].kind), l,
+                         ps->name);
+                compare(sp->name, what, w, kh_ref_model_weight(rm, l, s), ps->numel, STEP_TOL);
+                free(w);
+            }
+        free_batch(&bt);
+    }
+    batch bt;
+    make_batch(&bt, sp, 4, &r);
+    int64_t yd[1] = {bt.n};
+    kh_tensor ty = ct_tensor(KH_I32, KH_LAYOUT_NC, 1, yd, bt.labels);
+    CHECK(B.api->eval_batch(cm, &bt.x_backend, &ty) == KH_OK, "%s eval: %s", sp->name, B.api->last_error(B.s));
+    double ref_loss = 0;
+    int64_t ref_correct = 0;
+    kh_ref_model_forward(rm, &bt.x_nhwc, 0);
+    kh_ref_model_loss(rm, bt.labels, &ref_loss, &ref_correct);
+    kh_metrics met = {NAN, NAN, -1};
+    CHECK(B.api->sync(cm) == KH_OK, "%s sync", sp->name);
+    B.api->read_metrics(cm, KH_PHASE_EVAL, &met, 1);
+    CHECK(met.samples == 4, "%s eval samples %lld", sp->name, (long long)met.samples);
+    CHECK_CLOSE(met.loss_sum / 4.0, ref_loss, 1e-4, 1e-6, "eval loss");
+    CHECK(fabs(met.correct - (double)ref_correct) < 0.5, "%s eval correct %g vs %lld", sp->name, met.correct,
+          (long long)ref_correct);
+    free_batch(&bt);
+done:
+    if (cm) B.api->model_free(cm);
+    kh_ref_model_free(rm);
+}
+
+// --- dropout on the device --------------------------------------------------------------------------------
+static void check_dropout(void) {
+    const kh_layer_spec l = {.kind = KH_LAYER_DROPOUT, .rate = 0.3f};
+    kh_model_spec sp = {.struct_size = sizeof sp, .name = "dropout", .input_dtype = KH_F32, .input_rank = 3,
+                        .input_shape = {8, 8, 16}, .n_layers = 1, .layers = &l, .loss = KH_LOSS_NONE,
+                        .optimizer = {.kind = KH_OPT_SGD, .lr = 0.1f}};
+    kh_bmodel *cm = ct_compile(&B, &sp, 64, 0); /* deterministic = 0: masks on */
+    CHECK(cm != NULL, "dropout compile: %s", B.api->last_error(B.s));
+    if (!cm) return;
+    int64_t n = 64, per = 8 * 8 * 16, N = n * per;
+    kh_rng r;
+    kh_rng_seed(&r, g_seed ^ 0xd0);
+    float *x = malloc((size_t)N * sizeof(float)), *y = poisoned(N), *dy = malloc((size_t)N * sizeof(float)),
+          *dx = poisoned(N);
+    ct_fill_uniform(x, N, 0.5f, 1.5f, &r); /* never zero: a zero output means dropped */
+    ct_fill_uniform(dy, N, 0.5f, 1.5f, &r);
+    int64_t d4[4] = {n, 16, 8, 8};
+    kh_tensor tx = ct_tensor(KH_F32, KH_LAYOUT_NCHW, 4, d4, x), ty = ct_tensor(KH_F32, KH_LAYOUT_NCHW, 4, d4, y);
+    kh_tensor tdy = ct_tensor(KH_F32, KH_LAYOUT_NCHW, 4, d4, dy), tdx = ct_tensor(KH_F32, KH_LAYOUT_NCHW, 4, d4, dx);
+    CHECK(B.api->forward(cm, &tx, &ty) == KH_OK, "dropout forward: %s", B.api->last_error(B.s));
+    CHECK(B.api->backward(cm, &tdy, &tdx) == KH_OK, "dropout backward: %s", B.api->last_error(B.s));
+    int64_t kept = 0, bad_scale = 0, bad_mask = 0;
+    for (int64_t i = 0; i < N; i++) {
+        int keep = y[i] != 0.0f;
+        kept += keep;
+        if (keep && fabsf(y[i] - x[i] / 0.7f) > 1e-5f * fabsf(y[i])) bad_scale++;
+        if (keep != (dx[i] != 0.0f) || (keep && fabsf(dx[i] - dy[i] / 0.7f) > 1e-5f * fabsf(dx[i]))) bad_mask++;
+    }
+    double frac = (double)kept / (double)N; /* 65536 draws: sd of the fraction ~0.0018 */
+    CHECK(fabs(frac - 0.7) < 0.01, "dropout kept fraction %.4f, expected 0.7", frac);
+    CHECK(bad_scale == 0, "dropout: %lld kept elements not scaled by 1/(1-rate)", (long long)bad_scale);
+    CHECK(bad_mask == 0, "dropout: backward mask differs from the forward's at %lld elements", (long long)bad_mask);
+    /* a second forward draws a different mask */
+    float *y2 = poisoned(N);
+    ty.data = y2;
+    CHECK(B.api->forward(cm, &tx, &ty) == KH_OK, "dropout forward 2");
+    int64_t same = 0;
+    for (int64_t i = 0; i < N; i++) same += (y[i] != 0.0f) == (y2[i] != 0.0f);
+    CHECK(same < N, "dropout: two forwards drew the same mask");
+    free(x), free(y), free(y2), free(dy), free(dx);
+    B.api->model_free(cm);
+}
+
+// --- out of device memory ---------------------------------------------------------------------------------
+static void check_oom(void) {
+    const kh_layer_spec l = {.kind = KH_LAYER_DENSE, .units = 1 << 20};
+    kh_model_spec sp = {.struct_size = sizeof sp, .name = "huge", .input_dtype = KH_F32, .input_rank = 1,
+                        .input_shape = {1}, .n_layers = 1, .layers = &l, .loss = KH_LOSS_NONE,
+                        .optimizer = {.kind = KH_OPT_SGD, .lr = 0.1f}};
+    kh_compile_opts o = {.struct_size = sizeof o, .max_batch = 1 << 19, .seed = 1, .deterministic = 1}; /* 2 TiB */
+    kh_bmodel *m = NULL;
+    kh_status st = B.api->compile(B.s, &sp, &o, &m);
+    const char *e = B.api->last_error(B.s);
+    CHECK(st == KH_ERR_NOMEM && m == NULL, "2 TiB output: status %d (%s)", (int)st, e);
+    CHECK(strstr(e, "out of device memory") != NULL, "oom message: %s", e);
+    printf("out-of-memory message: %s\n", e);
+}
+
+// --- the models --------------------------------------------------------------------------------------------
+static kh_optimizer_spec opt(uint32_t kind, float lr, float decay) {
+    kh_optimizer_spec o = {.kind = kind, .lr = lr, .rho = kind == KH_OPT_ADADELTA ? 0.95f : 0.9f, .beta_1 = 0.9f,
+                           .beta_2 = 0.999f, .epsilon = 1e-7f, .decay = decay};
+    return o;
+}
+
+static kh_model_spec spec(const char *name, uint32_t dtype, int rank, int a, int b, int c, int onehot,
+                          const kh_layer_spec *layers, int n, uint32_t loss, kh_optimizer_spec o, int classes) {
+    kh_model_spec s;
+    memset(&s, 0, sizeof s);
+    s.struct_size = sizeof s;
+    s.name = name;
+    s.input_dtype = dtype;
+    s.input_rank = rank;
+    s.input_shape[0] = a, s.input_shape[1] = b, s.input_shape[2] = c;
+    s.input_onehot = onehot;
+    s.n_layers = n;
+    s.layers = layers;
+    s.loss = loss;
+    s.optimizer = o;
+    s.n_classes = classes;
+    return s;
+}
+
+#define L_(...) ((kh_layer_spec){__VA_ARGS__})
+#define N_(arr) (int)(sizeof arr / sizeof arr[0])
+#define NOLOSS KH_LOSS_NONE, opt(KH_OPT_SGD, 0.1f, 0), 0
+
+int main(void) {
+    const char *se = getenv("CNTK_GPU_TEST_SEED");
+    g_seed = se && *se ? strtoull(se, NULL, 10) : (uint64_t)time(NULL);
+    setenv("CNTK_CUDA_POISON", "1", 0); /* NaN-fill device activations before every pass */
+    ctg_load_cuda(&B);
+    printf("seed %llu (CNTK_GPU_TEST_SEED to repeat)\n", (unsigned long long)g_seed);
+
+    /* 1. per kernel: one layer kind (activation, padding, input path) at a time */
+    const kh_layer_spec k_dense[] = {L_(.kind = KH_LAYER_DENSE, .units = 37, .activation = KH_ACT_RELU)};
+    const kh_layer_spec k_dense_sm[] = {L_(.kind = KH_LAYER_DENSE, .units = 45, .activation = KH_ACT_SOFTMAX)};
+    const kh_layer_spec k_dense_sig[] = {L_(.kind = KH_LAYER_DENSE, .units = 9, .activation = KH_ACT_SIGMOID)};
+    const kh_layer_spec k_dense_tanh[] = {L_(.kind = KH_LAYER_DENSE, .units = 130, .activation = KH_ACT_TANH)};
+    const kh_layer_spec k_conv_valid[] = {L_(.kind = KH_LAYER_CONV2D, .units = 32, .kernel = {3, 3},
+                                             .activation = KH_ACT_RELU)};
+    const kh_layer_spec k_conv_same[] = {L_(.kind = KH_LAYER_CONV2D, .units = 16, .kernel = {3, 3},
+                                            .padding = KH_PAD_SAME, .activation = KH_ACT_TANH)};
+    const kh_layer_spec k_conv_asym[] = {L_(.kind = KH_LAYER_CONV2D, .units = 5, .kernel = {2, 3}, .strides = {2, 2},
+                                            .padding = KH_PAD_SAME)};
+    const kh_layer_spec k_pool[] = {L_(.kind = KH_LAYER_MAXPOOL2D, .kernel = {2, 2})};
+    const kh_layer_spec k_pool_same[] = {L_(.kind = KH_LAYER_MAXPOOL2D, .kernel = {3, 3}, .strides = {2, 2},
+                                            .padding = KH_PAD_SAME)};
+    const kh_layer_spec k_act_relu[] = {L_(.kind = KH_LAYER_ACTIVATION, .activation = KH_ACT_RELU)};
+    const kh_layer_spec k_act_sig[] = {L_(.kind = KH_LAYER_ACTIVATION, .activation = KH_ACT_SIGMOID)};
+    const kh_layer_spec k_act_tanh[] = {L_(.kind = KH_LAYER_ACTIVATION, .activation = KH_ACT_TANH)};
+    const kh_layer_spec k_act_sm[] = {L_(.kind = KH_LAYER_ACTIVATION, .activation = KH_ACT_SOFTMAX)};
+    const kh_layer_spec k_flatten[] = {L_(.kind = KH_LAYER_FLATTEN)};
+    const kh_layer_spec k_embed[] = {L_(.kind = KH_LAYER_EMBEDDING, .input_dim = 50, .units = 24)};
+    const kh_layer_spec k_gap[] = {L_(.kind = KH_LAYER_GAP1D)};
+    const kh_layer_spec k_lstm[] = {L_(.kind = KH_LAYER_LSTM, .units = 16)};
+    const kh_layer_spec k_lstm_seq[] = {L_(.kind = KH_LAYER_LSTM, .units = 12, .return_sequences = 1)};
+    const kh_layer_spec k_bilstm[] = {L_(.kind = KH_LAYER_BILSTM, .units = 10)};
+    const kh_layer_spec k_bilstm_seq[] = {L_(.kind = KH_LAYER_BILSTM, .units = 7, .return_sequences = 1)};
+    const kh_layer_spec k_onehot_lstm[] = {L_(.kind = KH_LAYER_LSTM, .units = 8)};
+    kh_model_spec kernels[] = {
+        spec("k_dense_relu", KH_F32, 1, 70, 0, 0, 0, k_dense, 1, NOLOSS),
+        spec("k_dense_softmax", KH_F32, 1, 33, 0, 0, 0, k_dense_sm, 1, NOLOSS),
+        spec("k_dense_sigmoid", KH_F32, 1, 5, 0, 0, 0, k_dense_sig, 1, NOLOSS),
+        spec("k_dense_tanh", KH_F32, 1, 300, 0, 0, 0, k_dense_tanh, 1, NOLOSS),
+        spec("k_conv_valid", KH_F32, 3, 12, 11, 3, 0, k_conv_valid, 1, NOLOSS),
+        spec("k_conv_same", KH_F32, 3, 9, 10, 8, 0, k_conv_same, 1, NOLOSS),
+        spec("k_conv_asym_same", KH_F32, 3, 7, 8, 2, 0, k_conv_asym, 1, NOLOSS),
+        spec("k_maxpool", KH_F32, 3, 8, 6, 4, 0, k_pool, 1, NOLOSS),
+        spec("k_maxpool_same", KH_F32, 3, 7, 9, 3, 0, k_pool_same, 1, NOLOSS),
+        spec("k_act_relu", KH_F32, 3, 4, 5, 6, 0, k_act_relu, 1, NOLOSS),
+        spec("k_act_sigmoid", KH_F32, 1, 77, 0, 0, 0, k_act_sig, 1, NOLOSS),
+        spec("k_act_tanh", KH_F32, 2, 6, 7, 0, 0, k_act_tanh, 1, NOLOSS),
+        spec("k_act_softmax", KH_F32, 2, 5, 11, 0, 0, k_act_sm, 1, NOLOSS),
+        spec("k_flatten", KH_F32, 3, 3, 4, 5, 0, k_flatten, 1, NOLOSS),
+        spec("k_embedding", KH_I32, 1, 13, 0, 0, 0, k_embed, 1, NOLOSS),
+        spec("k_gap1d", KH_F32, 2, 17, 9, 0, 0, k_gap, 1, NOLOSS),
+        spec("k_lstm", KH_F32, 2, 11, 6, 0, 0, k_lstm, 1, NOLOSS),
+        spec("k_lstm_sequences", KH_F32, 2, 9, 5, 0, 0, k_lstm_seq, 1, NOLOSS),
+        spec("k_bilstm", KH_F32, 2, 8, 4, 0, 0, k_bilstm, 1, NOLOSS),
+        spec("k_bilstm_sequences", KH_F32, 2, 6, 3, 0, 0, k_bilstm_seq, 1, NOLOSS),
+        spec("k_onehot_lstm", KH_I32, 1, 10, 0, 0, 13, k_onehot_lstm, 1, NOLOSS),
+    };
+    for (size_t i = 0; i < sizeof kernels / sizeof kernels[0]; i++) check_probes(&kernels[i], 7);
+
+    /* 2. the small models of the CPU parity test */
+    const kh_layer_spec mlp[] = {L_(.kind = KH_LAYER_DENSE, .units = 7, .activation = KH_ACT_RELU),
+                                 L_(.kind = KH_LAYER_DROPOUT, .rate = 0.3f),
+                                 L_(.kind = KH_LAYER_DENSE, .units = 5, .activation = KH_ACT_TANH),
+                                 L_(.kind = KH_LAYER_DENSE, .units = 4, .activation = KH_ACT_SOFTMAX)};
+    const kh_layer_spec cnn[] = {
+        L_(.kind = KH_LAYER_CONV2D, .units = 3, .kernel = {3, 3}, .activation = KH_ACT_RELU),
+        L_(.kind = KH_LAYER_CONV2D, .units = 4, .kernel = {3, 2}, .padding = KH_PAD_SAME, .activation = KH_ACT_TANH),
+        L_(.kind = KH_LAYER_MAXPOOL2D, .kernel = {2, 2}),
+        L_(.kind = KH_LAYER_DROPOUT, .rate = 0.25f),
+        L_(.kind = KH_LAYER_FLATTEN),
+        L_(.kind = KH_LAYER_DENSE, .units = 6, .activation = KH_ACT_SIGMOID),
+        L_(.kind = KH_LAYER_DENSE, .units = 3),
+        L_(.kind = KH_LAYER_ACTIVATION, .activation = KH_ACT_SOFTMAX)};
+    const kh_layer_spec cnn_strided[] = {
+        L_(.kind = KH_LAYER_CONV2D, .units = 2, .kernel = {3, 3}, .strides = {2, 2}, .padding = KH_PAD_SAME,
+           .activation = KH_ACT_RELU),
+        L_(.kind = KH_LAYER_MAXPOOL2D, .kernel = {2, 2}, .strides = {1, 1}, .padding = KH_PAD_SAME),
+        L_(.kind = KH_LAYER_FLATTEN),
+        L_(.kind = KH_LAYER_DENSE, .units = 2, .activation = KH_ACT_SOFTMAX)};
+    const kh_layer_spec fasttext[] = {L_(.kind = KH_LAYER_EMBEDDING, .input_dim = 40, .units = 4),
+                                      L_(.kind = KH_LAYER_GAP1D),
+                                      L_(.kind = KH_LAYER_DENSE, .units = 1, .activation = KH_ACT_SIGMOID)};
+    const kh_layer_spec bilstm[] = {L_(.kind = KH_LAYER_EMBEDDING, .input_dim = 30, .units = 6),
+                                    L_(.kind = KH_LAYER_BILSTM, .units = 5),
+                                    L_(.kind = KH_LAYER_DROPOUT, .rate = 0.5f),
+                                    L_(.kind = KH_LAYER_DENSE, .units = 1, .activation = KH_ACT_SIGMOID)};
+    const kh_layer_spec textgen[] = {L_(.kind = KH_LAYER_LSTM, .units = 6),
+                                     L_(.kind = KH_LAYER_DENSE, .units = 9, .activation = KH_ACT_SOFTMAX)};
+    const kh_layer_spec seq[] = {L_(.kind = KH_LAYER_LSTM, .units = 4, .return_sequences = 1),
+                                 L_(.kind = KH_LAYER_BILSTM, .units = 3, .return_sequences = 1),
+                                 L_(.kind = KH_LAYER_GAP1D),
+                                 L_(.kind = KH_LAYER_DENSE, .units = 3, .activation = KH_ACT_SOFTMAX)};
+    const kh_layer_spec onehot_flat[] = {L_(.kind = KH_LAYER_FLATTEN),
+                                         L_(.kind = KH_LAYER_DENSE, .units = 3, .activation = KH_ACT_SOFTMAX)};
+    kh_model_spec models[] = {
+        spec("mlp_rmsprop", KH_F32, 1, 8, 0, 0, 0, mlp, N_(mlp), KH_LOSS_CATEGORICAL_CROSSENTROPY,
+             opt(KH_OPT_RMSPROP, 1e-3f, 0), 4),
+        spec("cnn_adadelta", KH_F32, 3, 7, 6, 2, 0, cnn, N_(cnn), KH_LOSS_CATEGORICAL_CROSSENTROPY,
+             opt(KH_OPT_ADADELTA, 1.0f, 0), 3),
+        spec("cnn_strided_sgd", KH_F32, 3, 5, 6, 3, 0, cnn_strided, N_(cnn_strided), KH_LOSS_CATEGORICAL_CROSSENTROPY,
+             opt(KH_OPT_SGD, 0.1f, 0), 2),
+        spec("fasttext_adam", KH_I32, 1, 9, 0, 0, 0, fasttext, N_(fasttext), KH_LOSS_BINARY_CROSSENTROPY,
+             opt(KH_OPT_ADAM, 1e-3f, 0), 1),
+        spec("bilstm_adam", KH_I32, 1, 7, 0, 0, 0, bilstm, N_(bilstm), KH_LOSS_BINARY_CROSSENTROPY,
+             opt(KH_OPT_ADAM, 1e-3f, 1e-3f), 1),
+        spec("textgen_onehot_rmsprop", KH_I32, 1, 5, 0, 0, 9, textgen, N_(textgen), KH_LOSS_CATEGORICAL_CROSSENTROPY,
+             opt(KH_OPT_RMSPROP, 1e-2f, 0), 9),
+        spec("lstm_sequences_adam", KH_F32, 2, 6, 3, 0, 0, seq, N_(seq), KH_LOSS_CATEGORICAL_CROSSENTROPY,
+             opt(KH_OPT_ADAM, 1e-3f, 0), 3),
+        spec("onehot_expanded_rmsprop", KH_I32, 2, 2, 3, 0, 4, onehot_flat, N_(onehot_flat),
+             KH_LOSS_CATEGORICAL_CROSSENTROPY, opt(KH_OPT_RMSPROP, 1e-3f, 1e-2f), 3),
+    };
+    for (size_t i = 0; i < sizeof models / sizeof models[0]; i++) {
+        check_probes(&models[i], 5);
+        check_steps(&models[i], 3);
+    }
+    check_dropout();
+    check_oom();
+    /* the session survives all of that: one more small model trains */
+    check_steps(&models[0], 1);
+    ct_unload(&B);
+    return kh_test_finish("test_cntk_gpu_ref");
+}
