@@ -56,6 +56,8 @@ typedef struct vctx {
     kh_bsession *s;
     kh_caps caps;
     double tol;
+    int relax_below; /* task checks of max-pooling models: layers below this index (and d_input) use
+                        VERIFY_TIE_TOL; 0 = none */
     uint64_t seed;
     int64_t batch;
     int has_probes;
@@ -68,6 +70,16 @@ static void row(vctx *v, const char *what, double err, double tol) {
     fflush(stdout);
     if (pass) v->n_pass++;
     else v->n_fail++;
+}
+
+/* Upstream of a max-pool, a real-data batch holds windows whose two largest entries differ by less than
+ * float32 rounding: a float backend may route that window's gradient to the other entry. Either route is a
+ * valid subgradient, but the routed difference is O(1) at those elements, so those tensors are checked at
+ * 1e-2 on real data (a layout, gate or optimizer bug is O(1) and still fails); the per-layer probes on random
+ * data check every layer at the strict tolerance. */
+#define VERIFY_TIE_TOL 1e-2
+static double tol_for(const vctx *v, int layer) {
+    return layer < v->relax_below ? fmax(v->tol, VERIFY_TIE_TOL) : v->tol;
 }
 
 static void row_note(vctx *v, const char *what, const char *kind, const char *why) {
@@ -272,7 +284,7 @@ static void probe_compare(vctx *v, pair *p, const kh_tensor *x, const double *dy
     if (want_dx) {
         from_backend(dxf, &dxt);
         snprintf(what, sizeof what, "%s d_input", label);
-        row(v, what, rel_err(dxf, kh_ref_model_input_grad(p->ref), kh_tensor_numel(&dxt)), v->tol);
+        row(v, what, rel_err(dxf, kh_ref_model_input_grad(p->ref), kh_tensor_numel(&dxt)), tol_for(v, 0));
     }
     for (int l = 0; l < p->sh.n_layers; l++) {
         for (int s = 0; s < p->sh.layers[l].n_params; s++) {
@@ -283,7 +295,7 @@ static void probe_compare(vctx *v, pair *p, const kh_tensor *x, const double *dy
             slot_label(what, sizeof what, label, "grad", p, l, s);
             if (!g) row_note(v, what, "error", "out of memory");
             else if (v->b->get_grad(p->bm, l, s, &gt) != KH_OK) row_note(v, what, "error", berr(v));
-            else row(v, what, rel_err(g, kh_ref_model_grad(p->ref, l, s), ps->numel), v->tol);
+            else row(v, what, rel_err(g, kh_ref_model_grad(p->ref, l, s), ps->numel), tol_for(v, l));
             free(g);
         }
     }
@@ -516,13 +528,15 @@ static void verify_task(vctx *v, kh_host *h, kh_module *tm) {
      * d_input differs by O(1) at those pixels. A +-1e-3 jitter of the real pixels makes maxima unique, so
      * the check measures the backend, not tie-breaking. */
     int has_pool = 0;
-    for (int l = 0; l < spec.n_layers; l++) has_pool |= spec.layers[l].kind == KH_LAYER_MAXPOOL2D;
+    for (int l = 0; l < spec.n_layers; l++)
+        if (spec.layers[l].kind == KH_LAYER_MAXPOOL2D) has_pool = 1, v->relax_below = l;
     if (has_pool && x.dtype == KH_F32) {
         kh_rng jr;
         kh_rng_seed(&jr, kh_seed_mix(v->seed, 0x7177E5, 0, 0));
         float *xf = x.data;
         for (int64_t i = 0; i < kh_tensor_numel(&x); i++) xf[i] += (float)((2.0 * kh_rng_uniform(&jr) - 1.0) * 1e-3);
-        printf("%s: inputs jittered by +-1e-3 so max-pooling has no exact ties\n", name);
+        printf("%s: inputs jittered by +-1e-3 so max-pooling has no exact ties; layers 0-%d and d_input checked at "
+               "%.0e (near-ties route gradients by float rounding)\n", name, v->relax_below - 1, VERIFY_TIE_TOL);
     }
     // the training loop's initial weights: kh_init_param in (layer, slot) order from the run's seed
     if (pair_open(v, &p, &spec, n, kh_seed_mix(v->seed, 0x5EED, 0, 0), 0.0, err, sizeof err) != 0 ||
@@ -573,10 +587,11 @@ static void verify_task(vctx *v, kh_host *h, kh_module *tm) {
             else if (v->b->get_weight(p.bm, l, s, &wt) != KH_OK) row_note(v, what, "error", berr(v));
             else
                 row(v, what, step_err(&spec.optimizer, w1, p.w0[k], kh_ref_model_grad(p.ref, l, s),
-                                      kh_ref_model_weight(p.ref, l, s), ps->numel, v->tol), v->tol);
+                                      kh_ref_model_weight(p.ref, l, s), ps->numel, v->tol), tol_for(v, l));
         }
     }
 done:
+    v->relax_below = 0;
     pair_free(v, &p);
     free(idx), free(dy), free(w1), free(x.data), free(y.data);
     if (data) t->unload(data);
