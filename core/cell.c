@@ -225,6 +225,29 @@ static int run_epoch(cell *c, int epoch, int epochs, int64_t *order, int64_t n_t
     return KH_EXIT_OK;
 }
 
+/* Untimed training batches before epoch 1, from their own shuffle; their metrics are discarded. They do
+ * update the weights: a benchmark's warm-up, not part of the task's training. */
+static int warmup(cell *c, int64_t *order, int64_t n_train) {
+    kh_rng rng;
+    kh_rng_seed(&rng, kh_seed_mix(c->o->seed, 0x3A7E, 0, 0));
+    for (int64_t i = 0; i < n_train; i++) order[i] = i;
+    kh_rng_shuffle_i64(&rng, order, n_train);
+    int64_t done = 0;
+    for (int64_t s = 0; s < c->o->warmup_steps; s++) {
+        if (done + c->batch > n_train) done = 0;
+        int n = (int)(n_train < c->batch ? n_train : c->batch);
+        kh_tensor xb, y;
+        if (load_batch(c, KH_SPLIT_TRAIN, order + done, n, kh_seed_mix(c->o->seed, 0xA06, 0, (uint64_t)s), &xb, &y) != 0)
+            return fail(c, "data", KH_EXIT_DATA, "warm-up batch: %s", c->t->last_error(c->data));
+        if (c->b->train_batch(c->model, &xb, &y) != KH_OK) return fail(c, "error", KH_EXIT_TRAIN, "train_batch: %s", berr(c));
+        done += n;
+    }
+    kh_metrics m;
+    if (c->b->sync(c->model) != KH_OK || c->b->read_metrics(c->model, KH_PHASE_TRAIN, &m, 1) != KH_OK)
+        return fail(c, "error", KH_EXIT_TRAIN, "warm-up: %s", berr(c));
+    return KH_EXIT_OK;
+}
+
 /* after_training hook: predictions through the backend with the same input conversion. */
 typedef struct pred_ctx { cell *c; } pred_ctx;
 
@@ -337,6 +360,7 @@ static int run(cell *c) {
     int64_t per_epoch = c->info->train_samples_per_epoch > 0 && c->info->train_samples_per_epoch < n_train
                             ? c->info->train_samples_per_epoch
                             : n_train;
+    if (o->steps > 0 && o->steps * c->batch < per_epoch) per_epoch = o->steps * c->batch;
     if (alloc_buffers(c) != 0) return fail(c, "error", KH_EXIT_TRAIN, "out of host memory for batches");
 
     err[0] = 0;
@@ -356,6 +380,13 @@ static int run(cell *c) {
 
     int64_t *order = malloc((size_t)n_train * sizeof *order);
     if (!order) return fail(c, "error", KH_EXIT_TRAIN, "out of memory");
+    if (o->warmup_steps > 0) {
+        int wc = warmup(c, order, n_train);
+        if (wc != KH_EXIT_OK) {
+            free(order);
+            return wc;
+        }
+    }
     char started[64];
     kh_env_now_iso(started, sizeof started);
     kh_record_set_env(rec, "started_at", started);

@@ -18,6 +18,8 @@ typedef struct kh_cell_opts {
     int batch_size;      /* 0 = the task's */
     uint64_t seed;
     int64_t limit_train, limit_val;
+    int64_t steps;        /* > 0: train this many batches per epoch (from the shuffled full split) */
+    int64_t warmup_steps; /* untimed training batches before epoch 1 (benchmarks: allocator, caches, JIT) */
     const char *data_dir;
     int quiet;
     FILE *out;           /* progress and text output */

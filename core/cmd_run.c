@@ -12,7 +12,7 @@
 
 typedef struct run_args {
     const char *plugin, *task, *device, *out;
-    int64_t epochs, batch, seed, limit_train, limit_val;
+    int64_t epochs, batch, seed, limit_train, limit_val, steps, warmup_steps;
     int json, quiet, seed_set;
 } run_args;
 
@@ -31,13 +31,17 @@ static int parse(int argc, char **argv, run_args *r) {
             else if (!strcmp(opt, "--device")) r->device = v;
             else r->out = v;
         } else if (!strcmp(opt, "--epochs") || !strcmp(opt, "--batch-size") || !strcmp(opt, "--seed") ||
-                   !strcmp(opt, "--limit-train") || !strcmp(opt, "--limit-val")) {
+                   !strcmp(opt, "--limit-train") || !strcmp(opt, "--limit-val") || !strcmp(opt, "--steps") ||
+                   !strcmp(opt, "--warmup-steps")) {
             int64_t n;
-            if (!(v = kh_args_value(&a, opt, iv)) || kh_args_int64(opt, v, !strcmp(opt, "--seed") ? 0 : 1, &n)) return -1;
+            int64_t min = !strcmp(opt, "--seed") || !strcmp(opt, "--warmup-steps") ? 0 : 1;
+            if (!(v = kh_args_value(&a, opt, iv)) || kh_args_int64(opt, v, min, &n)) return -1;
             if (!strcmp(opt, "--epochs")) r->epochs = n;
             else if (!strcmp(opt, "--batch-size")) r->batch = n;
             else if (!strcmp(opt, "--seed")) r->seed = n, r->seed_set = 1;
             else if (!strcmp(opt, "--limit-train")) r->limit_train = n;
+            else if (!strcmp(opt, "--steps")) r->steps = n;
+            else if (!strcmp(opt, "--warmup-steps")) r->warmup_steps = n;
             else r->limit_val = n;
         } else {
             fprintf(stderr, "khost run: unknown option '%s' (see khost --help)\n", opt);
@@ -91,7 +95,8 @@ int kh_cmd_run(kh_host *h, int argc, char **argv) {
         FILE *out = r.json ? stderr : stdout;
         kh_cell_opts o = {.backend = b, .task = t, .devs = devs, .dev = dev, .epochs = (int)r.epochs,
                           .batch_size = (int)r.batch, .seed = r.seed_set ? (uint64_t)r.seed : h->reg.seed,
-                          .limit_train = r.limit_train, .limit_val = r.limit_val,
+                          .limit_train = r.limit_train, .limit_val = r.limit_val, .steps = r.steps,
+                          .warmup_steps = r.warmup_steps,
                           .data_dir = kh_host_data_dir(h), .quiet = r.quiet, .out = out,
                           .checkpoint_dir = out_dir};
         if (!r.quiet)

@@ -89,6 +89,28 @@ static void test_same_seed_same_result(const char *dir) {
     CHECK(acc[0] > 0 && acc[0] == acc[1], "same seed gave val_loss %.9g and %.9g", acc[0], acc[1]);
 }
 
+static void test_steps(const char *dir) {
+    /* --steps 5 with batch 64: 320 samples per epoch; --warmup-steps trains untimed batches first */
+    char args[1024], path[2048], err[512];
+    snprintf(args, sizeof args, "run --plugin fixture --task fixture_blobs --epochs 2 --steps 5 --warmup-steps 3 "
+             "--out '%s/steps' --quiet", dir);
+    CHECK(khost(args) == 0, "--steps run failed: %s", out);
+    char sub[2048];
+    snprintf(sub, sizeof sub, "%s/steps", dir);
+    kh_record_path(path, sizeof path, sub, "fixture_blobs", "fixture", "cpu", "json");
+    kh_cell_record r;
+    if (kh_record_read(path, &r, err, sizeof err) == 0) {
+        CHECK(!strcmp(r.status, "ok") && r.n_rows == 2, "steps: status %s rows %d", r.status, r.n_rows);
+        kh_record_free(&r);
+    } else {
+        CHECK(0, "no record: %s", err);
+    }
+    /* the progress line shows the samples trained per epoch */
+    snprintf(args, sizeof args, "run --plugin fixture --task fixture_blobs --epochs 1 --steps 5 --out '%s/steps'", dir);
+    CHECK(khost(args) == 0 && strstr(out, "320/320"), "--steps 5 did not train 320 samples: %s", out);
+    CHECK(khost("run --plugin fixture --task fixture_blobs --steps 0") == 2, "--steps 0 accepted");
+}
+
 static void test_unsupported(const char *dir) {
     char args[1024], path[2048], err[512];
     snprintf(args, sizeof args, "run --plugin fixture --task fixture_conv --device cpu --out '%s' --quiet", dir);
@@ -175,6 +197,7 @@ int main(int argc, char **argv) {
     const char *dir = kh_test_tmpdir("e2e");
     test_training_run(dir);
     test_same_seed_same_result(dir);
+    test_steps(dir);
     test_unsupported(dir);
     test_diverged(dir);
     test_crash_keeps_finished_epochs(dir);
