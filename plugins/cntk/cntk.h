@@ -85,6 +85,9 @@ typedef struct cntk_plan {
 kh_status cntk_plan_build(cntk_session *s, const kh_model_spec *spec, const kh_compile_opts *opts,
                           cntk_plan *out);
 void cntk_plan_free(cntk_plan *p);
+/* Check a batch x against the plan (dtype, 1..max_batch samples, values per sample), for every executor;
+ * the batch size goes to *n. */
+kh_status cntk_plan_check_input(const cntk_plan *p, cntk_session *s, const kh_tensor *x, const char *op, int *n);
 
 // --- compiled model and executor entry points ------------------------------------------------------------
 typedef struct cntk_cpu_model cntk_cpu_model;

@@ -137,19 +137,9 @@ kh_status cntk_cpu_compile(cntk_model *m) {
 static kh_status stage_input(cntk_model *m, const kh_tensor *x, const char *op, int *n) {
     cntk_cpu_model *c = m->cpu;
     const cntk_plan *p = &m->plan;
-    if (!x->data || x->rank < 1) return cntk_fail(m->s, KH_ERR_INVALID, op, "x has no data or rank 0");
-    if (x->dtype != p->input_dtype)
-        return cntk_fail(m->s, KH_ERR_INVALID, op, "x dtype %u, the model takes %s", x->dtype,
-                         p->input_dtype == KH_I32 ? "i32 indices" : "f32");
-    int64_t nb = x->dims[0];
-    if (nb < 1 || nb > p->max_batch)
-        return cntk_fail(m->s, KH_ERR_INVALID, op, "batch of %lld samples, compiled for 1..%d", (long long)nb,
-                         p->max_batch);
-    int64_t per = nb > 0 ? kh_tensor_numel(x) / nb : 0;
-    if (per != p->raw_numel || kh_tensor_numel(x) != nb * p->raw_numel)
-        return cntk_fail(m->s, KH_ERR_INVALID, op, "x holds %lld values per sample, the model takes %lld",
-                         (long long)per, (long long)p->raw_numel);
-    *n = (int)nb;
+    kh_status st = cntk_plan_check_input(p, m->s, x, op, n);
+    if (st != KH_OK) return st;
+    int64_t nb = *n;
     if (p->input_dtype == KH_I32) {
         memcpy(c->xidx, x->data, (size_t)(nb * p->raw_numel) * sizeof(int32_t));
         if (p->expand_onehot) {

@@ -190,19 +190,10 @@ kh_status cntk_cuda_compile(cntk_model *mm) {
  * the compute stream wait for it; point layer 0 at the uploaded data. */
 static kh_status stage(ccu_model *m, const kh_tensor *x, const kh_tensor *y, const char *op, int *n_out) {
     const cntk_plan *p = m->plan;
-    if (!x->data || x->rank < 1) return cntk_fail(m->s, KH_ERR_INVALID, op, "x has no data or rank 0");
-    if (x->dtype != p->input_dtype)
-        return cntk_fail(m->s, KH_ERR_INVALID, op, "x dtype %u, the model takes %s", x->dtype,
-                         p->input_dtype == KH_I32 ? "i32 indices" : "f32");
-    int64_t nb = x->dims[0];
-    if (nb < 1 || nb > p->max_batch)
-        return cntk_fail(m->s, KH_ERR_INVALID, op, "batch of %lld samples, compiled for 1..%d", (long long)nb,
-                         p->max_batch);
-    int64_t per = kh_tensor_numel(x) / nb;
-    if (per != p->raw_numel || kh_tensor_numel(x) != nb * p->raw_numel)
-        return cntk_fail(m->s, KH_ERR_INVALID, op, "x holds %lld values per sample, the model takes %lld",
-                         (long long)per, (long long)p->raw_numel);
-    int n = (int)nb;
+    int n;
+    kh_status st = cntk_plan_check_input(p, m->s, x, op, &n);
+    if (st != KH_OK) return st;
+    int64_t nb = n;
     if (y && (!y->data || y->dtype != KH_I32 || kh_tensor_numel(y) != n))
         return cntk_fail(m->s, KH_ERR_INVALID, op, "y must be %d i32 labels", n);
 

@@ -100,3 +100,20 @@ kh_status cntk_plan_build(cntk_session *s, const kh_model_spec *spec, const kh_c
     last->fused_loss = spec->loss != KH_LOSS_NONE;
     return KH_OK;
 }
+
+kh_status cntk_plan_check_input(const cntk_plan *p, cntk_session *s, const kh_tensor *x, const char *op, int *n) {
+    if (!x->data || x->rank < 1) return cntk_fail(s, KH_ERR_INVALID, op, "x has no data or rank 0");
+    if (x->dtype != p->input_dtype)
+        return cntk_fail(s, KH_ERR_INVALID, op, "x dtype %u, the model takes %s", x->dtype,
+                         p->input_dtype == KH_I32 ? "i32 indices" : "f32");
+    int64_t nb = x->dims[0];
+    if (nb < 1 || nb > p->max_batch)
+        return cntk_fail(s, KH_ERR_INVALID, op, "batch of %lld samples, compiled for 1..%d", (long long)nb,
+                         p->max_batch);
+    int64_t per = kh_tensor_numel(x) / nb;
+    if (per != p->raw_numel || kh_tensor_numel(x) != nb * p->raw_numel)
+        return cntk_fail(s, KH_ERR_INVALID, op, "x holds %lld values per sample, the model takes %lld",
+                         (long long)per, (long long)p->raw_numel);
+    *n = (int)nb;
+    return KH_OK;
+}
