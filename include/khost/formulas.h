@@ -17,11 +17,19 @@
 
 #define KH_EPSILON 1e-7 /* Keras backend epsilon: optimizers and cross-entropy clipping */
 
-/* float: kh_sigmoid(), ... as the backends use them */
+/* float: kh_sigmoid(), ... as the backends use them. On the host exp and tanh are khost/fastmath.h's
+ * branch-free versions (< 4 ulp), so element-wise loops over these formulas vectorise; device code keeps
+ * CUDA's expf/tanhf. */
 #define KH_T float
 #define KH_FN(name) name
+#if defined(__CUDACC__)
 #define KH_EXP expf
 #define KH_TANH tanhf
+#else
+#include "khost/fastmath.h"
+#define KH_EXP kh_expf_fast
+#define KH_TANH kh_tanhf_fast
+#endif
 #define KH_SQRT sqrtf
 #define KH_LOG logf
 #include "khost/formulas_impl.h"

@@ -5,10 +5,10 @@
 KH_HD KH_T KH_FN(kh_relu)(KH_T x) { return x > ((KH_T)0) ? x : ((KH_T)0); }
 KH_HD KH_T KH_FN(kh_relu_grad_y)(KH_T y) { return y > ((KH_T)0) ? ((KH_T)1) : ((KH_T)0); }
 KH_HD KH_T KH_FN(kh_sigmoid)(KH_T x) {
-    /* stable for large |x|: never exponentiates a positive number */
-    if (x >= ((KH_T)0)) return ((KH_T)1) / (((KH_T)1) + KH_EXP(-x));
-    KH_T e = KH_EXP(x);
-    return e / (((KH_T)1) + e);
+    /* stable for large |x|: only exponentiates -|x|; both sides computed, then selected, so loops vectorise */
+    KH_T e = KH_EXP(x >= ((KH_T)0) ? -x : x);
+    KH_T r = ((KH_T)1) / (((KH_T)1) + e);
+    return x >= ((KH_T)0) ? r : e * r;
 }
 KH_HD KH_T KH_FN(kh_sigmoid_grad_y)(KH_T y) { return y * (((KH_T)1) - y); }
 KH_HD KH_T KH_FN(kh_tanh_grad_y)(KH_T y) { return ((KH_T)1) - y * y; }

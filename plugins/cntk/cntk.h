@@ -137,12 +137,15 @@ void cntk_pool_destroy(cntk_pool *p);
 void cntk_parallel_for(cntk_pool *p, int64_t n, int64_t grain, cntk_range_fn fn, void *ctx);
 int cntk_pool_threads(const cntk_pool *p);
 
-/* Row-major C = alpha op(A) op(B) + beta C, through CBLAS (OpenBLAS). */
+/* Row-major C = alpha op(A) op(B) + beta C, through CBLAS (OpenBLAS), on the calling thread only (BLAS is
+ * kept single-threaded: cntk_blas.c). Safe to call from pool workers. */
 void cntk_sgemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
                 int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
+/* The same, split over the pool when it is big enough (cntk_gemm_mt.c). Never from inside a pool job. */
+void cntk_sgemm_mt(cntk_pool *pool, int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+                   const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
 int cntk_blas_available(void);
 void cntk_blas_set_threads(int n);
-int cntk_blas_get_threads(void);
 const char *cntk_blas_version(char *buf, size_t n); /* "openblas-0.3.21" or "none" */
 
 /* Aligned, checked allocation through the host's table (64-byte aligned, zeroed). */

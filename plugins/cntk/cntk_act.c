@@ -19,11 +19,9 @@ typedef struct act_job {
 static void softmax_row(float *y, int64_t cols) {
     float mx = y[0];
     for (int64_t j = 1; j < cols; j++) mx = y[j] > mx ? y[j] : mx;
+    for (int64_t j = 0; j < cols; j++) y[j] = kh_expf_fast(y[j] - mx); /* vectorises; the sum (ordered) not */
     float sum = 0;
-    for (int64_t j = 0; j < cols; j++) {
-        y[j] = expf(y[j] - mx);
-        sum += y[j];
-    }
+    for (int64_t j = 0; j < cols; j++) sum += y[j];
     float inv = 1.0f / sum;
     for (int64_t j = 0; j < cols; j++) y[j] *= inv;
 }
@@ -38,7 +36,7 @@ void cntk_act_span(int act, float *y, int64_t n) {
         for (int64_t i = 0; i < n; i++) y[i] = kh_sigmoid(y[i]);
         break;
     case KH_ACT_TANH:
-        for (int64_t i = 0; i < n; i++) y[i] = tanhf(y[i]);
+        for (int64_t i = 0; i < n; i++) y[i] = kh_tanhf_fast(y[i]);
         break;
     default: /* softmax needs rows: never reaches a span */
         break;

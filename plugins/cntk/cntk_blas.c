@@ -25,8 +25,6 @@ void cntk_blas_set_threads(int n) {
     if (n >= 1 && openblas_get_num_threads() != n) openblas_set_num_threads(n);
 }
 
-int cntk_blas_get_threads(void) { return openblas_get_num_threads(); }
-
 const char *cntk_blas_version(char *buf, size_t n) {
     /* openblas_get_config(): "OpenBLAS 0.3.21 NO_AFFINITY Zen MAX_THREADS=64" */
     const char *cfg = openblas_get_config();
@@ -59,7 +57,6 @@ void cntk_sgemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, float
 }
 
 void cntk_blas_set_threads(int n) { (void)n; }
-int cntk_blas_get_threads(void) { return 1; }
 const char *cntk_blas_version(char *buf, size_t n) {
     snprintf(buf, n, "none");
     return buf;

@@ -127,7 +127,7 @@ static kh_status conv_forward(cntk_cpu_model *m, cntk_cpu_layer *L, int n, int t
     for (int64_t s0 = 0; s0 < n; s0 += g->nb) {
         int64_t nb = n - s0 < g->nb ? n - s0 : g->nb;
         im2col(g, L->x + s0 * g->C * g->H * g->W, nb, col);
-        cntk_sgemm(0, 0, g->F, nb * g->P, g->K, 1.0f, L->prm[0].w, g->K, col, nb * g->P, 0.0f, yt, nb * g->P);
+        cntk_sgemm_mt(m->s->pool, 0, 0, g->F, nb * g->P, g->K, 1.0f, L->prm[0].w, g->K, col, nb * g->P, 0.0f, yt, nb * g->P);
         for (int64_t s = 0; s < nb; s++)
             for (int64_t f = 0; f < g->F; f++) {
                 const float *src = yt + f * nb * g->P + s * g->P;
@@ -160,9 +160,9 @@ static kh_status conv_backward(cntk_cpu_model *m, cntk_cpu_layer *L, int n, floa
                 memcpy(dyt + f * ld + s * g->P, dy + ((s0 + s) * g->F + f) * g->P, (size_t)g->P * sizeof(float));
         im2col(g, L->x + s0 * g->C * g->H * g->W, nb, col);
         /* dWg (F, K) (+)= dY (F, nb*P) @ col^T */
-        cntk_sgemm(0, 1, g->F, g->K, ld, 1.0f, dyt, ld, col, ld, s0 == 0 ? 0.0f : 1.0f, L->prm[0].g, g->K);
+        cntk_sgemm_mt(m->s->pool, 0, 1, g->F, g->K, ld, 1.0f, dyt, ld, col, ld, s0 == 0 ? 0.0f : 1.0f, L->prm[0].g, g->K);
         if (dx) { /* dcol (K, nb*P) = Wg^T @ dY, into the column buffer */
-            cntk_sgemm(1, 0, g->K, ld, g->F, 1.0f, L->prm[0].w, g->K, dyt, ld, 0.0f, col, ld);
+            cntk_sgemm_mt(m->s->pool, 1, 0, g->K, ld, g->F, 1.0f, L->prm[0].w, g->K, dyt, ld, 0.0f, col, ld);
             col2im(g, col, nb, dx + s0 * g->C * g->H * g->W);
         }
     }

@@ -114,7 +114,7 @@ static kh_status cntk_open(const kh_host_api *host, const kh_device *dev, kh_bse
         return kh_errf(err, errlen, st, "cntk open on %s: cannot start %d worker threads", id, want);
     }
     s->threads = cntk_pool_threads(s->pool);
-    cntk_blas_set_threads(s->threads);
+    cntk_blas_set_threads(1); /* BLAS calls stay on the calling thread; the pool splits big GEMMs */
     *out = s;
     return KH_OK;
 }
@@ -132,7 +132,7 @@ static kh_status cntk_environment(kh_bsession *s, char *buf, size_t n) {
     if (!s || !buf || n == 0) return KH_ERR_INVALID;
     if (s->dev.kind == KH_DEVICE_CUDA) return cntk_cuda_environment(s, buf, n);
     char ver[64];
-    snprintf(buf, n, "blas=%s threads=%d", cntk_blas_version(ver, sizeof ver), s->threads);
+    snprintf(buf, n, "blas=%s (single-threaded calls) threads=%d", cntk_blas_version(ver, sizeof ver), s->threads);
     return KH_OK;
 }
 

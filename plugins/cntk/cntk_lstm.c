@@ -2,12 +2,13 @@
  *   - the input projection of ALL time steps is one GEMM, Z (N*T, 4u) = X (N*T, in) @ W (in, 4u)
  *     (for one-hot input a row lookup Z[n, t] = W[x[n, t]], the same product without the one-hot matrix);
  *   - each step only adds the recurrent product Z_t += h_{t-1} @ U (a strided GEMM straight into Z) and runs
- *     the cell (khost/formulas.h kh_lstm_cell) over (N, u);
+ *     the cell (khost/formulas.h kh_lstm_cell, vectorised across units) over (N, u);
  *   - backward runs the recurrence collecting dZ for every step, then the weight gradients are three big
  *     GEMMs over all N*T rows (dW = X^T dZ, dU = Hprev^T dZ, dX = dZ W^T) and a column sum (db).
- * Bidirectional: the two directions' recurrences are independent, so they run on two pool threads with BLAS
- * single-threaded meanwhile (the per-step GEMMs are too small to split well); the big GEMMs before and after
- * use every BLAS thread. Keras's go_backwards: the backward direction consumes t = T-1 .. 0, its final output
+ * Threads: directions and batch rows are independent through all T steps, so the recurrences run as
+ * (direction x row block) jobs, one per pool thread, each with single-threaded BLAS and no synchronisation
+ * until the sequence ends; the big GEMMs before and after are split over the whole pool (cntk_gemm_mt.c).
+ * Keras's go_backwards: the backward direction consumes t = T-1 .. 0, its final output
  * is the state after x[0], and its sequence output is re-aligned with time — here simply by storing every
  * state at its real time index.
  * Weights stay in Keras's layouts (kernel [in, 4u], recurrent [u, 4u], bias [4u], gates i, f, c, o).
@@ -85,23 +86,55 @@ typedef struct step_job {
     int last;           /* backward: the step that produced the non-sequence output */
 } step_job;
 
+/* The cell over one row of u units. restrict-qualified so the compiler vectorises across units without
+ * runtime alias checks; cp == NULL (the first processed step) is a separate loop for the same reason.
+ * noinline: inlined into the row loop, GCC 12 loses the restrict facts and leaves the loop scalar
+ * (-fopt-info-vec shows it). */
+static __attribute__((noinline)) void cell_forward_row(const float *restrict b, float *restrict z, const float *restrict cp,
+                             float *restrict c, float *restrict h, int64_t u) {
+    float *zi = z, *zf = z + u, *zg = z + 2 * u, *zo = z + 3 * u;
+    const float *bi = b, *bf = b + u, *bg = b + 2 * u, *bo = b + 3 * u;
+    if (cp) {
+        for (int64_t k = 0; k < u; k++)
+            kh_lstm_cell(zi[k] + bi[k], zf[k] + bf[k], zg[k] + bg[k], zo[k] + bo[k], cp[k], &zi[k], &zf[k], &zg[k],
+                         &zo[k], &c[k], &h[k]);
+    } else {
+        for (int64_t k = 0; k < u; k++)
+            kh_lstm_cell(zi[k] + bi[k], zf[k] + bf[k], zg[k] + bg[k], zo[k] + bo[k], 0.0f, &zi[k], &zf[k], &zg[k],
+                         &zo[k], &c[k], &h[k]);
+    }
+}
+
 static void cell_forward_rows(void *ctx, int64_t n0, int64_t n1) {
     const step_job *j = ctx;
     const lstm_state *st = j->st;
     int64_t T = st->T, u = st->u;
     lstm_dir *D = j->D;
     for (int64_t n = n0; n < n1; n++) {
-        float *z = D->z + (n * T + j->t) * 4 * u;
-        float *c = D->c + (n * T + j->t) * u, *h = D->hs + (n * T + j->t) * u;
-        const float *cp = j->tprev >= 0 ? D->c + (n * T + j->tprev) * u : NULL;
-        float *hn = j->tnext >= 0 ? D->hprev + (n * T + j->tnext) * u : NULL;
-        for (int64_t k = 0; k < u; k++) {
-            float i, f, g, o;
-            kh_lstm_cell(z[k] + j->b[k], z[u + k] + j->b[u + k], z[2 * u + k] + j->b[2 * u + k],
-                         z[3 * u + k] + j->b[3 * u + k], cp ? cp[k] : 0.0f, &i, &f, &g, &o, &c[k], &h[k]);
-            z[k] = i, z[u + k] = f, z[2 * u + k] = g, z[3 * u + k] = o;
-            if (hn) hn[k] = h[k];
-        }
+        float *h = D->hs + (n * T + j->t) * u;
+        cell_forward_row(j->b, D->z + (n * T + j->t) * 4 * u, j->tprev >= 0 ? D->c + (n * T + j->tprev) * u : NULL,
+                         D->c + (n * T + j->t) * u, h, u);
+        if (j->tnext >= 0) memcpy(D->hprev + (n * T + j->tnext) * u, h, (size_t)u * sizeof(float));
+    }
+}
+
+/* Backward of the cell over one row: dh_in is the running dL/dh (+ dy where the output was used, added by
+ * the caller into dh), dc the running dL/dc, overwritten with the gradient into c_prev. */
+static __attribute__((noinline)) void cell_backward_row(const float *restrict z, const float *restrict c, const float *restrict cp,
+                              const float *restrict dy, float *restrict dh, float *restrict dc,
+                              float *restrict dz, int64_t u) {
+    const float *zi = z, *zf = z + u, *zg = z + 2 * u, *zo = z + 3 * u;
+    float *dzi = dz, *dzf = dz + u, *dzg = dz + 2 * u, *dzo = dz + 3 * u;
+    if (dy)
+        for (int64_t k = 0; k < u; k++) dh[k] += dy[k];
+    if (cp) {
+        for (int64_t k = 0; k < u; k++)
+            kh_lstm_cell_backward(zi[k], zf[k], zg[k], zo[k], c[k], cp[k], dh[k], dc[k], &dzi[k], &dzf[k], &dzg[k],
+                                  &dzo[k], &dc[k]);
+    } else {
+        for (int64_t k = 0; k < u; k++)
+            kh_lstm_cell_backward(zi[k], zf[k], zg[k], zo[k], c[k], 0.0f, dh[k], dc[k], &dzi[k], &dzf[k], &dzg[k],
+                                  &dzo[k], &dc[k]);
     }
 }
 
@@ -111,46 +144,32 @@ static void cell_backward_rows(void *ctx, int64_t n0, int64_t n1) {
     int64_t T = st->T, u = st->u;
     lstm_dir *D = j->D;
     for (int64_t n = n0; n < n1; n++) {
-        const float *z = D->z + (n * T + j->t) * 4 * u;
-        const float *c = D->c + (n * T + j->t) * u;
-        const float *cp = j->tprev >= 0 ? D->c + (n * T + j->tprev) * u : NULL;
-        float *dz = D->dz + (n * T + j->t) * 4 * u;
-        float *dh = D->dh + n * u, *dc = D->dc + n * u;
         const float *dy = NULL;
         if (j->seq)
             dy = j->dy + (n * T + j->t) * j->ycols + j->dy_col;
         else if (j->last)
             dy = j->dy + n * j->ycols + j->dy_col;
-        for (int64_t k = 0; k < u; k++) {
-            float dhk = dh[k] + (dy ? dy[k] : 0.0f), dcp;
-            kh_lstm_cell_backward(z[k], z[u + k], z[2 * u + k], z[3 * u + k], c[k], cp ? cp[k] : 0.0f, dhk, dc[k],
-                                  &dz[k], &dz[u + k], &dz[2 * u + k], &dz[3 * u + k], &dcp);
-            dc[k] = dcp;
-        }
+        cell_backward_row(D->z + (n * T + j->t) * 4 * u, D->c + (n * T + j->t) * u,
+                          j->tprev >= 0 ? D->c + (n * T + j->tprev) * u : NULL, dy, D->dh + n * u, D->dc + n * u,
+                          D->dz + (n * T + j->t) * 4 * u, u);
     }
 }
 
-/* Run a cell job over the batch: split over the pool when this direction has the machine to itself. */
-static void run_rows(cntk_cpu_model *m, int n, int nested, cntk_range_fn fn, step_job *j) {
-    if (nested)
-        fn(j, 0, n);
-    else
-        cntk_parallel_for(m->s->pool, n, 8, fn, j);
-}
-
 typedef struct dir_job {
-    cntk_cpu_model *m;
     cntk_cpu_layer *L;
     const float *dy;
-    int n;
-    int nested; /* running on a pool thread beside the other direction */
+    int64_t n;    /* batch rows */
+    int64_t nblk; /* row blocks per direction */
 } dir_job;
 
-static void recur_forward(dir_job *J, int d) {
+/* One direction's whole forward recurrence over batch rows [r0, r1). Samples never interact inside an
+ * LSTM, so a row block runs all T steps without waiting for the rest of the batch: the recurrent GEMM of
+ * each step and the cell over its output stay on one thread, in its cache. */
+static void recur_forward(const dir_job *J, int d, int64_t r0, int64_t r1) {
     cntk_cpu_layer *L = J->L;
     lstm_state *st = L->st;
     lstm_dir *D = &st->d[d];
-    int64_t T = st->T, u = st->u, n = J->n;
+    int64_t T = st->T, u = st->u;
     const float *U = L->prm[3 * d + 1].w, *b = L->prm[3 * d + 2].w;
     for (int64_t s = 0; s < T; s++) {
         int64_t t = d ? T - 1 - s : s;
@@ -158,52 +177,67 @@ static void recur_forward(dir_job *J, int d) {
         j.tprev = s == 0 ? -1 : (d ? t + 1 : t - 1);
         j.tnext = s == T - 1 ? -1 : (d ? t - 1 : t + 1);
         if (s == 0) {
-            for (int64_t r = 0; r < n; r++) memset(D->hprev + (r * T + t) * u, 0, (size_t)u * sizeof(float));
+            for (int64_t r = r0; r < r1; r++) memset(D->hprev + (r * T + t) * u, 0, (size_t)u * sizeof(float));
         } else {
-            /* Z_t (N, 4u; row stride T*4u) += hprev_t (N, u; row stride T*u) @ U (u, 4u) */
-            cntk_sgemm(0, 0, n, 4 * u, u, 1.0f, D->hprev + t * u, T * u, U, 4 * u, 1.0f, D->z + t * 4 * u, T * 4 * u);
+            /* Z_t (rows, 4u; row stride T*4u) += hprev_t (rows, u; row stride T*u) @ U (u, 4u) */
+            cntk_sgemm(0, 0, r1 - r0, 4 * u, u, 1.0f, D->hprev + (r0 * T + t) * u, T * u, U, 4 * u, 1.0f,
+                       D->z + (r0 * T + t) * 4 * u, T * 4 * u);
         }
-        run_rows(J->m, J->n, J->nested, cell_forward_rows, &j);
+        cell_forward_rows(&j, r0, r1);
     }
 }
 
-static void recur_backward(dir_job *J, int d) {
+static void recur_backward(const dir_job *J, int d, int64_t r0, int64_t r1) {
     cntk_cpu_layer *L = J->L;
     lstm_state *st = L->st;
     lstm_dir *D = &st->d[d];
-    int64_t T = st->T, u = st->u, n = J->n;
+    int64_t T = st->T, u = st->u;
     const float *U = L->prm[3 * d + 1].w;
-    memset(D->dh, 0, (size_t)(n * u) * sizeof(float));
-    memset(D->dc, 0, (size_t)(n * u) * sizeof(float));
+    memset(D->dh + r0 * u, 0, (size_t)((r1 - r0) * u) * sizeof(float));
+    memset(D->dc + r0 * u, 0, (size_t)((r1 - r0) * u) * sizeof(float));
     for (int64_t s = T - 1; s >= 0; s--) {
         int64_t t = d ? T - 1 - s : s;
         step_job j = {.st = st, .D = D, .dy = J->dy, .t = t, .dy_col = d * u, .ycols = st->dirs * u,
                       .seq = L->p->spec.return_sequences, .last = s == T - 1};
         j.tprev = s == 0 ? -1 : (d ? t + 1 : t - 1);
-        run_rows(J->m, J->n, J->nested, cell_backward_rows, &j);
-        /* dh for the previous step: dZ_t (N, 4u) @ U^T */
-        if (s > 0) cntk_sgemm(0, 1, n, u, 4 * u, 1.0f, D->dz + t * 4 * u, T * 4 * u, U, 4 * u, 0.0f, D->dh, u);
+        cell_backward_rows(&j, r0, r1);
+        /* dh for the previous step: dZ_t (rows, 4u) @ U^T */
+        if (s > 0)
+            cntk_sgemm(0, 1, r1 - r0, u, 4 * u, 1.0f, D->dz + (r0 * T + t) * 4 * u, T * 4 * u, U, 4 * u, 0.0f,
+                       D->dh + r0 * u, u);
     }
 }
 
-static void dirs_forward(void *ctx, int64_t b, int64_t e) {
-    for (int64_t d = b; d < e; d++) recur_forward(ctx, (int)d);
+/* job k is direction k / nblk, row block k % nblk */
+static int job_rows(const dir_job *J, int64_t k, int64_t *r0, int64_t *r1) {
+    int64_t blk = k % J->nblk;
+    *r0 = J->n * blk / J->nblk;
+    *r1 = J->n * (blk + 1) / J->nblk;
+    return (int)(k / J->nblk);
 }
-static void dirs_backward(void *ctx, int64_t b, int64_t e) {
-    for (int64_t d = b; d < e; d++) recur_backward(ctx, (int)d);
+static void jobs_forward(void *ctx, int64_t b, int64_t e) {
+    for (int64_t k = b; k < e; k++) {
+        int64_t r0, r1;
+        int d = job_rows(ctx, k, &r0, &r1);
+        if (r1 > r0) recur_forward(ctx, d, r0, r1);
+    }
+}
+static void jobs_backward(void *ctx, int64_t b, int64_t e) {
+    for (int64_t k = b; k < e; k++) {
+        int64_t r0, r1;
+        int d = job_rows(ctx, k, &r0, &r1);
+        if (r1 > r0) recur_backward(ctx, d, r0, r1);
+    }
 }
 
-/* Both directions at once when there are two threads; BLAS single-threaded meanwhile. */
-static void run_directions(cntk_cpu_model *m, lstm_state *st, dir_job *J, cntk_range_fn fn) {
-    if (st->dirs == 2 && cntk_pool_threads(m->s->pool) >= 2) {
-        J->nested = 1;
-        cntk_blas_set_threads(1);
-        cntk_parallel_for(m->s->pool, 2, 1, fn, J);
-        cntk_blas_set_threads(m->s->threads);
-    } else {
-        J->nested = 0;
-        fn(J, 0, st->dirs);
-    }
+/* The recurrences as dirs x row-block independent jobs, one per pool thread, each calling single-threaded
+ * BLAS: no synchronisation inside the T steps (a fork-join per step costs more than a GEMM this small).
+ * The big GEMMs before and after are split over the whole pool. */
+static void run_recurrences(cntk_cpu_model *m, lstm_state *st, dir_job *J, cntk_range_fn fn) {
+    int threads = cntk_pool_threads(m->s->pool);
+    J->nblk = threads / st->dirs > 1 ? threads / st->dirs : 1;
+    if (J->nblk > J->n) J->nblk = J->n > 0 ? J->n : 1;
+    cntk_parallel_for(m->s->pool, st->dirs * J->nblk, 1, fn, J);
 }
 
 // --- forward / backward ----------------------------------------------------------------------------------
@@ -224,11 +258,11 @@ static kh_status lstm_forward(cntk_cpu_model *m, cntk_cpu_layer *L, int n, int t
                 memcpy(D->z + i * 4 * u, W + (int64_t)r * 4 * u, (size_t)(4 * u) * sizeof(float));
             }
         } else {
-            cntk_sgemm(0, 0, n * T, 4 * u, in, 1.0f, L->x, in, W, 4 * u, 0.0f, D->z, 4 * u);
+            cntk_sgemm_mt(m->s->pool, 0, 0, n * T, 4 * u, in, 1.0f, L->x, in, W, 4 * u, 0.0f, D->z, 4 * u);
         }
     }
-    dir_job J = {.m = m, .L = L, .n = n};
-    run_directions(m, st, &J, dirs_forward);
+    dir_job J = {.L = L, .n = n};
+    run_recurrences(m, st, &J, jobs_forward);
     /* y: (N, T, dirs*u) sequences, or (N, dirs*u) the last processed step of each direction */
     int64_t yc = st->dirs * u;
     for (int d = 0; d < st->dirs; d++) {
@@ -250,8 +284,8 @@ static kh_status lstm_backward(cntk_cpu_model *m, cntk_cpu_layer *L, int n, floa
     (void)fused; /* an LSTM output is never fused with a loss (its activation is linear) */
     lstm_state *st = L->st;
     int64_t T = st->T, u = st->u, in = st->in, depth = L->p->onehot_in;
-    dir_job J = {.m = m, .L = L, .n = n, .dy = dy};
-    run_directions(m, st, &J, dirs_backward);
+    dir_job J = {.L = L, .n = n, .dy = dy};
+    run_recurrences(m, st, &J, jobs_backward);
     for (int d = 0; d < st->dirs; d++) {
         lstm_dir *D = &st->d[d];
         cntk_param *pw = &L->prm[3 * d], *pu = &L->prm[3 * d + 1], *pb = &L->prm[3 * d + 2];
@@ -263,12 +297,12 @@ static kh_status lstm_backward(cntk_cpu_model *m, cntk_cpu_layer *L, int n, floa
                 for (int64_t k = 0; k < 4 * u; k++) g[k] += dz[k];
             }
         } else {
-            cntk_sgemm(1, 0, in, 4 * u, n * T, 1.0f, L->x, in, D->dz, 4 * u, 0.0f, pw->g, 4 * u);
+            cntk_sgemm_mt(m->s->pool, 1, 0, in, 4 * u, n * T, 1.0f, L->x, in, D->dz, 4 * u, 0.0f, pw->g, 4 * u);
         }
-        cntk_sgemm(1, 0, u, 4 * u, n * T, 1.0f, D->hprev, u, D->dz, 4 * u, 0.0f, pu->g, 4 * u);
+        cntk_sgemm_mt(m->s->pool, 1, 0, u, 4 * u, n * T, 1.0f, D->hprev, u, D->dz, 4 * u, 0.0f, pu->g, 4 * u);
         cntk_colsum(D->dz, n * T, 4 * u, pb->g);
         if (dx && depth == 0)
-            cntk_sgemm(0, 1, n * T, in, 4 * u, 1.0f, D->dz, 4 * u, pw->w, 4 * u, d ? 1.0f : 0.0f, dx, in);
+            cntk_sgemm_mt(m->s->pool, 0, 1, n * T, in, 4 * u, 1.0f, D->dz, 4 * u, pw->w, 4 * u, d ? 1.0f : 0.0f, dx, in);
     }
     return KH_OK;
 }
