@@ -13,6 +13,8 @@ typedef struct act_job {
     const float *b;   /* bias (cols) or NULL */
     const float *yin; /* backward: the forward output */
     float *y;         /* forward: in/out; backward: dy in/out */
+    const float *x;   /* element-wise forward: source when not in place (else NULL) */
+    float *dx;        /* element-wise backward: destination when not in place (else NULL) */
     int64_t cols;
 } act_job;
 
@@ -26,47 +28,56 @@ static void softmax_row(float *y, int64_t cols) {
     for (int64_t j = 0; j < cols; j++) y[j] *= inv;
 }
 
-void cntk_act_span(int act, float *y, int64_t n) {
+void cntk_act_map(int act, const float *x, float *y, int64_t n) {
     switch (act) {
-    case KH_ACT_LINEAR: break;
     case KH_ACT_RELU:
-        for (int64_t i = 0; i < n; i++) y[i] = kh_relu(y[i]);
+        for (int64_t i = 0; i < n; i++) y[i] = kh_relu(x[i]);
         break;
     case KH_ACT_SIGMOID:
-        for (int64_t i = 0; i < n; i++) y[i] = kh_sigmoid(y[i]);
+        for (int64_t i = 0; i < n; i++) y[i] = kh_sigmoid(x[i]);
         break;
     case KH_ACT_TANH:
-        for (int64_t i = 0; i < n; i++) y[i] = kh_tanhf_fast(y[i]);
+        for (int64_t i = 0; i < n; i++) y[i] = kh_tanhf_fast(x[i]);
         break;
-    default: /* softmax needs rows: never reaches a span */
+    default: /* linear; softmax needs rows and never reaches a span */
+        if (y != x) memcpy(y, x, (size_t)n * sizeof(float));
+        break;
+    }
+}
+
+void cntk_act_span(int act, float *y, int64_t n) {
+    if (act != KH_ACT_LINEAR) cntk_act_map(act, y, y, n);
+}
+
+void cntk_act_grad_map(int act, const float *y, const float *dy, float *dx, int64_t n) {
+    switch (act) {
+    case KH_ACT_RELU:
+        for (int64_t i = 0; i < n; i++) dx[i] = dy[i] * kh_relu_grad_y(y[i]);
+        break;
+    case KH_ACT_SIGMOID:
+        for (int64_t i = 0; i < n; i++) dx[i] = dy[i] * kh_sigmoid_grad_y(y[i]);
+        break;
+    case KH_ACT_TANH:
+        for (int64_t i = 0; i < n; i++) dx[i] = dy[i] * kh_tanh_grad_y(y[i]);
+        break;
+    default:
+        if (dx != dy) memcpy(dx, dy, (size_t)n * sizeof(float));
         break;
     }
 }
 
 void cntk_act_grad_span(int act, const float *y, float *dy, int64_t n) {
-    switch (act) {
-    case KH_ACT_LINEAR: break;
-    case KH_ACT_RELU:
-        for (int64_t i = 0; i < n; i++) dy[i] *= kh_relu_grad_y(y[i]);
-        break;
-    case KH_ACT_SIGMOID:
-        for (int64_t i = 0; i < n; i++) dy[i] *= kh_sigmoid_grad_y(y[i]);
-        break;
-    case KH_ACT_TANH:
-        for (int64_t i = 0; i < n; i++) dy[i] *= kh_tanh_grad_y(y[i]);
-        break;
-    default: break;
-    }
+    if (act != KH_ACT_LINEAR) cntk_act_grad_map(act, y, dy, dy, n);
 }
 
 static void fwd_flat(void *ctx, int64_t b, int64_t e) {
     const act_job *j = ctx;
-    cntk_act_span(j->act, j->y + b, e - b);
+    cntk_act_map(j->act, (j->x ? j->x : j->y) + b, j->y + b, e - b);
 }
 
 static void bwd_flat(void *ctx, int64_t b, int64_t e) {
     const act_job *j = ctx;
-    cntk_act_grad_span(j->act, j->yin + b, j->y + b, e - b);
+    cntk_act_grad_map(j->act, j->yin + b, j->y + b, (j->dx ? j->dx : j->y) + b, e - b);
 }
 
 static void fwd_rows(void *ctx, int64_t r0, int64_t r1) {
@@ -123,6 +134,27 @@ void cntk_act_backward(cntk_cpu_model *m, int act, const float *y, float *dy, in
         cntk_parallel_for(m->s->pool, rows * cols, ROW_GRAIN_ELEMS, bwd_flat, &j);
     else
         cntk_parallel_for(m->s->pool, rows, row_grain(cols), bwd_rows, &j);
+}
+
+void cntk_act_forward_from(cntk_cpu_model *m, int act, const float *x, float *y, int64_t rows, int64_t cols) {
+    if (act == KH_ACT_SOFTMAX || act == KH_ACT_LINEAR) {
+        memcpy(y, x, (size_t)(rows * cols) * sizeof(float));
+        cntk_act_forward(m, act, y, rows, cols);
+        return;
+    }
+    act_job j = {.act = act, .x = x, .y = y, .cols = cols};
+    cntk_parallel_for(m->s->pool, rows * cols, ROW_GRAIN_ELEMS, fwd_flat, &j);
+}
+
+void cntk_act_backward_to(cntk_cpu_model *m, int act, const float *y, float *dy, float *dx, int64_t rows,
+                          int64_t cols) {
+    if (act == KH_ACT_SOFTMAX || act == KH_ACT_LINEAR) {
+        cntk_act_backward(m, act, y, dy, rows, cols);
+        memcpy(dx, dy, (size_t)(rows * cols) * sizeof(float));
+        return;
+    }
+    act_job j = {.act = act, .yin = y, .y = dy, .dx = dx, .cols = cols};
+    cntk_parallel_for(m->s->pool, rows * cols, ROW_GRAIN_ELEMS, bwd_flat, &j);
 }
 
 void cntk_colsum(const float *dz, int64_t rows, int64_t cols, float *db) {

@@ -13,16 +13,20 @@ static int64_t last_axis(const cntk_cpu_layer *L) {
 static kh_status activation_forward(cntk_cpu_model *m, cntk_cpu_layer *L, int n, int train) {
     (void)train;
     int64_t numel = n * L->p->out_numel, cols = last_axis(L);
-    memcpy(L->y, L->x, (size_t)numel * sizeof(float));
-    cntk_act_forward(m, L->p->act, L->y, numel / cols, cols);
+    cntk_act_forward_from(m, L->p->act, L->x, L->y, numel / cols, cols); /* one pass, no copy first */
     return KH_OK;
 }
 
 static kh_status activation_backward(cntk_cpu_model *m, cntk_cpu_layer *L, int n, float *dy, float *dx,
                                      int fused) {
     int64_t numel = n * L->p->out_numel, cols = last_axis(L);
-    if (!fused) cntk_act_backward(m, L->p->act, L->y, dy, numel / cols, cols);
-    if (dx) memcpy(dx, dy, (size_t)numel * sizeof(float));
+    if (fused) {
+        if (dx) memcpy(dx, dy, (size_t)numel * sizeof(float));
+    } else if (dx) {
+        cntk_act_backward_to(m, L->p->act, L->y, dy, dx, numel / cols, cols);
+    } else {
+        cntk_act_backward(m, L->p->act, L->y, dy, numel / cols, cols);
+    }
     return KH_OK;
 }
 

@@ -92,9 +92,15 @@ void cntk_act_forward(cntk_cpu_model *m, int act, float *y, int64_t rows, int64_
 void cntk_act_backward(cntk_cpu_model *m, int act, const float *y, float *dy, int64_t rows, int64_t cols);
 /* y[r, :] += b for each row, then the activation (one pass over y). */
 void cntk_bias_act_forward(cntk_cpu_model *m, int act, const float *b, float *y, int64_t rows, int64_t cols);
-/* One contiguous span, activation hoisted out of the loop (not softmax). */
+/* Out of place: y = act(x) (softmax by rows); dx = dL/dz from dy and y (dy may be modified). */
+void cntk_act_forward_from(cntk_cpu_model *m, int act, const float *x, float *y, int64_t rows, int64_t cols);
+void cntk_act_backward_to(cntk_cpu_model *m, int act, const float *y, float *dy, float *dx, int64_t rows,
+                          int64_t cols);
+/* One contiguous span, activation hoisted out of the loop (not softmax); _map forms may be out of place. */
 void cntk_act_span(int act, float *y, int64_t n);
 void cntk_act_grad_span(int act, const float *y, float *dy, int64_t n);
+void cntk_act_map(int act, const float *x, float *y, int64_t n);
+void cntk_act_grad_map(int act, const float *y, const float *dy, float *dx, int64_t n);
 /* db[j] = sum_r dz[r, j] */
 void cntk_colsum(const float *dz, int64_t rows, int64_t cols, float *db);
 
