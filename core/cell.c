@@ -17,6 +17,7 @@
 #include "caps.h"
 #include "env.h"
 #include "exitcodes.h"
+#include "git_rev.h"
 #include "host_api.h"
 #include "khost/kit.h"
 #include "layout.h"
@@ -270,7 +271,7 @@ static void fill_environment(cell *c) {
     kh_cell_record *r = c->rec;
     char buf[512];
     kh_record_set_env(r, "khost_version", KHOST_VERSION);
-    kh_record_set_env(r, "git_rev", KHOST_GIT_REV);
+    kh_record_set_env(r, "git_rev", kh_git_rev());
     kh_record_set_env(r, "plugin_version", o->backend->desc->version);
     kh_record_set_env(r, "task_version", o->task->desc->version);
     kh_record_set_env(r, "device_name", o->dev->name);

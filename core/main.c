@@ -4,6 +4,7 @@
 
 #include "commands.h"
 #include "exitcodes.h"
+#include "git_rev.h"
 #include "host_api.h"
 
 static const char usage[] =
@@ -52,7 +53,7 @@ int main(int argc, char **argv) {
         return cmd ? KH_EXIT_OK : KH_EXIT_USAGE;
     }
     if (!strcmp(cmd, "--version")) {
-        printf("khost %s (git %s), ABI %d.%d\n", KHOST_VERSION, KHOST_GIT_REV, KH_ABI_MAJOR, KH_ABI_MINOR);
+        printf("khost %s (git %s), ABI %d.%d\n", KHOST_VERSION, kh_git_rev(), KH_ABI_MAJOR, KH_ABI_MINOR);
         return KH_EXIT_OK;
     }
     int sub_argc = argc - first;

@@ -42,14 +42,12 @@
 #include "commands.h"
 #include "env.h"
 #include "exitcodes.h"
+#include "git_rev.h"
 #include "host_api.h"
 #include "results.h"
 
 #ifndef KHOST_VERSION
 #define KHOST_VERSION "unknown"
-#endif
-#ifndef KHOST_GIT_REV
-#define KHOST_GIT_REV "unknown"
 #endif
 
 extern char **environ;
@@ -505,7 +503,7 @@ static void mx_fill_record(kh_cell_record *r, const mx_cell *c, const char *stat
         r->seed = c->o->seed ? strtoull(c->o->seed, NULL, 10) : c->reg_seed;
         if (c->info && c->info->metric) snprintf(r->metric, sizeof r->metric, "%s", c->info->metric);
         kh_record_set_env(r, "khost_version", KHOST_VERSION);
-        kh_record_set_env(r, "git_rev", KHOST_GIT_REV);
+        kh_record_set_env(r, "git_rev", kh_git_rev());
         kh_record_set_env(r, "plugin_version", c->plugin->m->desc->version ? c->plugin->m->desc->version : "");
         kh_record_set_env(r, "task_version", c->task->m->desc->version ? c->task->m->desc->version : "");
         kh_record_set_env(r, "device_name", c->dev->name);

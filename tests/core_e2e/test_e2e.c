@@ -54,6 +54,14 @@ static void test_training_run(const char *dir) {
     CHECK(kh_record_get_env(&r, "cpu_model") && kh_record_get_env(&r, "git_rev") &&
               kh_record_get_env(&r, "backend_env") && !strcmp(kh_record_get_env(&r, "backend_env"), "fixture=1"),
           "environment incomplete");
+    /* the revision is taken at build time: it must be the source tree's HEAD now, not the one at configure */
+    const char *src = getenv("KHOST_SOURCE"), *rev = kh_record_get_env(&r, "git_rev");
+    char cmd[1024], head[64] = "";
+    snprintf(cmd, sizeof cmd, "git -C '%s' rev-parse --short=12 HEAD 2>/dev/null", src ? src : ".");
+    if (src && kh_test_run(cmd, head, sizeof head) == 0 && strlen(head) >= 12) {
+        head[12] = 0;
+        CHECK(rev && strncmp(rev, head, 12) == 0, "git_rev %s, source HEAD %s", rev ? rev : "(none)", head);
+    }
     CHECK(r.seed == 7, "seed %llu, expected the registry's 7", (unsigned long long)r.seed);
     CHECK(isfinite(r.time_to_target_s), "time to target 0.95 not recorded");
     kh_record_free(&r);
