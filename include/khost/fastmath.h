@@ -4,8 +4,8 @@
  * softmax) runs one element at a time whatever the vector width; on CPU those calls dominated the LSTM
  * tasks. These are branch-free (selects, no calls, no float->int conversions) so GCC and Clang vectorise the
  * loops that inline them. Accuracy, checked against double precision by tests/kit/test_fastmath.c over
- * the whole float range: under 2 ulp for exp on [-87, 88] (measured 0.9) and under 3.5 ulp for tanh
- * (measured 2.3); libm's are under 1 ulp.
+ * the whole float range: under 2 ulp for exp on [-87, 88] and under 3.5 ulp for tanh (worst cases found:
+ * bench/cpu/2026-11-30-fastmath-accuracy.txt); libm's are under 1 ulp.
  * NaN in gives NaN out, so a diverging loss is still seen. Host code only: formulas.h keeps CUDA's own
  * expf/tanhf for device code.
  */

@@ -2,8 +2,9 @@
  *
  * Why not OpenBLAS's threads: its workers busy-wait (sched_yield) after every threaded call, and on a
  * two-core machine they steal the cores that the pool's element-wise phases and the LSTM recurrences need
- * right after (perf: ~20% of lstm_text_generation's CPU time in sched_yield, 13% faster with the spinning
- * cut short). With one pool for everything there is never more than one runnable thread per core.
+ * right after (perf: ~20% of lstm_text_generation's samples in and around sched_yield,
+ * bench/profile/2026-11-30-lstm_text_generation-rowblocks.txt). With one pool for everything there is never
+ * more than one runnable thread per core.
  * OpenBLAS is set to one thread at session open; its idle workers sleep.
  * Split: the larger of C's dimensions, in blocks aligned to 16 (the GEMM kernels' register tile), one block
  * per thread; each part packs its own slice of the other operand, which is small for the shapes here. */
