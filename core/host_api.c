@@ -40,7 +40,7 @@ void kh_logf(int level, const char *fmt, ...) {
     va_end(ap);
 }
 
-static void api_log(kh_log_level level, const char *module, const char *fmt, ...) {
+__attribute__((format(printf, 3, 4))) static void api_log(kh_log_level level, const char *module, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     vlog((int)level, module, fmt, ap);
