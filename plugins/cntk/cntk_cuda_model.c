@@ -14,7 +14,6 @@
 
 #include "cntk_cpu.h" /* cntk_nhwc_to_nchw / cntk_nchw_to_nhwc (host layout copies) */
 #include "cntk_cuda_exec.h"
-#include "khost/formulas.h" /* KH_EPSILON */
 
 #define ARENA_ALIGN 64 /* floats: 256-byte alignment for every parameter tensor (cuDNN weight space) */
 
@@ -296,24 +295,15 @@ static kh_status backward_all(ccu_model *m, int n, int fused, int want_dx, int *
     return KH_OK;
 }
 
-static double or_default(float v, double dflt) { return v > 0.0f ? (double)v : dflt; }
-
-/* One optimizer step over the whole arena (Keras 2; lr decayed by iterations; Adam bias-corrected here). */
+/* One optimizer step over the whole arena (Keras 2 schedule from cntk_step_lr; defaults resolved by the plan). */
 static kh_status optimizer_step(ccu_model *m) {
     const kh_optimizer_spec *o = &m->plan->opt;
-    double lr0 = or_default(o->lr, o->kind == KH_OPT_ADADELTA ? 1.0 : o->kind == KH_OPT_SGD ? 0.01 : 0.001);
-    double lr = lr0 / (1.0 + (double)o->decay * (double)m->iterations);
-    double b1 = or_default(o->beta_1, 0.9), b2 = or_default(o->beta_2, 0.999);
-    if (o->kind == KH_OPT_ADAM) {
-        double t = (double)(m->iterations + 1);
-        lr = lr * sqrt(1.0 - pow(b2, t)) / (1.0 - pow(b1, t));
-    }
     ccuk_opt k = {.kind = (int32_t)o->kind,
-                  .lr = (float)lr,
-                  .rho = (float)or_default(o->rho, o->kind == KH_OPT_ADADELTA ? 0.95 : 0.9),
-                  .b1 = (float)b1,
-                  .b2 = (float)b2,
-                  .eps = (float)or_default(o->epsilon, KH_EPSILON),
+                  .lr = (float)cntk_step_lr(o, m->iterations),
+                  .rho = o->rho,
+                  .b1 = o->beta_1,
+                  .b2 = o->beta_2,
+                  .eps = o->epsilon,
                   .clear_g = 1};
     CCU_CUDA(m, NULL, "optimizer", ccuk_optimizer(m->cs->stream, k, m->p_numel, m->pw, m->pg, m->ps1, m->ps2));
     m->g_clean = 1;

@@ -4,7 +4,6 @@
  * Embedding gradients are row-sparse but Keras's Adam/RMSprop/Adadelta update every row every step (the
  * TF1-era gradient is dense): untouched rows are updated with g = 0 — moments decay and Adam still moves
  * the weights — in the same single pass, without materialising a vocab-sized zero gradient. */
-#include <math.h>
 
 #include "cntk_cpu.h"
 #include "khost/formulas.h"
@@ -79,24 +78,14 @@ kh_status cntk_optim_alloc(cntk_cpu_model *m, cntk_param *p) {
     return KH_OK;
 }
 
-/* Keras 2 defaults for fields a spec leaves at zero. */
-static double or_default(float v, double dflt) { return v > 0.0f ? (double)v : dflt; }
-
 void cntk_optim_step(cntk_cpu_model *m) {
-    const kh_optimizer_spec *o = &m->plan->opt;
-    double lr0 = or_default(o->lr, o->kind == KH_OPT_ADADELTA ? 1.0 : o->kind == KH_OPT_SGD ? 0.01 : 0.001);
-    double lr = lr0 / (1.0 + (double)o->decay * (double)m->iterations);
-    double b1 = or_default(o->beta_1, 0.9), b2 = or_default(o->beta_2, 0.999);
-    if (o->kind == KH_OPT_ADAM) {
-        double t = (double)(m->iterations + 1);
-        lr = lr * sqrt(1.0 - pow(b2, t)) / (1.0 - pow(b1, t));
-    }
+    const kh_optimizer_spec *o = &m->plan->opt; /* defaults resolved by the plan */
     opt_job j = {.kind = o->kind,
-                 .lr = (float)lr,
-                 .rho = (float)or_default(o->rho, o->kind == KH_OPT_ADADELTA ? 0.95 : 0.9),
-                 .b1 = (float)b1,
-                 .b2 = (float)b2,
-                 .eps = (float)or_default(o->epsilon, KH_EPSILON)};
+                 .lr = (float)cntk_step_lr(o, m->iterations),
+                 .rho = o->rho,
+                 .b1 = o->beta_1,
+                 .b2 = o->beta_2,
+                 .eps = o->epsilon};
     for (int32_t l = 0; l < m->n_layers; l++) {
         cntk_cpu_layer *L = &m->L[l];
         for (int32_t s = 0; s < L->n_params; s++) {
