@@ -41,7 +41,7 @@ static const kh_host_api g_host = {
 
 const kh_host_api *ct_host(void) { return &g_host; }
 
-void ct_load(ct_backend *b, int threads) {
+void ct_load_module(ct_backend *b) {
     memset(b, 0, sizeof *b);
     const char *build = getenv("KHOST_BUILD");
     char path[4096];
@@ -58,6 +58,10 @@ void ct_load(ct_backend *b, int threads) {
     b->desc = entry(&g_host);
     b->api = b->desc ? b->desc->api : NULL;
     if (!b->api) kh_test_skip("cntk entry returned no API");
+}
+
+void ct_load(ct_backend *b, int threads) {
+    ct_load_module(b);
     kh_device dev;
     memset(&dev, 0, sizeof dev);
     dev.struct_size = sizeof dev;

@@ -13,8 +13,9 @@ typedef struct ct_backend {
     kh_bsession *s;
 } ct_backend;
 
-/* Load $KHOST_BUILD/plugins/cntk.so (skips the test, exit 77, when it is missing) and open the cpu with
- * `threads` threads. */
+/* Load $KHOST_BUILD/plugins/cntk.so and call its entry point (skips the test, exit 77, when it is missing). */
+void ct_load_module(ct_backend *b);
+/* ct_load_module, then open the cpu with `threads` threads. */
 void ct_load(ct_backend *b, int threads);
 void ct_unload(ct_backend *b);
 const kh_host_api *ct_host(void);

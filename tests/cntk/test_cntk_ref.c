@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cntk_testlib.h"
+#include "cntk_parity.h"
 #include "khost/ref.h"
 #include "testutil.h"
 
@@ -20,75 +20,6 @@
 #define STEP_TOL 2e-4  /* weights after a few optimizer steps */
 
 static ct_backend B;
-
-/* max |a - b| / max(max |b|, floor) */
-static double rel_err(const float *a, const double *b, int64_t n, double floor) {
-    double md = 0, mb = floor;
-    for (int64_t i = 0; i < n; i++) {
-        double d = fabs((double)a[i] - b[i]);
-        if (d > md || isnan(d)) md = isnan(d) ? INFINITY : d;
-        if (fabs(b[i]) > mb) mb = fabs(b[i]);
-    }
-    return md / mb;
-}
-
-static void compare(const char *model, const char *what, const float *a, const double *b, int64_t n, double tol) {
-    double e = rel_err(a, b, n, 1e-3);
-    CHECK(e <= tol, "%s %s: relative error %.3g > %.1g", model, what, e, tol);
-    if (getenv("CNTK_TEST_VERBOSE")) printf("  %-22s %-28s %.3g\n", model, what, e);
-}
-
-/* A batch for the spec: images come NHWC from tasks; cntk's caps ask for NCHW, so convert like the host. */
-typedef struct batch {
-    int64_t n, per;
-    kh_tensor x_nhwc, x_backend;
-    float *xf_nhwc, *xf_nchw;
-    int32_t *xi, *labels;
-} batch;
-
-static void make_batch(batch *bt, const kh_model_spec *sp, int64_t n, kh_rng *r) {
-    memset(bt, 0, sizeof *bt);
-    bt->n = n;
-    bt->per = 1;
-    int64_t dims[4] = {n, 0, 0, 0};
-    for (int i = 0; i < sp->input_rank; i++) {
-        bt->per *= sp->input_shape[i];
-        dims[i + 1] = sp->input_shape[i];
-    }
-    bt->labels = malloc((size_t)n * sizeof(int32_t));
-    for (int64_t i = 0; i < n; i++) bt->labels[i] = (int32_t)kh_rng_below(r, (uint64_t)(sp->n_classes > 1 ? sp->n_classes : 2));
-    if (sp->input_dtype == KH_I32) {
-        int64_t vocab = sp->input_onehot > 0 ? sp->input_onehot : sp->layers[0].input_dim;
-        bt->xi = malloc((size_t)(n * bt->per) * sizeof(int32_t));
-        for (int64_t i = 0; i < n * bt->per; i++) bt->xi[i] = (int32_t)kh_rng_below(r, (uint64_t)vocab);
-        bt->x_nhwc = ct_tensor(KH_I32, KH_LAYOUT_NT, sp->input_rank + 1, dims, bt->xi);
-        bt->x_backend = bt->x_nhwc;
-        return;
-    }
-    bt->xf_nhwc = malloc((size_t)(n * bt->per) * sizeof(float));
-    ct_fill_uniform(bt->xf_nhwc, n * bt->per, -1.0f, 1.0f, r);
-    bt->x_nhwc = ct_tensor(KH_F32, sp->input_rank == 3 ? KH_LAYOUT_NHWC : KH_LAYOUT_NC, sp->input_rank + 1, dims,
-                           bt->xf_nhwc);
-    bt->x_backend = bt->x_nhwc;
-    if (sp->input_rank == 3) { /* NHWC -> NCHW as the host does for an NCHW backend */
-        int64_t H = dims[1], W = dims[2], C = dims[3];
-        bt->xf_nchw = malloc((size_t)(n * bt->per) * sizeof(float));
-        for (int64_t s = 0; s < n; s++)
-            for (int64_t h = 0; h < H; h++)
-                for (int64_t w = 0; w < W; w++)
-                    for (int64_t c = 0; c < C; c++)
-                        bt->xf_nchw[((s * C + c) * H + h) * W + w] = bt->xf_nhwc[((s * H + h) * W + w) * C + c];
-        int64_t nd[4] = {n, C, H, W};
-        bt->x_backend = ct_tensor(KH_F32, KH_LAYOUT_NCHW, 4, nd, bt->xf_nchw);
-    }
-}
-
-static void free_batch(batch *bt) {
-    free(bt->xf_nhwc);
-    free(bt->xf_nchw);
-    free(bt->xi);
-    free(bt->labels);
-}
 
 /* Same weights into both (kit initialisers, seeded). */
 static int setup_pair(const kh_model_spec *sp, int deterministic, kh_bmodel **cm, kh_ref_model **rm) {
@@ -119,8 +50,8 @@ static void check_probes(const kh_model_spec *sp) {
     }
     kh_rng r;
     kh_rng_seed(&r, 1234);
-    batch bt;
-    make_batch(&bt, sp, 5, &r);
+    ct_batch bt;
+    ct_make_batch(&bt, sp, 5, &r);
     const kh_model_shapes *sh = kh_ref_model_shapes(rm);
     const kh_layer_shapes *last = &sh->layers[sh->n_layers - 1];
     int64_t on = bt.n * last->out_numel;
@@ -131,7 +62,7 @@ static void check_probes(const kh_model_spec *sp) {
     kh_status st = B.api->forward(cm, &bt.x_backend, &tout);
     CHECK(st == KH_OK, "%s forward: %s", sp->name, B.api->last_error(B.s));
     CHECK(kh_ref_model_forward(rm, &bt.x_nhwc, 1) == KH_OK, "%s ref forward", sp->name);
-    compare(sp->name, "forward output", out, kh_ref_model_output(rm, NULL), on, PROBE_TOL);
+    ct_compare(sp->name, "forward output", out, kh_ref_model_output(rm, NULL), on, PROBE_TOL, 0);
 
     ct_fill_uniform(dy, on, -1.0f, 1.0f, &r);
     for (int64_t i = 0; i < on; i++) dyd[i] = dy[i];
@@ -147,7 +78,7 @@ static void check_probes(const kh_model_spec *sp) {
     st = B.api->backward(cm, &tdy, pdx);
     CHECK(st == KH_OK, "%s backward: %s", sp->name, B.api->last_error(B.s));
     CHECK(kh_ref_model_backward(rm, dyd) == KH_OK, "%s ref backward", sp->name);
-    if (dx) compare(sp->name, "input gradient", dx, kh_ref_model_input_grad(rm), bt.n * bt.per, PROBE_TOL);
+    if (dx) ct_compare(sp->name, "input gradient", dx, kh_ref_model_input_grad(rm), bt.n * bt.per, PROBE_TOL, 0);
     for (int l = 0; l < sh->n_layers; l++)
         for (int s = 0; s < sh->layers[l].n_params; s++) {
             const kh_param_shape *ps = &sh->layers[l].params[s];
@@ -157,14 +88,14 @@ static void check_probes(const kh_model_spec *sp) {
             CHECK(st == KH_OK, "%s get_grad %d/%d: %s", sp->name, l, s, B.api->last_error(B.s));
             char what[96];
             snprintf(what, sizeof what, "grad %s[%d].%s", kh_layer_kind_name(sp->layers[l].kind), l, ps->name);
-            compare(sp->name, what, g, kh_ref_model_grad(rm, l, s), ps->numel, PROBE_TOL);
+            ct_compare(sp->name, what, g, kh_ref_model_grad(rm, l, s), ps->numel, PROBE_TOL, 0);
             free(g);
         }
     free(out);
     free(dy);
     free(dyd);
     free(dx);
-    free_batch(&bt);
+    ct_free_batch(&bt);
 done:
     if (cm) B.api->model_free(cm);
     kh_ref_model_free(rm);
@@ -183,8 +114,8 @@ static void check_steps(const kh_model_spec *sp, int deterministic, int steps) {
     char name[96];
     snprintf(name, sizeof name, "%s%s", sp->name, deterministic ? "" : "+dropout");
     for (int step = 0; step < steps; step++) {
-        batch bt;
-        make_batch(&bt, sp, step == 1 ? 3 : 6, &r); /* a short batch in the middle */
+        ct_batch bt;
+        ct_make_batch(&bt, sp, step == 1 ? 3 : 6, &r); /* a short batch in the middle */
         int64_t yd[1] = {bt.n};
         kh_tensor ty = ct_tensor(KH_I32, KH_LAYOUT_NC, 1, yd, bt.labels);
         kh_status st = B.api->train_batch(cm, &bt.x_backend, &ty);
@@ -208,14 +139,14 @@ static void check_steps(const kh_model_spec *sp, int deterministic, int steps) {
                 char what[96];
                 snprintf(what, sizeof what, "step %d %s[%d].%s", step + 1, kh_layer_kind_name(sp->layers[l].kind), l,
                          ps->name);
-                compare(name, what, w, kh_ref_model_weight(rm, l, s), ps->numel, STEP_TOL);
+                ct_compare(name, what, w, kh_ref_model_weight(rm, l, s), ps->numel, STEP_TOL, 0);
                 free(w);
             }
-        free_batch(&bt);
+        ct_free_batch(&bt);
     }
     /* evaluation metrics on one more batch */
-    batch bt;
-    make_batch(&bt, sp, 4, &r);
+    ct_batch bt;
+    ct_make_batch(&bt, sp, 4, &r);
     int64_t yd[1] = {bt.n};
     kh_tensor ty = ct_tensor(KH_I32, KH_LAYOUT_NC, 1, yd, bt.labels);
     CHECK(B.api->eval_batch(cm, &bt.x_backend, &ty) == KH_OK, "%s eval: %s", name, B.api->last_error(B.s));
@@ -228,39 +159,11 @@ static void check_steps(const kh_model_spec *sp, int deterministic, int steps) {
     CHECK_CLOSE(met.loss_sum / 4.0, ref_loss, 1e-5, 1e-6, "eval loss");
     CHECK(fabs(met.correct - (double)ref_correct) < 0.5, "%s eval correct %g vs %lld", name, met.correct,
           (long long)ref_correct);
-    free_batch(&bt);
+    ct_free_batch(&bt);
 done:
     if (cm) B.api->model_free(cm);
     kh_ref_model_free(rm);
 }
-
-// --- the models --------------------------------------------------------------------------------------------
-static kh_optimizer_spec opt(uint32_t kind, float lr, float decay) {
-    kh_optimizer_spec o = {.kind = kind, .lr = lr, .rho = kind == KH_OPT_ADADELTA ? 0.95f : 0.9f, .beta_1 = 0.9f,
-                           .beta_2 = 0.999f, .epsilon = 1e-7f, .decay = decay};
-    return o;
-}
-
-static kh_model_spec spec(const char *name, uint32_t dtype, int rank, int a, int b, int c, int onehot,
-                          const kh_layer_spec *layers, int n, uint32_t loss, kh_optimizer_spec o, int classes) {
-    kh_model_spec s;
-    memset(&s, 0, sizeof s);
-    s.struct_size = sizeof s;
-    s.name = name;
-    s.input_dtype = dtype;
-    s.input_rank = rank;
-    s.input_shape[0] = a, s.input_shape[1] = b, s.input_shape[2] = c;
-    s.input_onehot = onehot;
-    s.n_layers = n;
-    s.layers = layers;
-    s.loss = loss;
-    s.optimizer = o;
-    s.n_classes = classes;
-    return s;
-}
-
-#define L_(...) ((kh_layer_spec){__VA_ARGS__})
-#define N_(arr) (int)(sizeof arr / sizeof arr[0])
 
 int main(void) {
     /* 2 threads by default (BiLSTM directions in parallel, cell rows split); CNTK_TEST_THREADS=1 for the
@@ -268,60 +171,9 @@ int main(void) {
     const char *th = getenv("CNTK_TEST_THREADS");
     ct_load(&B, th && atoi(th) > 0 ? atoi(th) : 2);
 
-    const kh_layer_spec mlp[] = {L_(.kind = KH_LAYER_DENSE, .units = 7, .activation = KH_ACT_RELU),
-                                 L_(.kind = KH_LAYER_DROPOUT, .rate = 0.3f),
-                                 L_(.kind = KH_LAYER_DENSE, .units = 5, .activation = KH_ACT_TANH),
-                                 L_(.kind = KH_LAYER_DENSE, .units = 4, .activation = KH_ACT_SOFTMAX)};
-    const kh_layer_spec cnn[] = {
-        L_(.kind = KH_LAYER_CONV2D, .units = 3, .kernel = {3, 3}, .activation = KH_ACT_RELU),
-        L_(.kind = KH_LAYER_CONV2D, .units = 4, .kernel = {3, 2}, .padding = KH_PAD_SAME, .activation = KH_ACT_TANH),
-        L_(.kind = KH_LAYER_MAXPOOL2D, .kernel = {2, 2}),
-        L_(.kind = KH_LAYER_DROPOUT, .rate = 0.25f),
-        L_(.kind = KH_LAYER_FLATTEN),
-        L_(.kind = KH_LAYER_DENSE, .units = 6, .activation = KH_ACT_SIGMOID),
-        L_(.kind = KH_LAYER_DENSE, .units = 3),
-        L_(.kind = KH_LAYER_ACTIVATION, .activation = KH_ACT_SOFTMAX)};
-    const kh_layer_spec cnn_strided[] = {
-        L_(.kind = KH_LAYER_CONV2D, .units = 2, .kernel = {3, 3}, .strides = {2, 2}, .padding = KH_PAD_SAME,
-           .activation = KH_ACT_RELU),
-        L_(.kind = KH_LAYER_MAXPOOL2D, .kernel = {2, 2}, .strides = {1, 1}, .padding = KH_PAD_SAME),
-        L_(.kind = KH_LAYER_FLATTEN),
-        L_(.kind = KH_LAYER_DENSE, .units = 2, .activation = KH_ACT_SOFTMAX)};
-    const kh_layer_spec fasttext[] = {L_(.kind = KH_LAYER_EMBEDDING, .input_dim = 40, .units = 4),
-                                      L_(.kind = KH_LAYER_GAP1D),
-                                      L_(.kind = KH_LAYER_DENSE, .units = 1, .activation = KH_ACT_SIGMOID)};
-    const kh_layer_spec bilstm[] = {L_(.kind = KH_LAYER_EMBEDDING, .input_dim = 30, .units = 6),
-                                    L_(.kind = KH_LAYER_BILSTM, .units = 5),
-                                    L_(.kind = KH_LAYER_DROPOUT, .rate = 0.5f),
-                                    L_(.kind = KH_LAYER_DENSE, .units = 1, .activation = KH_ACT_SIGMOID)};
-    const kh_layer_spec textgen[] = {L_(.kind = KH_LAYER_LSTM, .units = 6),
-                                     L_(.kind = KH_LAYER_DENSE, .units = 9, .activation = KH_ACT_SOFTMAX)};
-    const kh_layer_spec seq[] = {L_(.kind = KH_LAYER_LSTM, .units = 4, .return_sequences = 1),
-                                 L_(.kind = KH_LAYER_BILSTM, .units = 3, .return_sequences = 1),
-                                 L_(.kind = KH_LAYER_GAP1D),
-                                 L_(.kind = KH_LAYER_DENSE, .units = 3, .activation = KH_ACT_SOFTMAX)};
-    const kh_layer_spec onehot_flat[] = {L_(.kind = KH_LAYER_FLATTEN),
-                                         L_(.kind = KH_LAYER_DENSE, .units = 3, .activation = KH_ACT_SOFTMAX)};
-
-    kh_model_spec specs[] = {
-        spec("mlp_rmsprop", KH_F32, 1, 8, 0, 0, 0, mlp, N_(mlp), KH_LOSS_CATEGORICAL_CROSSENTROPY,
-             opt(KH_OPT_RMSPROP, 1e-3f, 0), 4),
-        spec("cnn_adadelta", KH_F32, 3, 7, 6, 2, 0, cnn, N_(cnn), KH_LOSS_CATEGORICAL_CROSSENTROPY,
-             opt(KH_OPT_ADADELTA, 1.0f, 0), 3),
-        spec("cnn_strided_sgd", KH_F32, 3, 5, 6, 3, 0, cnn_strided, N_(cnn_strided), KH_LOSS_CATEGORICAL_CROSSENTROPY,
-             opt(KH_OPT_SGD, 0.1f, 0), 2),
-        spec("fasttext_adam", KH_I32, 1, 9, 0, 0, 0, fasttext, N_(fasttext), KH_LOSS_BINARY_CROSSENTROPY,
-             opt(KH_OPT_ADAM, 1e-3f, 0), 1),
-        spec("bilstm_adam", KH_I32, 1, 7, 0, 0, 0, bilstm, N_(bilstm), KH_LOSS_BINARY_CROSSENTROPY,
-             opt(KH_OPT_ADAM, 1e-3f, 1e-3f), 1),
-        spec("textgen_onehot_rmsprop", KH_I32, 1, 5, 0, 0, 9, textgen, N_(textgen), KH_LOSS_CATEGORICAL_CROSSENTROPY,
-             opt(KH_OPT_RMSPROP, 1e-2f, 0), 9),
-        spec("lstm_sequences_adam", KH_F32, 2, 6, 3, 0, 0, seq, N_(seq), KH_LOSS_CATEGORICAL_CROSSENTROPY,
-             opt(KH_OPT_ADAM, 1e-3f, 0), 3),
-        spec("onehot_expanded_rmsprop", KH_I32, 2, 2, 3, 0, 4, onehot_flat, N_(onehot_flat),
-             KH_LOSS_CATEGORICAL_CROSSENTROPY, opt(KH_OPT_RMSPROP, 1e-3f, 1e-2f), 3),
-    };
-    for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {
+    const kh_model_spec *specs;
+    int n_specs = ct_small_models(&specs);
+    for (int i = 0; i < n_specs; i++) {
         check_probes(&specs[i]);
         check_steps(&specs[i], 1, 3);
         check_steps(&specs[i], 0, 2); /* dropout on, same seed: identical masks */

@@ -2,7 +2,6 @@
 #define _POSIX_C_SOURCE 200809L
 #include "cntk_gpu_testlib.h"
 
-#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,21 +9,7 @@
 #include "testutil.h"
 
 void ctg_load_cuda(ct_backend *b) {
-    memset(b, 0, sizeof *b);
-    const char *build = getenv("KHOST_BUILD");
-    char path[4096];
-    snprintf(path, sizeof path, "%s/plugins/cntk.so", build && *build ? build : ".");
-    b->dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    if (!b->dl) {
-        char why[4400];
-        snprintf(why, sizeof why, "cannot load %s: %s", path, dlerror());
-        kh_test_skip(why);
-    }
-    kh_entry_fn entry;
-    *(void **)(&entry) = dlsym(b->dl, KH_ENTRY_NAME);
-    b->desc = entry ? entry(ct_host()) : NULL;
-    b->api = b->desc ? b->desc->api : NULL;
-    if (!b->api) kh_test_skip("cntk.so has no usable entry point");
+    ct_load_module(b);
     kh_caps c;
     memset(&c, 0, sizeof c);
     c.struct_size = sizeof c;

@@ -19,6 +19,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "../cntk/cntk_parity.h"
 #include "cntk_gpu_testlib.h"
 #include "khost/ref.h"
 #include "testutil.h"
@@ -29,78 +30,10 @@
 static ct_backend B;
 static uint64_t g_seed;
 
-static double rel_err(const float *a, const double *b, int64_t n, double floor) {
-    double md = 0, mb = floor;
-    for (int64_t i = 0; i < n; i++) {
-        double d = fabs((double)a[i] - b[i]);
-        if (d > md || isnan(d)) md = isnan(d) ? INFINITY : d;
-        if (fabs(b[i]) > mb) mb = fabs(b[i]);
-    }
-    return md / mb;
-}
-
-static void compare(const char *model, const char *what, const float *a, const double *b, int64_t n, double tol) {
-    double e = rel_err(a, b, n, 1e-3);
-    CHECK(e <= tol, "%s %s: relative error %.3g > %.1g (seed %llu)", model, what, e, tol, (unsigned long long)g_seed);
-    if (getenv("CNTK_TEST_VERBOSE")) printf("  %-24s %-30s %.3g\n", model, what, e);
-}
-
 static float *poisoned(int64_t n) {
     float *p = malloc((size_t)(n > 0 ? n : 1) * sizeof(float));
     for (int64_t i = 0; i < n; i++) p[i] = NAN;
     return p;
-}
-
-typedef struct batch {
-    int64_t n, per;
-    kh_tensor x_nhwc, x_backend;
-    float *xf_nhwc, *xf_nchw;
-    int32_t *xi, *labels;
-} batch;
-
-static void make_batch(batch *bt, const kh_model_spec *sp, int64_t n, kh_rng *r) {
-    memset(bt, 0, sizeof *bt);
-    bt->n = n;
-    bt->per = 1;
-    int64_t dims[4] = {n, 0, 0, 0};
-    for (int i = 0; i < sp->input_rank; i++) {
-        bt->per *= sp->input_shape[i];
-        dims[i + 1] = sp->input_shape[i];
-    }
-    bt->labels = malloc((size_t)n * sizeof(int32_t));
-    for (int64_t i = 0; i < n; i++)
-        bt->labels[i] = (int32_t)kh_rng_below(r, (uint64_t)(sp->n_classes > 1 ? sp->n_classes : 2));
-    if (sp->input_dtype == KH_I32) {
-        int64_t vocab = sp->input_onehot > 0 ? sp->input_onehot : sp->layers[0].input_dim;
-        bt->xi = malloc((size_t)(n * bt->per) * sizeof(int32_t));
-        for (int64_t i = 0; i < n * bt->per; i++) bt->xi[i] = (int32_t)kh_rng_below(r, (uint64_t)vocab);
-        bt->x_nhwc = ct_tensor(KH_I32, KH_LAYOUT_NT, sp->input_rank + 1, dims, bt->xi);
-        bt->x_backend = bt->x_nhwc;
-        return;
-    }
-    bt->xf_nhwc = malloc((size_t)(n * bt->per) * sizeof(float));
-    ct_fill_uniform(bt->xf_nhwc, n * bt->per, -1.0f, 1.0f, r);
-    bt->x_nhwc = ct_tensor(KH_F32, sp->input_rank == 3 ? KH_LAYOUT_NHWC : KH_LAYOUT_NC, sp->input_rank + 1, dims,
-                           bt->xf_nhwc);
-    bt->x_backend = bt->x_nhwc;
-    if (sp->input_rank == 3) {
-        int64_t H = dims[1], W = dims[2], C = dims[3];
-        bt->xf_nchw = malloc((size_t)(n * bt->per) * sizeof(float));
-        for (int64_t s = 0; s < n; s++)
-            for (int64_t h = 0; h < H; h++)
-                for (int64_t w = 0; w < W; w++)
-                    for (int64_t c = 0; c < C; c++)
-                        bt->xf_nchw[((s * C + c) * H + h) * W + w] = bt->xf_nhwc[((s * H + h) * W + w) * C + c];
-        int64_t nd[4] = {n, C, H, W};
-        bt->x_backend = ct_tensor(KH_F32, KH_LAYOUT_NCHW, 4, nd, bt->xf_nchw);
-    }
-}
-
-static void free_batch(batch *bt) {
-    free(bt->xf_nhwc);
-    free(bt->xf_nchw);
-    free(bt->xi);
-    free(bt->labels);
 }
 
 static int setup_pair(const kh_model_spec *sp, int max_batch, kh_bmodel **cm, kh_ref_model **rm) {
@@ -141,8 +74,8 @@ static void check_probes(const kh_model_spec *sp, int64_t n) {
     }
     kh_rng r;
     kh_rng_seed(&r, g_seed ^ 0x9e37);
-    batch bt;
-    make_batch(&bt, sp, n, &r);
+    ct_batch bt;
+    ct_make_batch(&bt, sp, n, &r);
     const kh_model_shapes *sh = kh_ref_model_shapes(rm);
     const kh_layer_shapes *last = &sh->layers[sh->n_layers - 1];
     int64_t on = bt.n * last->out_numel;
@@ -154,7 +87,7 @@ static void check_probes(const kh_model_spec *sp, int64_t n) {
     kh_status st = B.api->forward(cm, &bt.x_backend, &tout);
     CHECK(st == KH_OK, "%s forward: %s", sp->name, B.api->last_error(B.s));
     CHECK(kh_ref_model_forward(rm, &bt.x_nhwc, 1) == KH_OK, "%s ref forward", sp->name);
-    compare(sp->name, "forward output", out, kh_ref_model_output(rm, NULL), on, PROBE_TOL);
+    ct_compare(sp->name, "forward output", out, kh_ref_model_output(rm, NULL), on, PROBE_TOL, g_seed);
 
     ct_fill_uniform(dy, on, -1.0f, 1.0f, &r);
     for (int64_t i = 0; i < on; i++) dyd[i] = dy[i];
@@ -170,7 +103,7 @@ static void check_probes(const kh_model_spec *sp, int64_t n) {
     st = B.api->backward(cm, &tdy, pdx);
     CHECK(st == KH_OK, "%s backward: %s", sp->name, B.api->last_error(B.s));
     CHECK(kh_ref_model_backward(rm, dyd) == KH_OK, "%s ref backward", sp->name);
-    if (dx) compare(sp->name, "input gradient", dx, kh_ref_model_input_grad(rm), bt.n * bt.per, PROBE_TOL);
+    if (dx) ct_compare(sp->name, "input gradient", dx, kh_ref_model_input_grad(rm), bt.n * bt.per, PROBE_TOL, g_seed);
     for (int l = 0; l < sh->n_layers; l++)
         for (int s = 0; s < sh->layers[l].n_params; s++) {
             const kh_param_shape *ps = &sh->layers[l].params[s];
@@ -180,14 +113,14 @@ static void check_probes(const kh_model_spec *sp, int64_t n) {
             CHECK(st == KH_OK, "%s get_grad %d/%d: %s", sp->name, l, s, B.api->last_error(B.s));
             char what[96];
             snprintf(what, sizeof what, "grad %s[%d].%s", kh_layer_kind_name(sp->layers[l].kind), l, ps->name);
-            compare(sp->name, what, g, kh_ref_model_grad(rm, l, s), ps->numel, PROBE_TOL);
+            ct_compare(sp->name, what, g, kh_ref_model_grad(rm, l, s), ps->numel, PROBE_TOL, g_seed);
             free(g);
         }
     free(out);
     free(dy);
     free(dyd);
     free(dx);
-    free_batch(&bt);
+    ct_free_batch(&bt);
 done:
     if (cm) B.api->model_free(cm);
     kh_ref_model_free(rm);
@@ -204,8 +137,8 @@ static void check_steps(const kh_model_spec *sp, int steps) {
     kh_rng_seed(&r, g_seed ^ 0x777);
     const kh_model_shapes *sh = kh_ref_model_shapes(rm);
     for (int step = 0; step < steps; step++) {
-        batch bt;
-        make_batch(&bt, sp, step == 1 ? 3 : 6, &r); /* a short batch in the middle */
+        ct_batch bt;
+        ct_make_batch(&bt, sp, step == 1 ? 3 : 6, &r); /* a short batch in the middle */
         int64_t yd[1] = {bt.n};
         kh_tensor ty = ct_tensor(KH_I32, KH_LAYOUT_NC, 1, yd, bt.labels);
         kh_status st = B.api->train_batch(cm, &bt.x_backend, &ty);
@@ -229,13 +162,13 @@ static void check_steps(const kh_model_spec *sp, int steps) {
                 char what[96];
                 snprintf(what, sizeof what, "step %d %s[%d].%s", step + 1, kh_layer_kind_name(sp->layers[l].kind), l,
                          ps->name);
-                compare(sp->name, what, w, kh_ref_model_weight(rm, l, s), ps->numel, STEP_TOL);
+                ct_compare(sp->name, what, w, kh_ref_model_weight(rm, l, s), ps->numel, STEP_TOL, g_seed);
                 free(w);
             }
-        free_batch(&bt);
+        ct_free_batch(&bt);
     }
-    batch bt;
-    make_batch(&bt, sp, 4, &r);
+    ct_batch bt;
+    ct_make_batch(&bt, sp, 4, &r);
     int64_t yd[1] = {bt.n};
     kh_tensor ty = ct_tensor(KH_I32, KH_LAYOUT_NC, 1, yd, bt.labels);
     CHECK(B.api->eval_batch(cm, &bt.x_backend, &ty) == KH_OK, "%s eval: %s", sp->name, B.api->last_error(B.s));
@@ -250,7 +183,7 @@ static void check_steps(const kh_model_spec *sp, int steps) {
     CHECK_CLOSE(met.loss_sum / 4.0, ref_loss, 1e-4, 1e-6, "eval loss");
     CHECK(fabs(met.correct - (double)ref_correct) < 0.5, "%s eval correct %g vs %lld", sp->name, met.correct,
           (long long)ref_correct);
-    free_batch(&bt);
+    ct_free_batch(&bt);
 done:
     if (cm) B.api->model_free(cm);
     kh_ref_model_free(rm);
@@ -315,33 +248,7 @@ static void check_oom(void) {
 }
 
 // --- the models --------------------------------------------------------------------------------------------
-static kh_optimizer_spec opt(uint32_t kind, float lr, float decay) {
-    kh_optimizer_spec o = {.kind = kind, .lr = lr, .rho = kind == KH_OPT_ADADELTA ? 0.95f : 0.9f, .beta_1 = 0.9f,
-                           .beta_2 = 0.999f, .epsilon = 1e-7f, .decay = decay};
-    return o;
-}
-
-static kh_model_spec spec(const char *name, uint32_t dtype, int rank, int a, int b, int c, int onehot,
-                          const kh_layer_spec *layers, int n, uint32_t loss, kh_optimizer_spec o, int classes) {
-    kh_model_spec s;
-    memset(&s, 0, sizeof s);
-    s.struct_size = sizeof s;
-    s.name = name;
-    s.input_dtype = dtype;
-    s.input_rank = rank;
-    s.input_shape[0] = a, s.input_shape[1] = b, s.input_shape[2] = c;
-    s.input_onehot = onehot;
-    s.n_layers = n;
-    s.layers = layers;
-    s.loss = loss;
-    s.optimizer = o;
-    s.n_classes = classes;
-    return s;
-}
-
-#define L_(...) ((kh_layer_spec){__VA_ARGS__})
-#define N_(arr) (int)(sizeof arr / sizeof arr[0])
-#define NOLOSS KH_LOSS_NONE, opt(KH_OPT_SGD, 0.1f, 0), 0
+#define NOLOSS KH_LOSS_NONE, ct_opt(KH_OPT_SGD, 0.1f, 0), 0
 
 int main(void) {
     const char *se = getenv("CNTK_GPU_TEST_SEED");
@@ -351,110 +258,60 @@ int main(void) {
     printf("seed %llu (CNTK_GPU_TEST_SEED to repeat)\n", (unsigned long long)g_seed);
 
     /* 1. per kernel: one layer kind (activation, padding, input path) at a time */
-    const kh_layer_spec k_dense[] = {L_(.kind = KH_LAYER_DENSE, .units = 37, .activation = KH_ACT_RELU)};
-    const kh_layer_spec k_dense_sm[] = {L_(.kind = KH_LAYER_DENSE, .units = 45, .activation = KH_ACT_SOFTMAX)};
-    const kh_layer_spec k_dense_sig[] = {L_(.kind = KH_LAYER_DENSE, .units = 9, .activation = KH_ACT_SIGMOID)};
-    const kh_layer_spec k_dense_tanh[] = {L_(.kind = KH_LAYER_DENSE, .units = 130, .activation = KH_ACT_TANH)};
-    const kh_layer_spec k_conv_valid[] = {L_(.kind = KH_LAYER_CONV2D, .units = 32, .kernel = {3, 3},
+    const kh_layer_spec k_dense[] = {CT_L(.kind = KH_LAYER_DENSE, .units = 37, .activation = KH_ACT_RELU)};
+    const kh_layer_spec k_dense_sm[] = {CT_L(.kind = KH_LAYER_DENSE, .units = 45, .activation = KH_ACT_SOFTMAX)};
+    const kh_layer_spec k_dense_sig[] = {CT_L(.kind = KH_LAYER_DENSE, .units = 9, .activation = KH_ACT_SIGMOID)};
+    const kh_layer_spec k_dense_tanh[] = {CT_L(.kind = KH_LAYER_DENSE, .units = 130, .activation = KH_ACT_TANH)};
+    const kh_layer_spec k_conv_valid[] = {CT_L(.kind = KH_LAYER_CONV2D, .units = 32, .kernel = {3, 3},
                                              .activation = KH_ACT_RELU)};
-    const kh_layer_spec k_conv_same[] = {L_(.kind = KH_LAYER_CONV2D, .units = 16, .kernel = {3, 3},
+    const kh_layer_spec k_conv_same[] = {CT_L(.kind = KH_LAYER_CONV2D, .units = 16, .kernel = {3, 3},
                                             .padding = KH_PAD_SAME, .activation = KH_ACT_TANH)};
-    const kh_layer_spec k_conv_asym[] = {L_(.kind = KH_LAYER_CONV2D, .units = 5, .kernel = {2, 3}, .strides = {2, 2},
+    const kh_layer_spec k_conv_asym[] = {CT_L(.kind = KH_LAYER_CONV2D, .units = 5, .kernel = {2, 3}, .strides = {2, 2},
                                             .padding = KH_PAD_SAME)};
-    const kh_layer_spec k_pool[] = {L_(.kind = KH_LAYER_MAXPOOL2D, .kernel = {2, 2})};
-    const kh_layer_spec k_pool_same[] = {L_(.kind = KH_LAYER_MAXPOOL2D, .kernel = {3, 3}, .strides = {2, 2},
+    const kh_layer_spec k_pool[] = {CT_L(.kind = KH_LAYER_MAXPOOL2D, .kernel = {2, 2})};
+    const kh_layer_spec k_pool_same[] = {CT_L(.kind = KH_LAYER_MAXPOOL2D, .kernel = {3, 3}, .strides = {2, 2},
                                             .padding = KH_PAD_SAME)};
-    const kh_layer_spec k_act_relu[] = {L_(.kind = KH_LAYER_ACTIVATION, .activation = KH_ACT_RELU)};
-    const kh_layer_spec k_act_sig[] = {L_(.kind = KH_LAYER_ACTIVATION, .activation = KH_ACT_SIGMOID)};
-    const kh_layer_spec k_act_tanh[] = {L_(.kind = KH_LAYER_ACTIVATION, .activation = KH_ACT_TANH)};
-    const kh_layer_spec k_act_sm[] = {L_(.kind = KH_LAYER_ACTIVATION, .activation = KH_ACT_SOFTMAX)};
-    const kh_layer_spec k_flatten[] = {L_(.kind = KH_LAYER_FLATTEN)};
-    const kh_layer_spec k_embed[] = {L_(.kind = KH_LAYER_EMBEDDING, .input_dim = 50, .units = 24)};
-    const kh_layer_spec k_gap[] = {L_(.kind = KH_LAYER_GAP1D)};
-    const kh_layer_spec k_lstm[] = {L_(.kind = KH_LAYER_LSTM, .units = 16)};
-    const kh_layer_spec k_lstm_seq[] = {L_(.kind = KH_LAYER_LSTM, .units = 12, .return_sequences = 1)};
-    const kh_layer_spec k_bilstm[] = {L_(.kind = KH_LAYER_BILSTM, .units = 10)};
-    const kh_layer_spec k_bilstm_seq[] = {L_(.kind = KH_LAYER_BILSTM, .units = 7, .return_sequences = 1)};
-    const kh_layer_spec k_onehot_lstm[] = {L_(.kind = KH_LAYER_LSTM, .units = 8)};
+    const kh_layer_spec k_act_relu[] = {CT_L(.kind = KH_LAYER_ACTIVATION, .activation = KH_ACT_RELU)};
+    const kh_layer_spec k_act_sig[] = {CT_L(.kind = KH_LAYER_ACTIVATION, .activation = KH_ACT_SIGMOID)};
+    const kh_layer_spec k_act_tanh[] = {CT_L(.kind = KH_LAYER_ACTIVATION, .activation = KH_ACT_TANH)};
+    const kh_layer_spec k_act_sm[] = {CT_L(.kind = KH_LAYER_ACTIVATION, .activation = KH_ACT_SOFTMAX)};
+    const kh_layer_spec k_flatten[] = {CT_L(.kind = KH_LAYER_FLATTEN)};
+    const kh_layer_spec k_embed[] = {CT_L(.kind = KH_LAYER_EMBEDDING, .input_dim = 50, .units = 24)};
+    const kh_layer_spec k_gap[] = {CT_L(.kind = KH_LAYER_GAP1D)};
+    const kh_layer_spec k_lstm[] = {CT_L(.kind = KH_LAYER_LSTM, .units = 16)};
+    const kh_layer_spec k_lstm_seq[] = {CT_L(.kind = KH_LAYER_LSTM, .units = 12, .return_sequences = 1)};
+    const kh_layer_spec k_bilstm[] = {CT_L(.kind = KH_LAYER_BILSTM, .units = 10)};
+    const kh_layer_spec k_bilstm_seq[] = {CT_L(.kind = KH_LAYER_BILSTM, .units = 7, .return_sequences = 1)};
+    const kh_layer_spec k_onehot_lstm[] = {CT_L(.kind = KH_LAYER_LSTM, .units = 8)};
     kh_model_spec kernels[] = {
-        spec("k_dense_relu", KH_F32, 1, 70, 0, 0, 0, k_dense, 1, NOLOSS),
-        spec("k_dense_softmax", KH_F32, 1, 33, 0, 0, 0, k_dense_sm, 1, NOLOSS),
-        spec("k_dense_sigmoid", KH_F32, 1, 5, 0, 0, 0, k_dense_sig, 1, NOLOSS),
-        spec("k_dense_tanh", KH_F32, 1, 300, 0, 0, 0, k_dense_tanh, 1, NOLOSS),
-        spec("k_conv_valid", KH_F32, 3, 12, 11, 3, 0, k_conv_valid, 1, NOLOSS),
-        spec("k_conv_same", KH_F32, 3, 9, 10, 8, 0, k_conv_same, 1, NOLOSS),
-        spec("k_conv_asym_same", KH_F32, 3, 7, 8, 2, 0, k_conv_asym, 1, NOLOSS),
-        spec("k_maxpool", KH_F32, 3, 8, 6, 4, 0, k_pool, 1, NOLOSS),
-        spec("k_maxpool_same", KH_F32, 3, 7, 9, 3, 0, k_pool_same, 1, NOLOSS),
-        spec("k_act_relu", KH_F32, 3, 4, 5, 6, 0, k_act_relu, 1, NOLOSS),
-        spec("k_act_sigmoid", KH_F32, 1, 77, 0, 0, 0, k_act_sig, 1, NOLOSS),
-        spec("k_act_tanh", KH_F32, 2, 6, 7, 0, 0, k_act_tanh, 1, NOLOSS),
-        spec("k_act_softmax", KH_F32, 2, 5, 11, 0, 0, k_act_sm, 1, NOLOSS),
-        spec("k_flatten", KH_F32, 3, 3, 4, 5, 0, k_flatten, 1, NOLOSS),
-        spec("k_embedding", KH_I32, 1, 13, 0, 0, 0, k_embed, 1, NOLOSS),
-        spec("k_gap1d", KH_F32, 2, 17, 9, 0, 0, k_gap, 1, NOLOSS),
-        spec("k_lstm", KH_F32, 2, 11, 6, 0, 0, k_lstm, 1, NOLOSS),
-        spec("k_lstm_sequences", KH_F32, 2, 9, 5, 0, 0, k_lstm_seq, 1, NOLOSS),
-        spec("k_bilstm", KH_F32, 2, 8, 4, 0, 0, k_bilstm, 1, NOLOSS),
-        spec("k_bilstm_sequences", KH_F32, 2, 6, 3, 0, 0, k_bilstm_seq, 1, NOLOSS),
-        spec("k_onehot_lstm", KH_I32, 1, 10, 0, 0, 13, k_onehot_lstm, 1, NOLOSS),
+        ct_spec("k_dense_relu", KH_F32, 1, 70, 0, 0, 0, k_dense, 1, NOLOSS),
+        ct_spec("k_dense_softmax", KH_F32, 1, 33, 0, 0, 0, k_dense_sm, 1, NOLOSS),
+        ct_spec("k_dense_sigmoid", KH_F32, 1, 5, 0, 0, 0, k_dense_sig, 1, NOLOSS),
+        ct_spec("k_dense_tanh", KH_F32, 1, 300, 0, 0, 0, k_dense_tanh, 1, NOLOSS),
+        ct_spec("k_conv_valid", KH_F32, 3, 12, 11, 3, 0, k_conv_valid, 1, NOLOSS),
+        ct_spec("k_conv_same", KH_F32, 3, 9, 10, 8, 0, k_conv_same, 1, NOLOSS),
+        ct_spec("k_conv_asym_same", KH_F32, 3, 7, 8, 2, 0, k_conv_asym, 1, NOLOSS),
+        ct_spec("k_maxpool", KH_F32, 3, 8, 6, 4, 0, k_pool, 1, NOLOSS),
+        ct_spec("k_maxpool_same", KH_F32, 3, 7, 9, 3, 0, k_pool_same, 1, NOLOSS),
+        ct_spec("k_act_relu", KH_F32, 3, 4, 5, 6, 0, k_act_relu, 1, NOLOSS),
+        ct_spec("k_act_sigmoid", KH_F32, 1, 77, 0, 0, 0, k_act_sig, 1, NOLOSS),
+        ct_spec("k_act_tanh", KH_F32, 2, 6, 7, 0, 0, k_act_tanh, 1, NOLOSS),
+        ct_spec("k_act_softmax", KH_F32, 2, 5, 11, 0, 0, k_act_sm, 1, NOLOSS),
+        ct_spec("k_flatten", KH_F32, 3, 3, 4, 5, 0, k_flatten, 1, NOLOSS),
+        ct_spec("k_embedding", KH_I32, 1, 13, 0, 0, 0, k_embed, 1, NOLOSS),
+        ct_spec("k_gap1d", KH_F32, 2, 17, 9, 0, 0, k_gap, 1, NOLOSS),
+        ct_spec("k_lstm", KH_F32, 2, 11, 6, 0, 0, k_lstm, 1, NOLOSS),
+        ct_spec("k_lstm_sequences", KH_F32, 2, 9, 5, 0, 0, k_lstm_seq, 1, NOLOSS),
+        ct_spec("k_bilstm", KH_F32, 2, 8, 4, 0, 0, k_bilstm, 1, NOLOSS),
+        ct_spec("k_bilstm_sequences", KH_F32, 2, 6, 3, 0, 0, k_bilstm_seq, 1, NOLOSS),
+        ct_spec("k_onehot_lstm", KH_I32, 1, 10, 0, 0, 13, k_onehot_lstm, 1, NOLOSS),
     };
     for (size_t i = 0; i < sizeof kernels / sizeof kernels[0]; i++) check_probes(&kernels[i], 7);
 
     /* 2. the small models of the CPU parity test */
-    const kh_layer_spec mlp[] = {L_(.kind = KH_LAYER_DENSE, .units = 7, .activation = KH_ACT_RELU),
-                                 L_(.kind = KH_LAYER_DROPOUT, .rate = 0.3f),
-                                 L_(.kind = KH_LAYER_DENSE, .units = 5, .activation = KH_ACT_TANH),
-                                 L_(.kind = KH_LAYER_DENSE, .units = 4, .activation = KH_ACT_SOFTMAX)};
-    const kh_layer_spec cnn[] = {
-        L_(.kind = KH_LAYER_CONV2D, .units = 3, .kernel = {3, 3}, .activation = KH_ACT_RELU),
-        L_(.kind = KH_LAYER_CONV2D, .units = 4, .kernel = {3, 2}, .padding = KH_PAD_SAME, .activation = KH_ACT_TANH),
-        L_(.kind = KH_LAYER_MAXPOOL2D, .kernel = {2, 2}),
-        L_(.kind = KH_LAYER_DROPOUT, .rate = 0.25f),
-        L_(.kind = KH_LAYER_FLATTEN),
-        L_(.kind = KH_LAYER_DENSE, .units = 6, .activation = KH_ACT_SIGMOID),
-        L_(.kind = KH_LAYER_DENSE, .units = 3),
-        L_(.kind = KH_LAYER_ACTIVATION, .activation = KH_ACT_SOFTMAX)};
-    const kh_layer_spec cnn_strided[] = {
-        L_(.kind = KH_LAYER_CONV2D, .units = 2, .kernel = {3, 3}, .strides = {2, 2}, .padding = KH_PAD_SAME,
-           .activation = KH_ACT_RELU),
-        L_(.kind = KH_LAYER_MAXPOOL2D, .kernel = {2, 2}, .strides = {1, 1}, .padding = KH_PAD_SAME),
-        L_(.kind = KH_LAYER_FLATTEN),
-        L_(.kind = KH_LAYER_DENSE, .units = 2, .activation = KH_ACT_SOFTMAX)};
-    const kh_layer_spec fasttext[] = {L_(.kind = KH_LAYER_EMBEDDING, .input_dim = 40, .units = 4),
-                                      L_(.kind = KH_LAYER_GAP1D),
-                                      L_(.kind = KH_LAYER_DENSE, .units = 1, .activation = KH_ACT_SIGMOID)};
-    const kh_layer_spec bilstm[] = {L_(.kind = KH_LAYER_EMBEDDING, .input_dim = 30, .units = 6),
-                                    L_(.kind = KH_LAYER_BILSTM, .units = 5),
-                                    L_(.kind = KH_LAYER_DROPOUT, .rate = 0.5f),
-                                    L_(.kind = KH_LAYER_DENSE, .units = 1, .activation = KH_ACT_SIGMOID)};
-    const kh_layer_spec textgen[] = {L_(.kind = KH_LAYER_LSTM, .units = 6),
-                                     L_(.kind = KH_LAYER_DENSE, .units = 9, .activation = KH_ACT_SOFTMAX)};
-    const kh_layer_spec seq[] = {L_(.kind = KH_LAYER_LSTM, .units = 4, .return_sequences = 1),
-                                 L_(.kind = KH_LAYER_BILSTM, .units = 3, .return_sequences = 1),
-                                 L_(.kind = KH_LAYER_GAP1D),
-                                 L_(.kind = KH_LAYER_DENSE, .units = 3, .activation = KH_ACT_SOFTMAX)};
-    const kh_layer_spec onehot_flat[] = {L_(.kind = KH_LAYER_FLATTEN),
-                                         L_(.kind = KH_LAYER_DENSE, .units = 3, .activation = KH_ACT_SOFTMAX)};
-    kh_model_spec models[] = {
-        spec("mlp_rmsprop", KH_F32, 1, 8, 0, 0, 0, mlp, N_(mlp), KH_LOSS_CATEGORICAL_CROSSENTROPY,
-             opt(KH_OPT_RMSPROP, 1e-3f, 0), 4),
-        spec("cnn_adadelta", KH_F32, 3, 7, 6, 2, 0, cnn, N_(cnn), KH_LOSS_CATEGORICAL_CROSSENTROPY,
-             opt(KH_OPT_ADADELTA, 1.0f, 0), 3),
-        spec("cnn_strided_sgd", KH_F32, 3, 5, 6, 3, 0, cnn_strided, N_(cnn_strided), KH_LOSS_CATEGORICAL_CROSSENTROPY,
-             opt(KH_OPT_SGD, 0.1f, 0), 2),
-        spec("fasttext_adam", KH_I32, 1, 9, 0, 0, 0, fasttext, N_(fasttext), KH_LOSS_BINARY_CROSSENTROPY,
-             opt(KH_OPT_ADAM, 1e-3f, 0), 1),
-        spec("bilstm_adam", KH_I32, 1, 7, 0, 0, 0, bilstm, N_(bilstm), KH_LOSS_BINARY_CROSSENTROPY,
-             opt(KH_OPT_ADAM, 1e-3f, 1e-3f), 1),
-        spec("textgen_onehot_rmsprop", KH_I32, 1, 5, 0, 0, 9, textgen, N_(textgen), KH_LOSS_CATEGORICAL_CROSSENTROPY,
-             opt(KH_OPT_RMSPROP, 1e-2f, 0), 9),
-        spec("lstm_sequences_adam", KH_F32, 2, 6, 3, 0, 0, seq, N_(seq), KH_LOSS_CATEGORICAL_CROSSENTROPY,
-             opt(KH_OPT_ADAM, 1e-3f, 0), 3),
-        spec("onehot_expanded_rmsprop", KH_I32, 2, 2, 3, 0, 4, onehot_flat, N_(onehot_flat),
-             KH_LOSS_CATEGORICAL_CROSSENTROPY, opt(KH_OPT_RMSPROP, 1e-3f, 1e-2f), 3),
-    };
-    for (size_t i = 0; i < sizeof models / sizeof models[0]; i++) {
+    const kh_model_spec *models;
+    int n_models = ct_small_models(&models);
+    for (int i = 0; i < n_models; i++) {
         check_probes(&models[i], 5);
         check_steps(&models[i], 3);
     }
