@@ -1,0 +1,292 @@
+/* tf_ops_cpu_image.c — CPU kernels of the NHWC image ops: Conv2D as im2col + GEMM (TensorFlow's CPU
+ * strategy for these shapes), its two backprops, MaxPool and MaxPoolGrad.
+ *
+ * NHWC with an HWIO kernel makes im2col simple: a patch row is KH*KW runs of C contiguous floats, and the
+ * kernel [KH, KW, C, F] is already the (K, F) matrix of the GEMM, so y (P, F) = patches (P, K) x W (K, F)
+ * lands directly in NHWC. Work is split over samples; each thread builds one sample's patches in its own
+ * scratch (sized at compile time), so nothing is allocated during a step. The filter gradient sums per-part
+ * partials in part order, so the result does not depend on which thread ran which part.
+ */
+#include <string.h>
+
+#include "khost/ref.h"
+#include "tf.h"
+#include "tf_ops_cpu.h"
+
+typedef struct conv {
+    tf_run *r;
+    kh_ref_conv2d_dims d;
+    const float *x, *w, *dy;
+    float *y;
+    int64_t P, K, chunk;
+} conv;
+
+static kh_status geometry(tf_run *r, int32_t i, int32_t xnode, int32_t wnode, conv *c) {
+    const kh_gnode *X = &r->f->g->nodes[xnode], *W = &r->f->g->nodes[wnode];
+    kh_status st = kh_ref_conv2d_geometry(&c->d, r->n, X->dims[1], X->dims[2], X->dims[3], W->dims[0], W->dims[1],
+                                          W->dims[3], 1, 1, tf_node(r, i)->attr.padding);
+    if (st != KH_OK) return tf_run_fail(r, i, st, "bad convolution geometry");
+    c->P = c->d.OH * c->d.OW;
+    c->K = c->d.KH * c->d.KW * c->d.C;
+    c->r = r;
+    return KH_OK;
+}
+
+/* patches (P, K) of sample x (H, W, C) */
+static void im2col(const kh_ref_conv2d_dims *d, const float *x, float *col) {
+    int64_t C = d->C;
+    for (int64_t oh = 0; oh < d->OH; oh++)
+        for (int64_t ow = 0; ow < d->OW; ow++) {
+            float *row = col + (oh * d->OW + ow) * d->KH * d->KW * C;
+            for (int64_t kh = 0; kh < d->KH; kh++) {
+                int64_t ih = oh + kh - d->pad_top;
+                for (int64_t kw = 0; kw < d->KW; kw++) {
+                    int64_t iw = ow + kw - d->pad_left;
+                    float *dst = row + (kh * d->KW + kw) * C;
+                    if (ih < 0 || ih >= d->H || iw < 0 || iw >= d->W) memset(dst, 0, (size_t)C * sizeof *dst);
+                    else memcpy(dst, x + (ih * d->W + iw) * C, (size_t)C * sizeof *dst);
+                }
+            }
+        }
+}
+
+/* dx (H, W, C) += the patch gradients (P, K) scattered back */
+static void col2im(const kh_ref_conv2d_dims *d, const float *col, float *dx) {
+    int64_t C = d->C;
+    for (int64_t oh = 0; oh < d->OH; oh++)
+        for (int64_t ow = 0; ow < d->OW; ow++) {
+            const float *row = col + (oh * d->OW + ow) * d->KH * d->KW * C;
+            for (int64_t kh = 0; kh < d->KH; kh++) {
+                int64_t ih = oh + kh - d->pad_top;
+                if (ih < 0 || ih >= d->H) continue;
+                for (int64_t kw = 0; kw < d->KW; kw++) {
+                    int64_t iw = ow + kw - d->pad_left;
+                    if (iw < 0 || iw >= d->W) continue;
+                    const float *src = row + (kh * d->KW + kw) * C;
+                    float *dst = dx + (ih * d->W + iw) * C;
+                    for (int64_t c = 0; c < C; c++) dst[c] += src[c];
+                }
+            }
+        }
+}
+
+static float *scratch(tf_run *r, int slot) { return r->m->im2col + (int64_t)slot * r->m->im2col_floats; }
+
+static void conv_fwd_range(void *v, int64_t s0, int64_t s1, int slot) {
+    conv *c = v;
+    const kh_ref_conv2d_dims *d = &c->d;
+    float *col = scratch(c->r, slot);
+    for (int64_t s = s0; s < s1; s++) {
+        const float *xs = c->x + s * d->H * d->W * d->C;
+        float *ys = c->y + s * c->P * d->OC;
+        if (d->KH == 1 && d->KW == 1 && d->pad_top == 0 && d->pad_left == 0) {
+            tf_sgemm(0, 0, c->P, d->OC, c->K, 1.0f, xs, c->K, c->w, d->OC, 0.0f, ys, d->OC);
+            continue;
+        }
+        im2col(d, xs, col);
+        tf_sgemm(0, 0, c->P, d->OC, c->K, 1.0f, col, c->K, c->w, d->OC, 0.0f, ys, d->OC);
+    }
+}
+
+static kh_status k_conv2d(tf_run *r, int32_t i) {
+    const int32_t *in = kh_graph_inputs(r->f->g, i);
+    conv c;
+    kh_status st = geometry(r, i, in[0], in[1], &c);
+    if (st != KH_OK) return st;
+    c.x = tf_in(r, i, 0);
+    c.w = tf_in(r, i, 1);
+    c.y = tf_out(r, i);
+    tf_parallel_for(r->m->s->pool, r->n, 1, r->m->s->set.intra_op, conv_fwd_range, &c);
+    return KH_OK;
+}
+
+static void conv_bwd_input_range(void *v, int64_t s0, int64_t s1, int slot) {
+    conv *c = v;
+    const kh_ref_conv2d_dims *d = &c->d;
+    float *col = scratch(c->r, slot);
+    for (int64_t s = s0; s < s1; s++) {
+        const float *dys = c->dy + s * c->P * d->OC;
+        float *dxs = c->y + s * d->H * d->W * d->C;
+        memset(dxs, 0, (size_t)(d->H * d->W * d->C) * sizeof *dxs);
+        tf_sgemm(0, 1, c->P, c->K, d->OC, 1.0f, dys, d->OC, c->w, d->OC, 0.0f, col, c->K);
+        col2im(d, col, dxs);
+    }
+}
+
+static kh_status k_conv2d_backprop_input(tf_run *r, int32_t i) {
+    const kh_gnode *nd = tf_node(r, i);
+    const int32_t *in = kh_graph_inputs(r->f->g, i);
+    conv c;
+    kh_status st = geometry(r, i, nd->attr.shape_of, in[0], &c);
+    if (st != KH_OK) return st;
+    c.w = tf_in(r, i, 0);
+    c.dy = tf_in(r, i, 1);
+    c.y = tf_out(r, i);
+    tf_parallel_for(r->m->s->pool, r->n, 1, r->m->s->set.intra_op, conv_bwd_input_range, &c);
+    return KH_OK;
+}
+
+/* over parts [p0, p1): part p sums samples [p chunk, (p + 1) chunk) into its own partial */
+static void conv_bwd_filter_range(void *v, int64_t p0, int64_t p1, int slot) {
+    conv *c = v;
+    const kh_ref_conv2d_dims *d = &c->d;
+    float *col = scratch(c->r, slot);
+    for (int64_t p = p0; p < p1; p++) {
+    float *part = c->r->m->partials + p * c->r->m->partial_floats;
+    memset(part, 0, (size_t)(c->K * d->OC) * sizeof *part);
+    int64_t s1 = (p + 1) * c->chunk < c->r->n ? (p + 1) * c->chunk : c->r->n;
+    for (int64_t s = p * c->chunk; s < s1; s++) {
+        const float *xs = c->x + s * d->H * d->W * d->C;
+        const float *dys = c->dy + s * c->P * d->OC;
+        im2col(d, xs, col);
+        tf_sgemm(1, 0, c->K, d->OC, c->P, 1.0f, col, c->K, dys, d->OC, 1.0f, part, d->OC);
+    }
+    }
+}
+
+static kh_status k_conv2d_backprop_filter(tf_run *r, int32_t i) {
+    const kh_gnode *nd = tf_node(r, i);
+    const int32_t *in = kh_graph_inputs(r->f->g, i);
+    conv c;
+    kh_status st = geometry(r, i, in[0], nd->attr.shape_of, &c);
+    if (st != KH_OK) return st;
+    c.x = tf_in(r, i, 0);
+    c.dy = tf_in(r, i, 1);
+    int parts = r->m->s->set.intra_op;
+    if (parts > r->n) parts = (int)r->n;
+    if (parts < 1) parts = 1;
+    c.chunk = (r->n + parts - 1) / parts;
+    parts = (int)((r->n + c.chunk - 1) / c.chunk);
+    tf_parallel_for(r->m->s->pool, parts, 1, parts, conv_bwd_filter_range, &c);
+    float *dw = tf_out(r, i);
+    int64_t kf = c.K * c.d.OC;
+    memcpy(dw, r->m->partials, (size_t)kf * sizeof *dw);
+    for (int p = 1; p < parts; p++) {
+        const float *q = r->m->partials + (int64_t)p * r->m->partial_floats;
+        for (int64_t k = 0; k < kf; k++) dw[k] += q[k];
+    }
+    return KH_OK;
+}
+
+// --- max pooling ------------------------------------------------------------------------------------------------
+typedef struct pool {
+    kh_ref_conv2d_dims d;
+    const float *x, *dy;
+    float *y;
+} pool;
+
+static kh_status pool_geometry(tf_run *r, int32_t i, int32_t xnode, pool *p) {
+    const kh_gnode *X = &r->f->g->nodes[xnode];
+    const kh_gattr *a = &tf_node(r, i)->attr;
+    kh_status st = kh_ref_conv2d_geometry(&p->d, r->n, X->dims[1], X->dims[2], X->dims[3], a->window[0], a->window[1],
+                                          X->dims[3], a->strides[0], a->strides[1], a->padding);
+    return st == KH_OK ? KH_OK : tf_run_fail(r, i, st, "bad pooling geometry");
+}
+
+static void pool_fwd_range(void *v, int64_t s0, int64_t s1, int slot) {
+    (void)slot;
+    const pool *p = v;
+    const kh_ref_conv2d_dims *d = &p->d;
+    int64_t C = d->C;
+    for (int64_t s = s0; s < s1; s++)
+        for (int64_t oh = 0; oh < d->OH; oh++)
+            for (int64_t ow = 0; ow < d->OW; ow++) {
+                float *y = p->y + ((s * d->OH + oh) * d->OW + ow) * C;
+                int first = 1;
+                for (int64_t kh = 0; kh < d->KH; kh++) {
+                    int64_t ih = oh * d->SH + kh - d->pad_top;
+                    if (ih < 0 || ih >= d->H) continue;
+                    for (int64_t kw = 0; kw < d->KW; kw++) {
+                        int64_t iw = ow * d->SW + kw - d->pad_left;
+                        if (iw < 0 || iw >= d->W) continue;
+                        const float *x = p->x + ((s * d->H + ih) * d->W + iw) * C;
+                        if (first) memcpy(y, x, (size_t)C * sizeof *y);
+                        else
+                            for (int64_t c = 0; c < C; c++) y[c] = x[c] > y[c] ? x[c] : y[c];
+                        first = 0;
+                    }
+                }
+            }
+}
+
+static kh_status k_maxpool(tf_run *r, int32_t i) {
+    pool p;
+    kh_status st = pool_geometry(r, i, kh_graph_inputs(r->f->g, i)[0], &p);
+    if (st != KH_OK) return st;
+    p.x = tf_in(r, i, 0);
+    p.y = tf_out(r, i);
+    tf_parallel_for(r->m->s->pool, r->n, 1, r->m->s->set.intra_op, pool_fwd_range, &p);
+    return KH_OK;
+}
+
+/* Each output gradient goes to the first maximum of its window in row-major window order (TensorFlow's and
+ * the reference kit's tie rule); the window maximum is recomputed from x. */
+static void pool_bwd_range(void *v, int64_t s0, int64_t s1, int slot) {
+    (void)slot;
+    const pool *p = v;
+    const kh_ref_conv2d_dims *d = &p->d;
+    int64_t C = d->C;
+    memset(p->y + s0 * d->H * d->W * C, 0, (size_t)((s1 - s0) * d->H * d->W * C) * sizeof *p->y);
+    for (int64_t s = s0; s < s1; s++)
+        for (int64_t oh = 0; oh < d->OH; oh++)
+            for (int64_t ow = 0; ow < d->OW; ow++)
+                for (int64_t c = 0; c < C; c++) {
+                    int64_t best = -1;
+                    float bv = 0.0f;
+                    for (int64_t kh = 0; kh < d->KH; kh++) {
+                        int64_t ih = oh * d->SH + kh - d->pad_top;
+                        if (ih < 0 || ih >= d->H) continue;
+                        for (int64_t kw = 0; kw < d->KW; kw++) {
+                            int64_t iw = ow * d->SW + kw - d->pad_left;
+                            if (iw < 0 || iw >= d->W) continue;
+                            int64_t at = ((s * d->H + ih) * d->W + iw) * C + c;
+                            if (best < 0 || p->x[at] > bv) {
+                                best = at;
+                                bv = p->x[at];
+                            }
+                        }
+                    }
+                    if (best >= 0) p->y[best] += p->dy[((s * d->OH + oh) * d->OW + ow) * C + c];
+                }
+}
+
+static kh_status k_maxpool_grad(tf_run *r, int32_t i) {
+    pool p;
+    kh_status st = pool_geometry(r, i, kh_graph_inputs(r->f->g, i)[0], &p);
+    if (st != KH_OK) return st;
+    p.x = tf_in(r, i, 0);
+    p.dy = tf_in(r, i, 1);
+    p.y = tf_out(r, i);
+    tf_parallel_for(r->m->s->pool, r->n, 1, r->m->s->set.intra_op, pool_bwd_range, &p);
+    return KH_OK;
+}
+
+tf_kernel tf_cpu_kernel_image(uint32_t op) {
+    switch (op) {
+    case KH_GOP_CONV2D: return k_conv2d;
+    case KH_GOP_CONV2D_BACKPROP_INPUT: return k_conv2d_backprop_input;
+    case KH_GOP_CONV2D_BACKPROP_FILTER: return k_conv2d_backprop_filter;
+    case KH_GOP_MAXPOOL: return k_maxpool;
+    case KH_GOP_MAXPOOL_GRAD: return k_maxpool_grad;
+    default: return NULL;
+    }
+}
+
+void tf_cpu_scratch_needs(const kh_graph *g, int64_t *im2col_floats, int64_t *partial_floats) {
+    for (int32_t i = 0; i < g->n_nodes; i++) {
+        const kh_gnode *nd = &g->nodes[i];
+        if (nd->op != KH_GOP_CONV2D && nd->op != KH_GOP_CONV2D_BACKPROP_INPUT && nd->op != KH_GOP_CONV2D_BACKPROP_FILTER)
+            continue;
+        const int32_t *in = kh_graph_inputs(g, i);
+        int32_t xn = nd->op == KH_GOP_CONV2D || nd->op == KH_GOP_CONV2D_BACKPROP_FILTER ? in[0] : nd->attr.shape_of;
+        int32_t wn = nd->op == KH_GOP_CONV2D ? in[1] : nd->op == KH_GOP_CONV2D_BACKPROP_INPUT ? in[0] : nd->attr.shape_of;
+        const kh_gnode *X = &g->nodes[xn], *W = &g->nodes[wn];
+        kh_ref_conv2d_dims d;
+        if (kh_ref_conv2d_geometry(&d, 1, X->dims[1], X->dims[2], X->dims[3], W->dims[0], W->dims[1], W->dims[3], 1, 1,
+                                   nd->attr.padding) != KH_OK)
+            continue;
+        int64_t pk = d.OH * d.OW * d.KH * d.KW * d.C, kf = d.KH * d.KW * d.C * d.OC;
+        if (pk > *im2col_floats) *im2col_floats = pk;
+        if (nd->op == KH_GOP_CONV2D_BACKPROP_FILTER && kf > *partial_floats) *partial_floats = kf;
+    }
+}
