@@ -154,14 +154,14 @@ static kh_status copy_slot(kh_bmodel *m, int32_t layer, int32_t slot, const kh_t
 }
 
 static kh_status set_weight(kh_bmodel *m, int32_t layer, int32_t slot, const kh_tensor *w) {
-    int64_t n;
+    int64_t n = 0;
     kh_status st = copy_slot(m, layer, slot, w, &n);
     if (st != KH_OK) return st;
     return kh_ref_model_set_weight_f32(m->ref, layer, slot, w->data, n);
 }
 
 static kh_status get_weight(kh_bmodel *m, int32_t layer, int32_t slot, kh_tensor *w) {
-    int64_t n;
+    int64_t n = 0;
     kh_status st = copy_slot(m, layer, slot, w, &n);
     if (st != KH_OK) return st;
     const double *src = kh_ref_model_weight(m->ref, layer, slot);
@@ -170,7 +170,7 @@ static kh_status get_weight(kh_bmodel *m, int32_t layer, int32_t slot, kh_tensor
 }
 
 static kh_status get_grad(kh_bmodel *m, int32_t layer, int32_t slot, kh_tensor *g) {
-    int64_t n;
+    int64_t n = 0;
     kh_status st = copy_slot(m, layer, slot, g, &n);
     if (st != KH_OK) return st;
     const double *src = kh_ref_model_grad(m->ref, layer, slot);
@@ -233,7 +233,7 @@ static void write_out(kh_tensor *out, const double *src) {
 static kh_status probe_forward(kh_bmodel *m, const kh_tensor *x, kh_tensor *out) {
     kh_status st = forward_run(m, x, 1);
     if (st != KH_OK) return st;
-    int64_t n;
+    int64_t n = 0;
     const double *y = kh_ref_model_output(m->ref, &n);
     if (kh_tensor_numel(out) != n) return fail(m->s, KH_ERR_INVALID, "refbackend forward: output size mismatch");
     write_out(out, y);
@@ -241,7 +241,7 @@ static kh_status probe_forward(kh_bmodel *m, const kh_tensor *x, kh_tensor *out)
 }
 
 static kh_status probe_backward(kh_bmodel *m, const kh_tensor *dy, kh_tensor *dx) {
-    int64_t n;
+    int64_t n = 0;
     if (!kh_ref_model_output(m->ref, &n) || kh_tensor_numel(dy) != n)
         return fail(m->s, KH_ERR_INVALID, "refbackend backward: no forward, or dy size mismatch");
     double *d = malloc((size_t)n * sizeof *d + 1);

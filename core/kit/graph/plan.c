@@ -7,6 +7,8 @@
  * its input's buffer when that buffer has no other reader (so no concurrent reader can exist). Other buffers
  * are placed first-fit among the buffers live at that point (the ggml-alloc / onnxruntime planner idea).
  *
+ * Apply ops write their variable in place, so each also waits for every other reader of that variable.
+ *
  * Reuse and a parallel executor: a buffer placed over memory that earlier values used must not be written
  * while those values are still being read by a node running concurrently. The plan therefore adds control
  * edges from every reader of the earlier occupant to the new producer; the executor counts them like data
@@ -255,6 +257,13 @@ kh_status kh_graph_plan(const kh_graph *g, int64_t align, kh_gplan *p) {
     }
     free(rel_head);
     free(rel_next);
+    /* an Apply op updates its variable in place: it waits for every other reader of that variable */
+    for (int32_t i = 0; i < n && c.st == KH_OK; i++) {
+        if (store_of(&g->nodes[i]) != KH_GSTORE_VARIABLE || g->nodes[i].op == KH_GOP_VARIABLE) continue;
+        int32_t var = kh_graph_inputs(g, i)[0];
+        for (int32_t k = c.off[var]; k < c.off[var + 1]; k++)
+            if (c.cons[k] != i) add_ctrl(&c, c.cons[k], i);
+    }
     if (c.st == KH_OK && p->n_persistent > 0) {
         p->persistent_bytes = malloc((size_t)p->n_persistent * sizeof *p->persistent_bytes);
         if (!p->persistent_bytes) c.st = KH_ERR_NOMEM;
