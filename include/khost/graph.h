@@ -72,7 +72,7 @@ typedef enum kh_gop {
     KH_GOP_SOFTMAX,     /* over the last axis */
     KH_GOP_SOFTMAX_GRAD, /* (y, dy) -> y * (dy - sum(y * dy)) per row */
     /* images, NHWC */
-    KH_GOP_CONV2D,      /* x (N,H,W,C), w (KH,KW,C,F), attr.padding, stride 1 */
+    KH_GOP_CONV2D,      /* x (N,H,W,C), w (KH,KW,C,F), attr.padding, attr.strides (0 = 1) */
     KH_GOP_CONV2D_BACKPROP_INPUT,  /* (w, dy) -> dx; attr.shape_of = x's node */
     KH_GOP_CONV2D_BACKPROP_FILTER, /* (x, dy) -> dw */
     KH_GOP_MAXPOOL,     /* x (N,H,W,C); attr.window, attr.strides, attr.padding */
@@ -115,7 +115,7 @@ typedef enum kh_gval_flags {
 typedef struct kh_gattr {
     int32_t transpose_a, transpose_b; /* MatMul */
     int32_t axis, begin, size;        /* Slice, Concat, Reverse, Mean, MeanGrad */
-    int32_t window[2], strides[2];    /* MaxPool */
+    int32_t window[2], strides[2];    /* MaxPool; Conv2D and its gradients: strides (0 = 1) */
     int32_t padding;                  /* kh_padding: Conv2D, MaxPool and their gradients */
     float rate;                       /* Dropout */
     int32_t salt;                     /* Dropout: the layer index, part of the mask's key */

@@ -1,6 +1,7 @@
 /* tf_ops_cpu_image.c — CPU kernels of the NHWC image ops: Conv2D as im2col + GEMM (TensorFlow's CPU
  * strategy for these shapes), its two backprops, MaxPool and MaxPoolGrad.
  *
+ * Strides are supported (the rows of a patch follow the output pixel's stride).
  * NHWC with an HWIO kernel makes im2col simple: a patch row is KH*KW runs of C contiguous floats, and the
  * kernel [KH, KW, C, F] is already the (K, F) matrix of the GEMM, so y (P, F) = patches (P, K) x W (K, F)
  * lands directly in NHWC. Work is split over samples; each thread builds one sample's patches in its own
@@ -23,8 +24,10 @@ typedef struct conv {
 
 static kh_status geometry(tf_run *r, int32_t i, int32_t xnode, int32_t wnode, conv *c) {
     const kh_gnode *X = &r->f->g->nodes[xnode], *W = &r->f->g->nodes[wnode];
+    const kh_gattr *a = &tf_node(r, i)->attr;
     kh_status st = kh_ref_conv2d_geometry(&c->d, r->n, X->dims[1], X->dims[2], X->dims[3], W->dims[0], W->dims[1],
-                                          W->dims[3], 1, 1, tf_node(r, i)->attr.padding);
+                                          W->dims[3], a->strides[0] > 0 ? a->strides[0] : 1,
+                                          a->strides[1] > 0 ? a->strides[1] : 1, a->padding);
     if (st != KH_OK) return tf_run_fail(r, i, st, "bad convolution geometry");
     c->P = c->d.OH * c->d.OW;
     c->K = c->d.KH * c->d.KW * c->d.C;
@@ -39,9 +42,9 @@ static void im2col(const kh_ref_conv2d_dims *d, const float *x, float *col) {
         for (int64_t ow = 0; ow < d->OW; ow++) {
             float *row = col + (oh * d->OW + ow) * d->KH * d->KW * C;
             for (int64_t kh = 0; kh < d->KH; kh++) {
-                int64_t ih = oh + kh - d->pad_top;
+                int64_t ih = oh * d->SH + kh - d->pad_top;
                 for (int64_t kw = 0; kw < d->KW; kw++) {
-                    int64_t iw = ow + kw - d->pad_left;
+                    int64_t iw = ow * d->SW + kw - d->pad_left;
                     float *dst = row + (kh * d->KW + kw) * C;
                     if (ih < 0 || ih >= d->H || iw < 0 || iw >= d->W) memset(dst, 0, (size_t)C * sizeof *dst);
                     else memcpy(dst, x + (ih * d->W + iw) * C, (size_t)C * sizeof *dst);
@@ -57,10 +60,10 @@ static void col2im(const kh_ref_conv2d_dims *d, const float *col, float *dx) {
         for (int64_t ow = 0; ow < d->OW; ow++) {
             const float *row = col + (oh * d->OW + ow) * d->KH * d->KW * C;
             for (int64_t kh = 0; kh < d->KH; kh++) {
-                int64_t ih = oh + kh - d->pad_top;
+                int64_t ih = oh * d->SH + kh - d->pad_top;
                 if (ih < 0 || ih >= d->H) continue;
                 for (int64_t kw = 0; kw < d->KW; kw++) {
-                    int64_t iw = ow + kw - d->pad_left;
+                    int64_t iw = ow * d->SW + kw - d->pad_left;
                     if (iw < 0 || iw >= d->W) continue;
                     const float *src = row + (kh * d->KW + kw) * C;
                     float *dst = dx + (ih * d->W + iw) * C;
@@ -79,7 +82,7 @@ static void conv_fwd_range(void *v, int64_t s0, int64_t s1, int slot) {
     for (int64_t s = s0; s < s1; s++) {
         const float *xs = c->x + s * d->H * d->W * d->C;
         float *ys = c->y + s * c->P * d->OC;
-        if (d->KH == 1 && d->KW == 1 && d->pad_top == 0 && d->pad_left == 0) {
+        if (d->KH == 1 && d->KW == 1 && d->SH == 1 && d->SW == 1 && d->pad_top == 0 && d->pad_left == 0) {
             tf_sgemm(0, 0, c->P, d->OC, c->K, 1.0f, xs, c->K, c->w, d->OC, 0.0f, ys, d->OC);
             continue;
         }
@@ -282,8 +285,9 @@ void tf_cpu_scratch_needs(const kh_graph *g, int64_t *im2col_floats, int64_t *pa
         int32_t wn = nd->op == KH_GOP_CONV2D ? in[1] : nd->op == KH_GOP_CONV2D_BACKPROP_INPUT ? in[0] : nd->attr.shape_of;
         const kh_gnode *X = &g->nodes[xn], *W = &g->nodes[wn];
         kh_ref_conv2d_dims d;
-        if (kh_ref_conv2d_geometry(&d, 1, X->dims[1], X->dims[2], X->dims[3], W->dims[0], W->dims[1], W->dims[3], 1, 1,
-                                   nd->attr.padding) != KH_OK)
+        if (kh_ref_conv2d_geometry(&d, 1, X->dims[1], X->dims[2], X->dims[3], W->dims[0], W->dims[1], W->dims[3],
+                                   nd->attr.strides[0] > 0 ? nd->attr.strides[0] : 1,
+                                   nd->attr.strides[1] > 0 ? nd->attr.strides[1] : 1, nd->attr.padding) != KH_OK)
             continue;
         int64_t pk = d.OH * d.OW * d.KH * d.KW * d.C, kf = d.KH * d.KW * d.C * d.OC;
         if (pk > *im2col_floats) *im2col_floats = pk;

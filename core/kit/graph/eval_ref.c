@@ -27,10 +27,12 @@ static int64_t rows_of(const kh_graph *g, int32_t node, int64_t n) {
     return kh_graph_numel(g, node, n) / x->dims[x->rank - 1];
 }
 
-static kh_status conv_dims(const kh_graph *g, int32_t x, int32_t w, int padding, int64_t n, kh_ref_conv2d_dims *d) {
+static kh_status conv_dims(const kh_graph *g, int32_t x, int32_t w, const kh_gattr *t, int64_t n,
+                           kh_ref_conv2d_dims *d) {
     const kh_gnode *X = &g->nodes[x], *W = &g->nodes[w];
-    return kh_ref_conv2d_geometry(d, n, X->dims[1], X->dims[2], X->dims[3], W->dims[0], W->dims[1], W->dims[3], 1, 1,
-                                  padding);
+    return kh_ref_conv2d_geometry(d, n, X->dims[1], X->dims[2], X->dims[3], W->dims[0], W->dims[1], W->dims[3],
+                                  t->strides[0] > 0 ? t->strides[0] : 1, t->strides[1] > 0 ? t->strides[1] : 1,
+                                  t->padding);
 }
 
 kh_status kh_graph_eval_ref(const kh_graph *g, int64_t n, const kh_graph_ref_env *env, double **v, char *err,
@@ -112,7 +114,7 @@ kh_status kh_graph_eval_ref(const kh_graph *g, int64_t n, const kh_graph_ref_env
             break;
         case KH_GOP_CONV2D: {
             kh_ref_conv2d_dims d;
-            if (conv_dims(g, in[0], in[1], t->padding, n, &d) != KH_OK)
+            if (conv_dims(g, in[0], in[1], t, n, &d) != KH_OK)
                 return kh_errf(err, errlen, KH_ERR_INVALID, "node %d: conv geometry", i);
             kh_ref_conv2d_forward(y, a, b, NULL, &d, KH_ACT_LINEAR);
             break;
@@ -121,7 +123,7 @@ kh_status kh_graph_eval_ref(const kh_graph *g, int64_t n, const kh_graph_ref_env
             int filt = nd->op == KH_GOP_CONV2D_BACKPROP_FILTER;
             int32_t xs = filt ? in[0] : t->shape_of, ws = filt ? t->shape_of : in[0];
             kh_ref_conv2d_dims d;
-            if (conv_dims(g, xs, ws, t->padding, n, &d) != KH_OK)
+            if (conv_dims(g, xs, ws, t, n, &d) != KH_OK)
                 return kh_errf(err, errlen, KH_ERR_INVALID, "node %d: conv geometry", i);
             int64_t nx = kh_graph_numel(g, xs, n), nw = kh_graph_numel(g, ws, n);
             /* the kit's backward computes both gradients; the unused one goes to scratch */

@@ -227,6 +227,8 @@ static void grad_of(gctx *c, int32_t i, int32_t d, const uint8_t *need) {
     case KH_GOP_CONV2D: {
         kh_gattr x = at;
         x.padding = nd.attr.padding;
+        x.strides[0] = nd.attr.strides[0];
+        x.strides[1] = nd.attr.strides[1];
         if (need_a) { x.shape_of = a; send(c, a, emit2(c, KH_GOP_CONV2D_BACKPROP_INPUT, b, d, &x), -1); }
         if (need_b) { x.shape_of = b; send(c, b, emit2(c, KH_GOP_CONV2D_BACKPROP_FILTER, a, d, &x), -1); }
         return;

@@ -161,8 +161,8 @@ static int infer(kh_graph *g, kh_gnode *n, const int32_t *in) {
             return fail(g, "%s: x must be NHWC and w HWIO with matching channels", nm) + 1;
         n->rank = 4;
         n->dims[0] = a->dims[0];
-        n->dims[1] = window_out(a->dims[1], b->dims[0], 1, t->padding);
-        n->dims[2] = window_out(a->dims[2], b->dims[1], 1, t->padding);
+        n->dims[1] = window_out(a->dims[1], b->dims[0], t->strides[0] > 0 ? t->strides[0] : 1, t->padding);
+        n->dims[2] = window_out(a->dims[2], b->dims[1], t->strides[1] > 0 ? t->strides[1] : 1, t->padding);
         n->dims[3] = b->dims[3];
         if (n->dims[1] < 1 || n->dims[2] < 1) return fail(g, "%s: kernel larger than the image", nm) + 1;
         n->flags |= a->flags & KH_GVAL_BATCHED;

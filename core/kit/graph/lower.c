@@ -190,13 +190,10 @@ static int32_t forward(lctx *c, int32_t x, int32_t *pre_act) {
             break;
         }
         case KH_LAYER_CONV2D: {
-            if ((l->strides[0] > 1 || l->strides[1] > 1)) {
-                c->st = KH_ERR_UNSUPPORTED;
-                snprintf(c->err, c->errlen, "layer %d (conv2d): strides %dx%d (only 1)", i, l->strides[0], l->strides[1]);
-                return -1;
-            }
             kh_gattr a = kh_gattr_none();
             a.padding = (int32_t)l->padding;
+            a.strides[0] = l->strides[0] > 0 ? l->strides[0] : 1;
+            a.strides[1] = l->strides[1] > 0 ? l->strides[1] : 1;
             pre = add2(c, KH_GOP_BIAS_ADD, add2(c, KH_GOP_CONV2D, x, var(c, i, 0), &a, i), var(c, i, 1), NULL, i);
             if (l->activation == KH_ACT_SOFTMAX) {
                 c->st = KH_ERR_UNSUPPORTED;

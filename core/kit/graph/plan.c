@@ -61,20 +61,17 @@ static void add_ctrl(pctx *c, int32_t from, int32_t to) {
     p->n_ctrl++;
 }
 
-/* Every node that reads buffer `root` (through any view) must finish before `to` starts. */
+/* Every node that wrote buffer `root` (its producer, in-place successors) or read it (through any view) must
+ * finish before `to` starts. */
 static void order_after_readers(pctx *c, int32_t root, int32_t to) {
     const kh_graph *g = c->g;
-    int any = 0;
     int32_t stop = c->last_use[root] < to ? c->last_use[root] + 1 : to;
     for (int32_t v = root; v < g->n_nodes && v < stop; v++) {
         if (c->root[v] != root) continue;
+        if (g->nodes[v].op != KH_GOP_RESHAPE) add_ctrl(c, v, to);
         for (int32_t k = c->off[v]; k < c->off[v + 1]; k++)
-            if (c->cons[k] < to && c->root[c->cons[k]] != root) {
-                add_ctrl(c, c->cons[k], to);
-                any = 1;
-            }
+            if (c->cons[k] < to && c->root[c->cons[k]] != root) add_ctrl(c, c->cons[k], to);
     }
-    if (!any) add_ctrl(c, root, to);
 }
 
 static void push_freed(pctx *c, blk b) {
@@ -237,8 +234,9 @@ kh_status kh_graph_plan(const kh_graph *g, int64_t align, kh_gplan *p) {
         kh_gplan_entry *e = &p->e[i];
         uint32_t st = store_of(nd);
         if (c.root[i] != i) { /* a view, or in place */
+            int32_t inplace_of = e->inplace_of;
             *e = p->e[c.root[i]];
-            e->inplace_of = p->e[i].inplace_of;
+            e->inplace_of = inplace_of;
             e->bytes = kh_graph_numel(g, i, g->max_batch) * 4;
         } else if (st == KH_GSTORE_ARENA) {
             e->store = KH_GSTORE_ARENA;
