@@ -1,18 +1,19 @@
 #!/usr/bin/env bash
-# End-to-end smoke run of all six tasks on cntk/cpu on a small slice of real data, through khost matrix
-# (child process per cell), then the report. Skipped (77) when the data sets are not installed.
+# smoke.sh KHOST PLUGIN — end-to-end smoke run of all six tasks on PLUGIN/cpu on a small slice of real data,
+# through khost matrix (child process per cell), then the report. Skipped (77) when the data sets are not
+# installed.
 set -uo pipefail
-khost=$1 data=${KHOST_DATA:-}
+khost=$1 plugin=$2 data=${KHOST_DATA:-}
 if [ -z "$data" ] || [ ! -d "$data/mnist" ] || [ ! -d "$data/imdb" ] || [ ! -d "$data/nietzsche" ] || [ ! -d "$data/cifar10" ]; then
   echo "SKIPPED: data sets not installed in KHOST_DATA='$data' (tools/fetch-datasets)"; exit 77
 fi
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/khost-smoke-XXXXXX"); trap 'rm -rf "$tmp"' EXIT
-"$khost" matrix --plugins cntk --tasks all --devices cpu --epochs 1 --limit-train 256 --limit-val 128 \
+"$khost" matrix --plugins "$plugin" --tasks all --devices cpu --epochs 1 --limit-train 256 --limit-val 128 \
   --timeout 600 --out "$tmp" 2>&1; rc=$?
 [ $rc -eq 0 ] || { echo "FAIL: matrix exit $rc"; exit 1; }
 fail=0
 for t in mnist_mlp mnist_cnn cifar10_cnn imdb_bidirectional_lstm imdb_fasttext lstm_text_generation; do
-  f="$tmp/$t/cntk__cpu.json"
+  f="$tmp/$t/${plugin}__cpu.json"
   grep -q '"status":[[:space:]]*"ok"' "$f" 2>/dev/null || { echo "FAIL: $t: $(grep -o '"reason":[^,]*' "$f" 2>/dev/null)"; fail=1; }
   # a real epoch happened: a finite loss was recorded
   grep -q '"loss":[[:space:]]*[0-9]' "$f" 2>/dev/null || { echo "FAIL: $t: no loss recorded"; fail=1; }
@@ -20,5 +21,5 @@ done
 "$khost" report "$tmp" > "$tmp/report.md" || { echo "FAIL: report"; fail=1; }
 grep -q "lstm_text_generation" "$tmp/report.md" || { echo "FAIL: report misses a task"; fail=1; }
 cat "$tmp/report.md"
-[ $fail -eq 0 ] && echo "test_cntk_smoke: 1 passed, 0 failed" || echo "test_cntk_smoke: 0 passed, 1 failed"
+[ $fail -eq 0 ] && echo "test_${plugin}_smoke: 1 passed, 0 failed" || echo "test_${plugin}_smoke: 0 passed, 1 failed"
 exit $fail

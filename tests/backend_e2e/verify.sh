@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# khost verify --plugin cntk --device cpu: every layer and one training step of every task's model (real
-# data) against the float64 reference kit. Skipped (77) when the data sets are not installed.
+# verify.sh KHOST PLUGIN — khost verify --plugin PLUGIN --device cpu: every layer and one training step of
+# every task's model (real data) against the float64 reference kit. Skipped (77) when the data sets are not
+# installed.
 set -uo pipefail
-khost=$1 data=${KHOST_DATA:-}
+khost=$1 plugin=$2 data=${KHOST_DATA:-}
 if [ -z "$data" ] || [ ! -d "$data/mnist" ] || [ ! -d "$data/imdb" ] || [ ! -d "$data/nietzsche" ] || [ ! -d "$data/cifar10" ]; then
   echo "SKIPPED: data sets not installed in KHOST_DATA='$data' (tools/fetch-datasets)"; exit 77
 fi
-out=$("$khost" verify --plugin cntk --device cpu --task all 2>&1); rc=$?
+out=$("$khost" verify --plugin "$plugin" --device cpu --task all 2>&1); rc=$?
 echo "$out"
 [ $rc -eq 0 ] || { echo "FAIL: verify exit $rc"; exit 1; }
 summary=$(echo "$out" | grep '^summary:')
@@ -16,4 +17,4 @@ echo "$summary" | grep -q ' 0 skipped' || { echo "FAIL: tasks skipped: $summary"
 for t in mnist_mlp mnist_cnn cifar10_cnn imdb_bidirectional_lstm imdb_fasttext lstm_text_generation; do
   echo "$out" | grep -q "^$t: batch" || { echo "FAIL: task $t not verified"; exit 1; }
 done
-echo "test_cntk_verify: 1 passed, 0 failed"
+echo "test_${plugin}_verify: 1 passed, 0 failed"

@@ -45,6 +45,14 @@ void ct_make_batch(ct_batch *bt, const kh_model_spec *sp, int64_t n, kh_rng *r) 
         for (int64_t i = 0; i < n * bt->per; i++) bt->xi[i] = (int32_t)kh_rng_below(r, (uint64_t)vocab);
         bt->x_nhwc = ct_tensor(KH_I32, KH_LAYOUT_NT, sp->input_rank + 1, dims, bt->xi);
         bt->x_backend = bt->x_nhwc;
+        if (sp->input_onehot > 0 && !(ct_cpu_caps()->flags & KH_CAP_ONEHOT_INPUT)) {
+            /* expanded by the host, as the training loop does for such a backend */
+            int64_t depth = sp->input_onehot;
+            bt->xf_nhwc = calloc((size_t)(n * bt->per * depth), sizeof(float));
+            for (int64_t i = 0; i < n * bt->per; i++) bt->xf_nhwc[i * depth + bt->xi[i]] = 1.0f;
+            dims[sp->input_rank + 1] = depth;
+            bt->x_backend = ct_tensor(KH_F32, KH_LAYOUT_NTC, sp->input_rank + 2, dims, bt->xf_nhwc);
+        }
         return;
     }
     bt->xf_nhwc = malloc((size_t)(n * bt->per) * sizeof(float));
@@ -52,7 +60,7 @@ void ct_make_batch(ct_batch *bt, const kh_model_spec *sp, int64_t n, kh_rng *r) 
     bt->x_nhwc = ct_tensor(KH_F32, sp->input_rank == 3 ? KH_LAYOUT_NHWC : KH_LAYOUT_NC, sp->input_rank + 1, dims,
                            bt->xf_nhwc);
     bt->x_backend = bt->x_nhwc;
-    if (sp->input_rank == 3) { /* NHWC -> NCHW as the host does for an NCHW backend */
+    if (sp->input_rank == 3 && ct_cpu_caps()->image_layout == KH_LAYOUT_NCHW) { /* as the host converts */
         int64_t H = dims[1], W = dims[2], C = dims[3];
         bt->xf_nchw = malloc((size_t)(n * bt->per) * sizeof(float));
         for (int64_t s = 0; s < n; s++)

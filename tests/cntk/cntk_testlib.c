@@ -41,11 +41,19 @@ static const kh_host_api g_host = {
 
 const kh_host_api *ct_host(void) { return &g_host; }
 
+static kh_caps g_cpu_caps; /* of the loaded backend: how batches must be laid out for it */
+const kh_caps *ct_cpu_caps(void) { return &g_cpu_caps; }
+
+const char *ct_plugin_name(void) {
+    const char *p = getenv("KHOST_TEST_PLUGIN");
+    return p && *p ? p : "cntk";
+}
+
 void ct_load_module(ct_backend *b) {
     memset(b, 0, sizeof *b);
     const char *build = getenv("KHOST_BUILD");
     char path[4096];
-    snprintf(path, sizeof path, "%s/plugins/cntk.so", build && *build ? build : ".");
+    snprintf(path, sizeof path, "%s/plugins/%s.so", build && *build ? build : ".", ct_plugin_name());
     b->dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (!b->dl) {
         char why[4400];
@@ -54,10 +62,13 @@ void ct_load_module(ct_backend *b) {
     }
     kh_entry_fn entry;
     *(void **)(&entry) = dlsym(b->dl, KH_ENTRY_NAME);
-    if (!entry) kh_test_skip("no entry point in cntk.so");
+    if (!entry) kh_test_skip("no entry point in the plugin");
     b->desc = entry(&g_host);
     b->api = b->desc ? b->desc->api : NULL;
-    if (!b->api) kh_test_skip("cntk entry returned no API");
+    if (!b->api) kh_test_skip("the plugin's entry returned no API");
+    memset(&g_cpu_caps, 0, sizeof g_cpu_caps);
+    g_cpu_caps.struct_size = sizeof g_cpu_caps;
+    b->api->get_caps(KH_DEVICE_CPU, &g_cpu_caps);
 }
 
 void ct_load(ct_backend *b, int threads) {
@@ -73,7 +84,7 @@ void ct_load(ct_backend *b, int threads) {
     char err[512];
     if (b->api->open(&g_host, &dev, &b->s, err, sizeof err) != KH_OK) {
         char why[600];
-        snprintf(why, sizeof why, "cntk open cpu: %s", err);
+        snprintf(why, sizeof why, "%s open cpu: %s", ct_plugin_name(), err);
         kh_test_skip(why);
     }
 }

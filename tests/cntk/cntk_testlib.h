@@ -1,5 +1,6 @@
-/* tests/cntk/cntk_testlib.h — shared helpers of the cntk tests and benchmark: load build/plugins/cntk.so
- * with dlopen (as the host does), a minimal host-services table, a cpu session, and model helpers. */
+/* tests/cntk/cntk_testlib.h — shared helpers of the backend tests and benchmark (cntk's, and the parity tests
+ * every CPU backend runs): load build/plugins/<plugin>.so with dlopen (as the host does; the plugin is
+ * $KHOST_TEST_PLUGIN, default cntk), a minimal host-services table, a cpu session, and model helpers. */
 #ifndef KHOST_TESTS_CNTK_TESTLIB_H
 #define KHOST_TESTS_CNTK_TESTLIB_H
 
@@ -13,8 +14,11 @@ typedef struct ct_backend {
     kh_bsession *s;
 } ct_backend;
 
-/* Load $KHOST_BUILD/plugins/cntk.so and call its entry point (skips the test, exit 77, when it is missing). */
+/* Load $KHOST_BUILD/plugins/<plugin>.so and call its entry point (skips the test, exit 77, when it is missing). */
 void ct_load_module(ct_backend *b);
+const char *ct_plugin_name(void);
+/* The loaded backend's cpu capabilities (image layout, one-hot input). */
+const kh_caps *ct_cpu_caps(void);
 /* ct_load_module, then open the cpu with `threads` threads. */
 void ct_load(ct_backend *b, int threads);
 void ct_unload(ct_backend *b);

@@ -1,0 +1,253 @@
+/* tests/graph/test_graph_plan.c — the memory plan (core/kit/graph/plan.c) of every function of the six
+ * benchmark models and of small recurrent models:
+ *   - safety under any schedule a dataflow executor may pick: random topological orders of the data and
+ *     control edges are simulated over the arena (which value occupies each 64-byte block); every node must
+ *     find each of its inputs still intact when it runs. The probe function runs its forward part once and
+ *     its backward part twice, as khost verify may;
+ *   - economy: the arena is smaller than one buffer per value, and some nodes run in place;
+ *   - storage: every arena value lies inside the arena, aligned; variables, feeds and accumulators are not in
+ *     the arena.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "khost/graph.h"
+#include "testutil.h"
+
+#define BLOCK 64
+#define ORDERS 4
+
+typedef struct sim {
+    const kh_graph *g;
+    const kh_gplan *p;
+    int32_t *vroot;   /* producer of the data a node's value shows (through views) */
+    int32_t *occ;     /* per arena block: the producer whose data is there (-1 none) */
+    int64_t blocks;
+    int bad;
+    char what[256];
+} sim;
+
+static int is_arena(const sim *s, int32_t i) { return s->p->e[i].store == KH_GSTORE_ARENA; }
+
+static void run_node(sim *s, int32_t i) {
+    const kh_graph *g = s->g;
+    const int32_t *in = kh_graph_inputs(g, i);
+    for (int k = 0; k < g->nodes[i].n_in && !s->bad; k++) {
+        int32_t u = in[k];
+        if (!is_arena(s, u)) continue;
+        int64_t b0 = s->p->e[u].offset / BLOCK, b1 = (s->p->e[u].offset + s->p->e[u].bytes + BLOCK - 1) / BLOCK;
+        for (int64_t b = b0; b < b1; b++)
+            if (s->occ[b] != s->vroot[u]) {
+                s->bad = 1;
+                int32_t o = s->occ[b];
+                snprintf(s->what, sizeof s->what,
+                         "node %d (%s) reads input %d (%s, [%lld, +%lld)) but block %lld holds node %d's data (%s, [%lld, +%lld))",
+                         i, kh_gop_name(g->nodes[i].op), u, kh_gop_name(g->nodes[u].op), (long long)s->p->e[u].offset,
+                         (long long)s->p->e[u].bytes, (long long)b, o, o >= 0 ? kh_gop_name(g->nodes[o].op) : "-",
+                         o >= 0 ? (long long)s->p->e[o].offset : -1LL, o >= 0 ? (long long)s->p->e[o].bytes : -1LL);
+                return;
+            }
+    }
+    if (is_arena(s, i) && g->nodes[i].op != KH_GOP_RESHAPE) {
+        int64_t b0 = s->p->e[i].offset / BLOCK, b1 = (s->p->e[i].offset + s->p->e[i].bytes + BLOCK - 1) / BLOCK;
+        for (int64_t b = b0; b < b1; b++) s->occ[b] = i;
+    }
+}
+
+/* Successors (data + control), CSR. */
+static void successors(const kh_graph *g, const kh_gplan *p, int32_t **off, int32_t **succ) {
+    int32_t n = g->n_nodes;
+    *off = calloc((size_t)n + 1, sizeof **off);
+    *succ = malloc(((size_t)g->n_ins + (size_t)p->n_ctrl + 1) * sizeof **succ);
+    int32_t *fill = calloc((size_t)n + 1, sizeof *fill);
+    for (int32_t i = 0; i < n; i++)
+        for (int k = 0; k < g->nodes[i].n_in; k++) (*off)[kh_graph_inputs(g, i)[k] + 1]++;
+    for (int32_t e = 0; e < p->n_ctrl; e++) (*off)[p->ctrl_from[e] + 1]++;
+    for (int32_t i = 0; i < n; i++) (*off)[i + 1] += (*off)[i];
+    for (int32_t i = 0; i < n; i++)
+        for (int k = 0; k < g->nodes[i].n_in; k++) {
+            int32_t a = kh_graph_inputs(g, i)[k];
+            (*succ)[(*off)[a] + fill[a]++] = i;
+        }
+    for (int32_t e = 0; e < p->n_ctrl; e++) {
+        int32_t a = p->ctrl_from[e];
+        (*succ)[(*off)[a] + fill[a]++] = p->ctrl_to[e];
+    }
+    free(fill);
+}
+
+/* A random topological order of the nodes with phase in [lo, hi] (Kahn's algorithm, random pick). */
+static void run_part(sim *s, const int32_t *off, const int32_t *succ, int lo, int hi, kh_rng *r) {
+    const kh_graph *g = s->g;
+    int32_t n = g->n_nodes, *pend = calloc((size_t)n + 1, sizeof *pend), *ready = malloc(((size_t)n + 1) * sizeof *ready);
+    int32_t nr = 0;
+    for (int32_t i = 0; i < n; i++) {
+        int ph = g->nodes[i].phase;
+        if (ph < lo || ph > hi) continue;
+        for (int32_t k = off[i]; k < off[i + 1]; k++) {
+            int ps = g->nodes[succ[k]].phase;
+            if (ps >= lo && ps <= hi) pend[succ[k]]++;
+        }
+    }
+    for (int32_t i = 0; i < n; i++) {
+        int ph = g->nodes[i].phase;
+        if (ph >= lo && ph <= hi && pend[i] == 0) ready[nr++] = i;
+    }
+    while (nr > 0 && !s->bad) {
+        int32_t pick = r ? (int32_t)kh_rng_below(r, (uint64_t)nr) : 0;
+        int32_t i = ready[pick];
+        ready[pick] = ready[--nr];
+        run_node(s, i);
+        for (int32_t k = off[i]; k < off[i + 1]; k++) {
+            int32_t t = succ[k];
+            int ps = g->nodes[t].phase;
+            if (ps >= lo && ps <= hi && --pend[t] == 0) ready[nr++] = t;
+        }
+    }
+    free(pend);
+    free(ready);
+}
+
+static void check_fn(const char *model, const char *fn, const kh_graph *g, int probe) {
+    kh_gplan p;
+    kh_status st = kh_graph_plan(g, 64, &p);
+    CHECK(st == KH_OK, "%s %s: plan failed", model, fn);
+    if (st != KH_OK) return;
+    int inplace = 0, misplaced = 0;
+    for (int32_t i = 0; i < g->n_nodes; i++) {
+        const kh_gplan_entry *e = &p.e[i];
+        inplace += e->inplace_of >= 0;
+        if (e->store == KH_GSTORE_ARENA && (e->offset % 64 != 0 || e->offset + e->bytes > p.arena_bytes)) misplaced++;
+        uint32_t op = g->nodes[i].op;
+        if ((op == KH_GOP_VARIABLE || op == KH_GOP_INPUT || op == KH_GOP_GATHER_GRAD) && e->store == KH_GSTORE_ARENA)
+            misplaced++;
+    }
+    CHECK(misplaced == 0, "%s %s: %d values outside the arena, unaligned, or wrongly stored", model, fn, misplaced);
+    CHECK(p.arena_bytes < p.naive_bytes, "%s %s: arena %lld not below %lld", model, fn, (long long)p.arena_bytes,
+          (long long)p.naive_bytes);
+    sim s = {.g = g, .p = &p, .blocks = p.arena_bytes / BLOCK + 1};
+    s.vroot = malloc(((size_t)g->n_nodes + 1) * sizeof *s.vroot);
+    s.occ = malloc((size_t)s.blocks * sizeof *s.occ);
+    for (int32_t i = 0; i < g->n_nodes; i++)
+        s.vroot[i] = g->nodes[i].op == KH_GOP_RESHAPE ? s.vroot[kh_graph_inputs(g, i)[0]] : i;
+    int32_t *off, *succ;
+    successors(g, &p, &off, &succ);
+    kh_rng r;
+    kh_rng_seed(&r, 99);
+    for (int o = 0; o <= ORDERS && !s.bad; o++) {
+        for (int64_t b = 0; b < s.blocks; b++) s.occ[b] = -1;
+        kh_rng *rr = o == 0 ? NULL : &r; /* order 0: lowest ready first (close to graph order) */
+        if (probe) {
+            run_part(&s, off, succ, 0, 0, rr);
+            run_part(&s, off, succ, 1, 99, rr);
+            run_part(&s, off, succ, 1, 99, rr);
+        } else {
+            run_part(&s, off, succ, 0, 99, rr);
+        }
+    }
+    printf("  %-22s %-8s %6d nodes, arena %9lld of %10lld bytes, %4d in place, %5d control edges  %s\n", model, fn,
+           g->n_nodes, (long long)p.arena_bytes, (long long)p.naive_bytes, inplace, p.n_ctrl, s.bad ? "UNSAFE" : "ok");
+    CHECK(!s.bad, "%s %s: %s", model, fn, s.what);
+    free(off);
+    free(succ);
+    free(s.vroot);
+    free(s.occ);
+    kh_gplan_free(&p);
+}
+
+#define L(...) ((kh_layer_spec){__VA_ARGS__})
+
+static void check_model(const char *name, uint32_t dtype, int rank, int a, int b, int c, int onehot,
+                        const kh_layer_spec *layers, int n, uint32_t loss, uint32_t opt, int classes, int *inplace_seen) {
+    kh_model_spec s;
+    memset(&s, 0, sizeof s);
+    s.struct_size = sizeof s;
+    s.name = name;
+    s.input_dtype = dtype;
+    s.input_rank = rank;
+    s.input_shape[0] = a, s.input_shape[1] = b, s.input_shape[2] = c;
+    s.input_onehot = onehot;
+    s.n_layers = n;
+    s.layers = layers;
+    s.loss = loss;
+    s.optimizer.kind = opt;
+    s.n_classes = classes;
+    for (int det = 0; det <= 1; det++) {
+        kh_graph_lower_opts o = {.max_batch = 4, .deterministic = det};
+        kh_model_graphs mg;
+        char err[256];
+        kh_status st = kh_graph_lower(&s, &o, &mg, err, sizeof err);
+        CHECK(st == KH_OK, "%s: %s", name, err);
+        if (st != KH_OK) return;
+        static const char *names[KH_GFN_COUNT] = {"train", "eval", "predict", "probe"};
+        for (int f = 0; f < KH_GFN_COUNT; f++) {
+            if (mg.fn[f].n_nodes == 0) continue;
+            check_fn(name, names[f], &mg.fn[f], f == KH_GFN_PROBE);
+            for (int32_t i = 0; i < mg.fn[f].n_nodes && f == KH_GFN_TRAIN; i++) {
+                uint32_t op = mg.fn[f].nodes[i].op;
+                (void)op;
+            }
+        }
+        if (det == 1) {
+            kh_gplan p;
+            if (kh_graph_plan(&mg.fn[KH_GFN_PREDICT], 64, &p) == KH_OK) {
+                for (int32_t i = 0; i < p.n_nodes; i++) *inplace_seen += p.e[i].inplace_of >= 0;
+                kh_gplan_free(&p);
+            }
+        }
+        kh_model_graphs_free(&mg);
+    }
+}
+
+int main(void) {
+    int inplace = 0;
+    const kh_layer_spec mlp[] = {
+        L(.kind = KH_LAYER_DENSE, .units = 512, .activation = KH_ACT_RELU), L(.kind = KH_LAYER_DROPOUT, .rate = 0.2f),
+        L(.kind = KH_LAYER_DENSE, .units = 512, .activation = KH_ACT_RELU), L(.kind = KH_LAYER_DROPOUT, .rate = 0.2f),
+        L(.kind = KH_LAYER_DENSE, .units = 10, .activation = KH_ACT_SOFTMAX)};
+    check_model("mnist_mlp", KH_F32, 1, 784, 0, 0, 0, mlp, 5, KH_LOSS_CATEGORICAL_CROSSENTROPY, KH_OPT_RMSPROP, 10,
+                &inplace);
+    const kh_layer_spec cnn[] = {
+        L(.kind = KH_LAYER_CONV2D, .units = 32, .kernel = {3, 3}, .activation = KH_ACT_RELU),
+        L(.kind = KH_LAYER_CONV2D, .units = 64, .kernel = {3, 3}, .activation = KH_ACT_RELU),
+        L(.kind = KH_LAYER_MAXPOOL2D, .kernel = {2, 2}), L(.kind = KH_LAYER_DROPOUT, .rate = 0.25f),
+        L(.kind = KH_LAYER_FLATTEN), L(.kind = KH_LAYER_DENSE, .units = 128, .activation = KH_ACT_RELU),
+        L(.kind = KH_LAYER_DROPOUT, .rate = 0.5f), L(.kind = KH_LAYER_DENSE, .units = 10, .activation = KH_ACT_SOFTMAX)};
+    check_model("mnist_cnn", KH_F32, 3, 28, 28, 1, 0, cnn, 8, KH_LOSS_CATEGORICAL_CROSSENTROPY, KH_OPT_ADADELTA, 10,
+                &inplace);
+    const kh_layer_spec cifar[] = {
+        L(.kind = KH_LAYER_CONV2D, .units = 32, .kernel = {3, 3}, .padding = KH_PAD_SAME),
+        L(.kind = KH_LAYER_ACTIVATION, .activation = KH_ACT_RELU),
+        L(.kind = KH_LAYER_CONV2D, .units = 32, .kernel = {3, 3}), L(.kind = KH_LAYER_ACTIVATION, .activation = KH_ACT_RELU),
+        L(.kind = KH_LAYER_MAXPOOL2D, .kernel = {2, 2}), L(.kind = KH_LAYER_DROPOUT, .rate = 0.25f),
+        L(.kind = KH_LAYER_CONV2D, .units = 64, .kernel = {3, 3}, .padding = KH_PAD_SAME),
+        L(.kind = KH_LAYER_ACTIVATION, .activation = KH_ACT_RELU),
+        L(.kind = KH_LAYER_CONV2D, .units = 64, .kernel = {3, 3}), L(.kind = KH_LAYER_ACTIVATION, .activation = KH_ACT_RELU),
+        L(.kind = KH_LAYER_MAXPOOL2D, .kernel = {2, 2}), L(.kind = KH_LAYER_DROPOUT, .rate = 0.25f),
+        L(.kind = KH_LAYER_FLATTEN), L(.kind = KH_LAYER_DENSE, .units = 512),
+        L(.kind = KH_LAYER_ACTIVATION, .activation = KH_ACT_RELU), L(.kind = KH_LAYER_DROPOUT, .rate = 0.5f),
+        L(.kind = KH_LAYER_DENSE, .units = 10), L(.kind = KH_LAYER_ACTIVATION, .activation = KH_ACT_SOFTMAX)};
+    check_model("cifar10_cnn", KH_F32, 3, 32, 32, 3, 0, cifar, 18, KH_LOSS_CATEGORICAL_CROSSENTROPY, KH_OPT_RMSPROP,
+                10, &inplace);
+    const kh_layer_spec bilstm[] = {
+        L(.kind = KH_LAYER_EMBEDDING, .input_dim = 2000, .units = 128), L(.kind = KH_LAYER_BILSTM, .units = 64),
+        L(.kind = KH_LAYER_DROPOUT, .rate = 0.5f), L(.kind = KH_LAYER_DENSE, .units = 1, .activation = KH_ACT_SIGMOID)};
+    check_model("imdb_bidirectional_lstm", KH_I32, 1, 100, 0, 0, 0, bilstm, 4, KH_LOSS_BINARY_CROSSENTROPY, KH_OPT_ADAM,
+                1, &inplace);
+    const kh_layer_spec ft[] = {L(.kind = KH_LAYER_EMBEDDING, .input_dim = 5000, .units = 50),
+                                L(.kind = KH_LAYER_GAP1D),
+                                L(.kind = KH_LAYER_DENSE, .units = 1, .activation = KH_ACT_SIGMOID)};
+    check_model("imdb_fasttext", KH_I32, 1, 400, 0, 0, 0, ft, 3, KH_LOSS_BINARY_CROSSENTROPY, KH_OPT_ADAM, 1, &inplace);
+    const kh_layer_spec tg[] = {L(.kind = KH_LAYER_LSTM, .units = 128),
+                                L(.kind = KH_LAYER_DENSE, .units = 57, .activation = KH_ACT_SOFTMAX)};
+    check_model("lstm_text_generation", KH_I32, 1, 40, 0, 0, 57, tg, 2, KH_LOSS_CATEGORICAL_CROSSENTROPY,
+                KH_OPT_RMSPROP, 57, &inplace);
+    const kh_layer_spec seq[] = {L(.kind = KH_LAYER_LSTM, .units = 4, .return_sequences = 1),
+                                 L(.kind = KH_LAYER_BILSTM, .units = 3, .return_sequences = 1), L(.kind = KH_LAYER_GAP1D),
+                                 L(.kind = KH_LAYER_DENSE, .units = 3, .activation = KH_ACT_SOFTMAX)};
+    check_model("lstm+bilstm sequences", KH_F32, 2, 6, 3, 0, 0, seq, 4, KH_LOSS_CATEGORICAL_CROSSENTROPY, KH_OPT_ADAM,
+                3, &inplace);
+    CHECK(inplace > 0, "no node ran in place in any predict function");
+    return kh_test_finish("test_graph_plan");
+}
