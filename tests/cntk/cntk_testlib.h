@@ -23,6 +23,8 @@ const kh_caps *ct_cpu_caps(void);
 void ct_load(ct_backend *b, int threads);
 void ct_unload(ct_backend *b);
 const kh_host_api *ct_host(void);
+/* Replace the host table given to modules loaded after this call (NULL: the default). */
+void ct_set_host(const kh_host_api *h);
 
 /* Compile spec (max_batch, seed, deterministic); NULL with the error printed on failure. */
 kh_bmodel *ct_compile(ct_backend *b, const kh_model_spec *spec, int max_batch, int deterministic);

@@ -1,0 +1,125 @@
+/* tests/tensorflow/test_tf_alloc.c — the tensorflow backend allocates nothing during a step: every buffer
+ * comes from the memory plan and is allocated at compile time. After a warm-up, training, evaluation,
+ * prediction and the probes of four models (dense, convolution, embedding + bidirectional LSTM, one-hot LSTM)
+ * run while every call of malloc/calloc/realloc/free (interposed in this executable, so calls from the
+ * plugin and from libraries it uses are seen) and of the host's alloc are counted: both counts must be zero.
+ * Run with 1 and 2 threads (the parallel executor's queue must not allocate either). Not built under the
+ * sanitizers, whose runtime owns malloc. */
+#define _GNU_SOURCE
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cntk_parity.h"
+#include "testutil.h"
+
+extern void *__libc_malloc(size_t);
+extern void *__libc_calloc(size_t, size_t);
+extern void *__libc_realloc(void *, size_t);
+extern void __libc_free(void *);
+extern void *__libc_memalign(size_t, size_t);
+
+static atomic_int counting;
+static atomic_long n_calls;
+
+void *malloc(size_t n) {
+    if (atomic_load(&counting)) atomic_fetch_add(&n_calls, 1);
+    return __libc_malloc(n);
+}
+void *calloc(size_t a, size_t b) {
+    if (atomic_load(&counting)) atomic_fetch_add(&n_calls, 1);
+    return __libc_calloc(a, b);
+}
+void *realloc(void *p, size_t n) {
+    if (atomic_load(&counting)) atomic_fetch_add(&n_calls, 1);
+    return __libc_realloc(p, n);
+}
+void free(void *p) {
+    if (p && atomic_load(&counting)) atomic_fetch_add(&n_calls, 1);
+    __libc_free(p);
+}
+void *aligned_alloc(size_t a, size_t n) {
+    if (atomic_load(&counting)) atomic_fetch_add(&n_calls, 1);
+    return __libc_memalign(a, n);
+}
+int posix_memalign(void **out, size_t a, size_t n) {
+    if (atomic_load(&counting)) atomic_fetch_add(&n_calls, 1);
+    *out = __libc_memalign(a, n);
+    return *out ? 0 : 12;
+}
+
+static atomic_long n_host_allocs;
+static void *count_alloc(size_t n) {
+    if (atomic_load(&counting)) atomic_fetch_add(&n_host_allocs, 1);
+    return aligned_alloc(64, (n + 63) / 64 * 64);
+}
+
+static ct_backend B;
+
+static void run_model(const kh_model_spec *sp) {
+    kh_bmodel *m = ct_compile(&B, sp, 8, 0);
+    CHECK(m != NULL, "%s: compile", sp->name);
+    if (!m) return;
+    CHECK(ct_init_weights(&B, m, sp, 5, NULL) == 0, "%s: weights", sp->name);
+    kh_rng r;
+    kh_rng_seed(&r, 3);
+    ct_batch bt[2];
+    ct_make_batch(&bt[0], sp, 8, &r);
+    ct_make_batch(&bt[1], sp, 5, &r); /* a short last batch */
+    kh_model_shapes sh;
+    char err[256];
+    kh_spec_infer(sp, &sh, err, sizeof err);
+    const kh_layer_shapes *last = &sh.layers[sh.n_layers - 1];
+    float *out = __libc_malloc((size_t)(8 * last->out_numel) * sizeof(float));
+    float *dy = __libc_calloc((size_t)(8 * last->out_numel), sizeof(float));
+    long before_calls = 0, before_host = 0;
+    for (int round = 0; round < 2; round++) { /* round 0 warms up, round 1 is counted */
+        if (round == 1) {
+            before_calls = atomic_load(&n_calls);
+            before_host = atomic_load(&n_host_allocs);
+            atomic_store(&counting, 1);
+        }
+        for (int k = 0; k < 4; k++) {
+            ct_batch *b = &bt[k % 2];
+            int64_t yd[1] = {b->n}, od[4] = {b->n, last->out_shape[0], last->out_shape[1], last->out_shape[2]};
+            kh_tensor ty = ct_tensor(KH_I32, KH_LAYOUT_NC, 1, yd, b->labels);
+            kh_tensor to = ct_tensor(KH_F32, KH_LAYOUT_ANY, last->out_rank + 1, od, out);
+            kh_tensor td = ct_tensor(KH_F32, KH_LAYOUT_ANY, last->out_rank + 1, od, dy);
+            CHECK(B.api->train_batch(m, &b->x_backend, &ty) == KH_OK, "%s train", sp->name);
+            CHECK(B.api->eval_batch(m, &b->x_backend, &ty) == KH_OK, "%s eval", sp->name);
+            CHECK(B.api->predict(m, &b->x_backend, &to) == KH_OK, "%s predict", sp->name);
+            CHECK(B.api->forward(m, &b->x_backend, &to) == KH_OK, "%s forward", sp->name);
+            CHECK(B.api->backward(m, &td, NULL) == KH_OK, "%s backward", sp->name);
+            kh_metrics met;
+            CHECK(B.api->read_metrics(m, KH_PHASE_TRAIN, &met, 1) == KH_OK, "%s metrics", sp->name);
+        }
+    }
+    atomic_store(&counting, 0);
+    long calls = atomic_load(&n_calls) - before_calls, host = atomic_load(&n_host_allocs) - before_host;
+    printf("  %-28s allocations during 4 steps of every function: malloc family %ld, host alloc %ld\n", sp->name,
+           calls, host);
+    CHECK(calls == 0, "%s: %ld malloc-family calls during steps", sp->name, calls);
+    CHECK(host == 0, "%s: %ld host allocations during steps", sp->name, host);
+    __libc_free(out);
+    __libc_free(dy);
+    kh_model_shapes_free(&sh);
+    ct_free_batch(&bt[0]);
+    ct_free_batch(&bt[1]);
+    B.api->model_free(m);
+}
+
+int main(void) {
+    static kh_host_api host;
+    host = *ct_host();
+    host.alloc = count_alloc;
+    ct_set_host(&host);
+    setenv("KHOST_TEST_PLUGIN", "tensorflow", 1);
+    const char *th = getenv("TF_TEST_THREADS");
+    ct_load(&B, th && atoi(th) > 0 ? atoi(th) : 2);
+    const kh_model_spec *specs;
+    int n = ct_small_models(&specs);
+    for (int i = 0; i < n; i++) run_model(&specs[i]);
+    ct_unload(&B);
+    return kh_test_finish("test_tf_alloc");
+}
