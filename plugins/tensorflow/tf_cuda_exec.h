@@ -33,6 +33,7 @@ typedef struct tfc_conv {
     cudnnFilterDescriptor_t wd;
     cudnnConvolutionDescriptor_t cd;
     int algo;            /* the node's one algorithm (forward, backward data or backward filter) */
+    int asym, Hp, Wp;    /* asymmetric 'same': cuDNN sees the input padded explicitly to (Hp, Wp), 'valid' */
     int64_t desc_n;      /* batch the tensor descriptors describe */
 } tfc_conv;
 
@@ -60,6 +61,8 @@ struct tf_cuda_model {
     int64_t samples[2];
     float *wt;               /* a convolution's filter in cuDNN's NHWC filter layout (F, KH, KW, C) */
     int64_t wt_floats;
+    float *xpad;             /* an explicitly padded convolution input (or its gradient) */
+    int64_t xpad_floats;
     void *ws;                /* the shared cuDNN workspace */
     size_t ws_bytes;
     int32_t idx_bound;       /* index input must lie in [0, idx_bound) (the smallest Gather table); 0: none */

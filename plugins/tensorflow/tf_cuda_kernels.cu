@@ -418,6 +418,37 @@ extern "C" cudaError_t tfk_transpose(cudaStream_t s, const float *src, float *ds
     return launched();
 }
 
+__global__ void k_pad_nhwc(const float *x, float *xp, int64_t n, int H, int W, int C, int Hp, int Wp, int PT, int PL) {
+    GRID_STRIDE(i, n * Hp * Wp * C) {
+        int64_t c = i % C, w = (i / C) % Wp, h = (i / ((int64_t)C * Wp)) % Hp, s = i / ((int64_t)C * Wp * Hp);
+        int64_t ih = h - PT, iw = w - PL;
+        xp[i] = ih >= 0 && ih < H && iw >= 0 && iw < W ? x[((s * H + ih) * W + iw) * C + c] : 0.0f;
+    }
+}
+
+__global__ void k_crop_nhwc(const float *xp, float *x, int64_t n, int H, int W, int C, int Hp, int Wp, int PT, int PL) {
+    GRID_STRIDE(i, n * H * W * C) {
+        int64_t c = i % C, w = (i / C) % W, h = (i / ((int64_t)C * W)) % H, s = i / ((int64_t)C * W * H);
+        x[i] = xp[((s * Hp + h + PT) * Wp + w + PL) * C + c];
+    }
+}
+
+extern "C" cudaError_t tfk_pad_nhwc(cudaStream_t s, const float *x, float *xp, int64_t n, int H, int W, int C, int Hp,
+                                    int Wp, int PT, int PL) {
+    int64_t t = n * Hp * Wp * C;
+    if (t <= 0) return cudaSuccess;
+    k_pad_nhwc<<<grid_for(t), TPB, 0, s>>>(x, xp, n, H, W, C, Hp, Wp, PT, PL);
+    return launched();
+}
+
+extern "C" cudaError_t tfk_crop_nhwc(cudaStream_t s, const float *xp, float *x, int64_t n, int H, int W, int C, int Hp,
+                                     int Wp, int PT, int PL) {
+    int64_t t = n * H * W * C;
+    if (t <= 0) return cudaSuccess;
+    k_crop_nhwc<<<grid_for(t), TPB, 0, s>>>(xp, x, n, H, W, C, Hp, Wp, PT, PL);
+    return launched();
+}
+
 // --- optimizers ------------------------------------------------------------------------------------------
 __global__ void k_apply(tfk_opt o, float *w, float *s1, float *s2, const float *g, int64_t n) {
     GRID_STRIDE(k, n) {

@@ -76,6 +76,12 @@ cudaError_t tfk_maxpool(cudaStream_t s, const float *x, float *y, tfk_pool g);
 cudaError_t tfk_maxpool_grad(cudaStream_t s, const float *x, const float *dy, float *dx, tfk_pool g);
 /* dst (cols, rows) = src (rows, cols)^T: HWIO filters <-> cuDNN's NHWC filter layout (F, KH, KW, C) */
 cudaError_t tfk_transpose(cudaStream_t s, const float *src, float *dst, int64_t rows, int64_t cols);
+/* NHWC zero padding for TensorFlow's asymmetric 'same': xp (n, Hp, Wp, C) = x (n, H, W, C) placed at (PT, PL),
+ * zeros around; crop is the inverse selection */
+cudaError_t tfk_pad_nhwc(cudaStream_t s, const float *x, float *xp, int64_t n, int H, int W, int C, int Hp, int Wp,
+                         int PT, int PL);
+cudaError_t tfk_crop_nhwc(cudaStream_t s, const float *xp, float *x, int64_t n, int H, int W, int C, int Hp, int Wp,
+                          int PT, int PL);
 /* one fused optimizer step over n elements */
 cudaError_t tfk_apply(cudaStream_t s, tfk_opt o, float *w, float *s1, float *s2, const float *g, int64_t n);
 

@@ -49,6 +49,7 @@ void tf_cuda_free(tf_model *m) {
     tfc_free_dev(cm->d_met);
     if (cm->h_met) cudaFreeHost(cm->h_met);
     tfc_free_dev(cm->wt);
+    tfc_free_dev(cm->xpad);
     tfc_free_dev(cm->ws);
     tfc_free_dev(cm->arena);
     tf_cu_layout_free(&cm->lay);
@@ -196,6 +197,9 @@ kh_status tf_cuda_compile(tf_model *m) {
     for (int f = 0; f < KH_GFN_COUNT; f++)
         if (m->mg.fn[f].n_nodes > 0 && (st = prepare_fn(m, f)) != KH_OK) return st;
     if (cm->ws_bytes > 0 && (st = tfc_malloc(m, &cm->ws, cm->ws_bytes, "the cuDNN workspace")) != KH_OK) return st;
+    if (cm->xpad_floats > 0 &&
+        (st = tfc_malloc(m, (void **)&cm->xpad, (size_t)cm->xpad_floats * sizeof(float), "the padded input")) != KH_OK)
+        return st;
     if (cm->wt_floats > 0 &&
         (st = tfc_malloc(m, (void **)&cm->wt, (size_t)cm->wt_floats * sizeof(float), "the filter scratch")) != KH_OK)
         return st;

@@ -7,8 +7,9 @@
  *                non-fused Winograd (their FP32 error exceeds the parity tolerance) and under TFC_WS_CAP of
  *                workspace; one shared workspace. cuDNN's NHWC filter layout is (F, KH, KW, C), the graph's
  *                variables are HWIO (KH, KW, C, F): the filter is transposed into a scratch buffer before the
- *                call (and the filter gradient transposed back after it). cuDNN pads symmetrically, so
- *                TensorFlow's asymmetric 'same' (an even kernel) is refused at compile time
+ *                call (and the filter gradient transposed back after it). cuDNN pads symmetrically, so for
+ *                TensorFlow's asymmetric 'same' (an even kernel) the input is padded into a scratch buffer
+ *                and convolved 'valid' (the input gradient computed padded, then cropped)
  *   MaxPool, MaxPoolGrad
  *                own kernels: cuDNN's max-pooling backward does not promise TensorFlow's tie rule (the first
  *                maximum in row-major window order), which the CPU path and the reference kit follow
@@ -55,7 +56,7 @@ static kh_status conv_descs(tf_model *m, int f, int32_t i, tfc_conv *c, int64_t 
     cudnnHandle_t h = CM(m)->cs->dnn;
     if (c->desc_n != n) {
         TFC_DNN(m, G(m, f), i, "run",
-                cudnnSetTensor4dDescriptor(c->xd, CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, (int)n, g->C, g->H, g->W));
+                cudnnSetTensor4dDescriptor(c->xd, CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, (int)n, g->C, c->Hp, c->Wp));
         TFC_DNN(m, G(m, f), i, "run",
                 cudnnSetTensor4dDescriptor(c->yd, CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, (int)n, g->F, g->OH, g->OW));
         c->desc_n = n;
@@ -114,8 +115,7 @@ static kh_status choose_algo(tf_model *m, int f, int32_t i, tfc_conv *c) {
     }
     if (c->algo < 0)
         return tfc_fail(m, g, i, "compile", KH_ERR_UNSUPPORTED,
-                        "cuDNN offers no deterministic FMA algorithm for this NHWC shape (%d of %d candidates refused)",
-                        got, got);
+                        "cuDNN offers no deterministic FMA algorithm for this NHWC shape (none of %d candidates)", got);
     size_t ws = 0;
     kh_status st = conv_descs(m, f, i, c, c->g.N, &ws);
     if (st != KH_OK) return st;
@@ -134,10 +134,13 @@ static kh_status prepare_conv(tf_model *m, int f, int32_t i) {
     if (tf_cu_geom_of(g, i, m->max_batch, &c->g) != KH_OK)
         return tfc_fail(m, g, i, "compile", KH_ERR_INTERNAL, "inconsistent convolution shapes");
     const tf_cu_geom *q = &c->g;
-    if (q->asym)
-        return tfc_fail(m, g, i, "compile", KH_ERR_UNSUPPORTED,
-                        "TensorFlow 'same' padding here is asymmetric (top %d bottom %d, left %d right %d: an even "
-                        "kernel) and cuDNN pads symmetrically", q->pad_top, q->pad_bottom, q->pad_left, q->pad_right);
+    c->asym = q->asym;
+    c->Hp = q->asym ? q->H + q->pad_top + q->pad_bottom : q->H;
+    c->Wp = q->asym ? q->W + q->pad_left + q->pad_right : q->W;
+    if (c->asym) {
+        int64_t xf = (int64_t)q->N * c->Hp * c->Wp * q->C;
+        if (xf > CM(m)->xpad_floats) CM(m)->xpad_floats = xf;
+    }
     int64_t wf = (int64_t)q->KH * q->KW * q->C * q->F;
     if (wf > CM(m)->wt_floats) CM(m)->wt_floats = wf;
     TFC_DNN(m, g, i, "compile", cudnnCreateTensorDescriptor(&c->xd));
@@ -147,13 +150,13 @@ static kh_status prepare_conv(tf_model *m, int f, int32_t i) {
     TFC_DNN(m, g, i, "compile",
             cudnnSetFilter4dDescriptor(c->wd, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NHWC, q->F, q->C, q->KH, q->KW));
     TFC_DNN(m, g, i, "compile",
-            cudnnSetConvolution2dDescriptor(c->cd, q->pad_top, q->pad_left, q->SH, q->SW, 1, 1, CUDNN_CROSS_CORRELATION,
-                                            CUDNN_DATA_FLOAT));
+            cudnnSetConvolution2dDescriptor(c->cd, c->asym ? 0 : q->pad_top, c->asym ? 0 : q->pad_left, q->SH, q->SW, 1,
+                                            1, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
     /* FP32 with FMA only (no TF32): refused math is an error, not a silent fallback */
     TFC_DNN(m, g, i, "compile", cudnnSetConvolutionMathType(c->cd, CUDNN_FMA_MATH));
     c->desc_n = 0;
     TFC_DNN(m, g, i, "compile",
-            cudnnSetTensor4dDescriptor(c->xd, CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, q->N, q->C, q->H, q->W));
+            cudnnSetTensor4dDescriptor(c->xd, CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, q->N, q->C, c->Hp, c->Wp));
     TFC_DNN(m, g, i, "compile",
             cudnnSetTensor4dDescriptor(c->yd, CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, q->N, q->F, q->OH, q->OW));
     c->desc_n = q->N;
@@ -205,12 +208,21 @@ static kh_status run_conv(tf_model *m, int f, int32_t i, int64_t n) {
         return tfc_fail(m, g, i, "run", KH_ERR_INTERNAL, "batch %lld needs %zu B of cuDNN workspace, %zu B allocated",
                         (long long)n, ws, cm->ws_bytes);
     cudnnHandle_t h = cm->cs->dnn;
-    int64_t K = (int64_t)c->g.KH * c->g.KW * c->g.C, F = c->g.F;
-    switch (g->nodes[i].op) {
+    const tf_cu_geom *q = &c->g;
+    int64_t K = (int64_t)q->KH * q->KW * q->C, F = q->F;
+    uint32_t op = g->nodes[i].op;
+    /* asymmetric padding: x (forward, filter gradient) padded into xpad; the input gradient computed there */
+    const float *x = op == KH_GOP_CONV2D_BACKPROP_INPUT ? NULL : din(m, f, i, 0);
+    if (c->asym && x) {
+        TFC_CUDA(m, g, i, "run", tfk_pad_nhwc(STREAM(m), x, cm->xpad, n, q->H, q->W, q->C, c->Hp, c->Wp, q->pad_top,
+                                              q->pad_left));
+        x = cm->xpad;
+    }
+    switch (op) {
     case KH_GOP_CONV2D: /* (x, w) -> y */
         TFC_CUDA(m, g, i, "run", tfk_transpose(STREAM(m), din(m, f, i, 1), cm->wt, K, F));
         TFC_DNN(m, g, i, "run",
-                cudnnConvolutionForward(h, &k_one, c->xd, din(m, f, i, 0), c->wd, cm->wt, c->cd,
+                cudnnConvolutionForward(h, &k_one, c->xd, x, c->wd, cm->wt, c->cd,
                                         (cudnnConvolutionFwdAlgo_t)c->algo, cm->ws, cm->ws_bytes, &k_zero, c->yd,
                                         dptr(m, f, i)));
         break;
@@ -219,11 +231,14 @@ static kh_status run_conv(tf_model *m, int f, int32_t i, int64_t n) {
         TFC_DNN(m, g, i, "run",
                 cudnnConvolutionBackwardData(h, &k_one, c->wd, cm->wt, c->yd, din(m, f, i, 1), c->cd,
                                              (cudnnConvolutionBwdDataAlgo_t)c->algo, cm->ws, cm->ws_bytes, &k_zero,
-                                             c->xd, dptr(m, f, i)));
+                                             c->xd, c->asym ? (void *)cm->xpad : dptr(m, f, i)));
+        if (c->asym)
+            TFC_CUDA(m, g, i, "run", tfk_crop_nhwc(STREAM(m), cm->xpad, dptr(m, f, i), n, q->H, q->W, q->C, c->Hp,
+                                                   c->Wp, q->pad_top, q->pad_left));
         break;
     default: /* (x, dy) -> dw */
         TFC_DNN(m, g, i, "run",
-                cudnnConvolutionBackwardFilter(h, &k_one, c->xd, din(m, f, i, 0), c->yd, din(m, f, i, 1), c->cd,
+                cudnnConvolutionBackwardFilter(h, &k_one, c->xd, x, c->yd, din(m, f, i, 1), c->cd,
                                                (cudnnConvolutionBwdFilterAlgo_t)c->algo, cm->ws, cm->ws_bytes, &k_zero,
                                                c->wd, cm->wt));
         TFC_CUDA(m, g, i, "run", tfk_transpose(STREAM(m), cm->wt, dptr(m, f, i), F, K));
