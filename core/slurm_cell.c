@@ -258,8 +258,10 @@ int kh_slurm_run_cell(kh_host *h, const char *plan_path, const char *index) {
     } else {
         kh_matrix_settle(&ref, &res, &r);
     }
+    size_t sl = strlen(r.status); /* "unsupported: conv2d ..." already names its status */
+    int named = r.reason[0] && !strncmp(r.reason, r.status, sl) && r.reason[sl] == ':';
     printf("slurm: cell %lld: %s x %s x %s ... %s%s%s (%.1f s)\n", (long long)k, c->plugin, c->task, c->device,
-           r.status, r.reason[0] ? ": " : "", r.reason, res.wall_s);
+           named ? "" : r.status, r.reason[0] && !named ? ": " : "", r.reason, res.wall_s);
     fflush(stdout);
     if (rc != KH_EXIT_IO) rc = is_final(r.status) ? KH_EXIT_OK : KH_EXIT_TRAIN;
     kh_record_free(&r);
