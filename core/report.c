@@ -4,7 +4,8 @@
  * by task and prints, per task, the accuracy table (the record's metric: val_acc, or loss for text generation) and
  * the time-per-epoch table (mean over all epochs, the seed's definition) as markdown, backends as rows and
  * devices as columns. A time cell is "245.5 (2.6x)", the factor to the fastest finished cell of its column,
- * which is bold. Cells that did not finish show their status. Everything is sorted, so the output depends
+ * which is bold. Cells that did not finish show their status; cells of a Slurm array name their array task and
+ * node (the records' slurm_* environment). Everything is sorted, so the output depends
  * only on the records (the tests compare it byte for byte).
  * Exit status: 0; KH_EXIT_USAGE for a bad command line; KH_EXIT_IO when DIR cannot be read, holds no record,
  * a file had to be skipped (malformed: named on stderr, the rest is still reported) or the SVG cannot be
@@ -259,6 +260,22 @@ static void print_header_row(FILE *f, const kh_report_task *t) {
 /* What a cell that did not finish shows: its status ("crashed", "timeout", "unsupported"). */
 static const char *unfinished(const kh_cell_record *r) { return r ? r->status : ""; }
 
+/* Cells a Slurm array ran (or recorded): which array task, on which node. Nothing for local results. */
+static void print_slurm(FILE *f, const kh_report_task *t) {
+    int any = 0;
+    for (int p = 0; p < t->np; p++)
+        for (int d = 0; d < t->nd; d++) {
+            const kh_cell_record *r = t->cells[p * t->nd + d];
+            const char *aj = r ? kh_record_get_env(r, "slurm_array_job_id") : NULL;
+            if (!aj || !*aj) continue;
+            const char *at = kh_record_get_env(r, "slurm_array_task_id"), *node = kh_record_get_env(r, "slurm_node");
+            fprintf(f, "%s %s on %s = %s_%s%s%s", any ? ";" : "Slurm array tasks:", t->plugins[p], t->devices[d], aj,
+                    at ? at : "?", node && *node ? " on " : "", node && *node ? node : "");
+            any = 1;
+        }
+    if (any) fprintf(f, ".\n\n");
+}
+
 static void print_task(FILE *f, const kh_report_task *t) {
     fprintf(f, "## %s\n\n", t->name);
 
@@ -294,6 +311,7 @@ static void print_task(FILE *f, const kh_report_task *t) {
         if (!strcmp(t->devices[d], "cpu") && threads) fprintf(f, " (%s threads)", threads);
     }
     fprintf(f, ".\n\n");
+    print_slurm(f, t);
 
     const char *metric = NULL;
     for (int i = 0; i < t->np * t->nd && !metric; i++)

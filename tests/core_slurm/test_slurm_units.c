@@ -390,6 +390,8 @@ static void test_collect(void) {
     rc = khost(NULL, args);
     CHECK(strstr(out, "| fixture | node_fail |") && strstr(out, "| fixture_nan | timeout |"), "report: %d\n%s", rc,
           out);
+    CHECK(strstr(out, "Slurm array tasks: fixture on cpu = 95_2 on n3; fixture_nan on cpu = 95_3 on nodeY.\n"),
+          "report names the array tasks:\n%s", out);
 }
 
 int main(int argc, char **argv) {

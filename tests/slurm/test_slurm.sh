@@ -160,7 +160,7 @@ check "array script: 6 tasks, whole node, time limit from --timeout" \
   grep -qzE -- "--array=0-5.*--time=15.*--exclusive" "$(dirname "$plan")/array.sh"
 wait_jobs "$job,$coll" 240
 report=$("$khost" report "$out" 2>&1); rc=$?
-echo "$report" | grep -E '^## |^\| cntk|^- cntk'
+echo "$report" | grep -E '^## |^\| cntk|^- cntk|^Slurm'
 check "report: exit 0" test $rc -eq 0
 for t in "${tasks[@]}"; do
   f=$out/$t/cntk__cpu.json
@@ -180,6 +180,8 @@ check "report: five cells with a value, one cancelled" \
   test "$(grep -cE '^\| cntk \| [0-9.]+ \|$' <<<"$report")" -eq 5 -a "$(grep -c '^| cntk | cancelled |$' <<<"$report")" -eq 2
 check "report says why, from the collector: never started" \
   grep -q "^- cntk on cpu: cancelled: array task ${job}_5 never started .*cancelled while pending" <<<"$report"
+check "report names each cell's array task and node" \
+  grep -q "^Slurm array tasks: cntk on cpu = ${job}_4 on khostnode\.\$" <<<"$report"
 check "the collector's output" grep -q "1 recorded here" "$(dirname "$plan")/collect-$coll.out"
 
 # --- 2. a running cell cancelled, and one that hits its Slurm time limit --------------------------------------
