@@ -406,5 +406,10 @@ int main(int argc, char **argv) {
     test_scripts();
     test_cell();
     test_collect();
+    if (kh_test_failed == 0) { /* kept for a post-mortem otherwise */
+        char cmd[700];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
+        kh_test_run(cmd, out, sizeof out);
+    }
     return kh_test_finish("core_slurm");
 }

@@ -7,7 +7,8 @@
 #      cancelled, and every record names its job, array task and node;
 #   2. a long cell is cancelled while running: the array task's own SIGTERM handling records it, keeping
 #      the epochs it checkpointed; a cell with a 1-minute Slurm time limit ends "timeout";
-#   3. --resume submits only the cancelled cell of 1, and only that record changes.
+#   3. --resume submits only the cancelled cell of 1, and only that record changes (its task fetches its data
+#      set into the node's data folder first: --fetch-data).
 # Skips (77) only without root, without the packages (and no way to install them) or without the data sets.
 # Every wait is bounded; the daemons and the folder go away on any exit.
 set -uo pipefail
@@ -200,7 +201,11 @@ scancel "${job_c%% *}_0"
 
 # --- 3. --resume: only the cancelled cell of 1 --------------------------------------------------------------
 stamp=$(stat -c %Y.%y "$out/mnist_cnn/cntk__cpu.json")
-sub=$("$khost" matrix --slurm "${quick[@]}" --cpus-per-cell 1 --out "$out" --resume 2>&1); rc=$?
+# ... with the node's data folder filled by tools/fetch-datasets (--fetch-data): here links to the installed
+# data sets, which it finds installed, offline.
+mkdir -p "$tmp/data" && for d in "$data"/*/; do ln -s "${d%/}" "$tmp/data/"; done
+sub=$(KHOST_FETCH_OFFLINE=1 "$khost" matrix --slurm "${quick[@]}" --cpus-per-cell 1 --out "$out" --resume \
+  --data "$tmp/data" --fetch-data 2>&1); rc=$?
 echo "$sub"
 job_r=$(sed -n 's/.* -> job \([0-9]*\) (array 0-0), collector job \([0-9]*\);.*/\1/p' <<<"$sub")
 coll_r=$(sed -n 's/.* -> job \([0-9]*\) (array 0-0), collector job \([0-9]*\);.*/\2/p' <<<"$sub")
@@ -210,6 +215,8 @@ plan_r=$(sed -n 's/.*; plan \(.*\)$/\1/p' <<<"$sub")
 check "resume plan: only cntk x mnist_mlp" test "$(grep '^cell' "$plan_r" | cut -f4 | tr '\n' ' ')" = "mnist_mlp "
 
 wait_jobs "${job_c/ /,},$job_r,$coll_r" 120
+check "--fetch-data: the array task ran tools/fetch-datasets for mnist on the node" \
+  grep -q "mnist: already installed in $tmp/data/mnist" "$(dirname "$plan_r")/${job_r}_0.out"
 check "cancelled while running: recorded by the array task" \
   test "$(field "$fc" status)" = cancelled -a -n "$(grep -o '"reason":[^,]*CANCELLED AT' "$fc")"
 check "cancelled while running: checkpointed epochs kept" test "$(epochs "$fc")" -ge 2
