@@ -421,6 +421,12 @@ static int submit_kind(const sl_ctx *x, const char *kind, const kh_matrix_pick *
                n - 1, path);
         return KH_EXIT_USAGE;
     }
+    /* For khost report: which array a plan became (a cell without a record names its array task). */
+    char jpath[4400], jtext[160];
+    snprintf(jpath, sizeof jpath, "%s/job", dir);
+    int jl = snprintf(jtext, sizeof jtext, "%s %s\n", job, coll);
+    if (kh_write_atomic(jpath, jtext, (size_t)jl, err, sizeof err) != 0)
+        kh_logf(KH_LOG_WARN, "matrix --slurm: %s", err);
     printf("slurm: %s: %d cell(s) -> job %s (array 0-%d), collector job %s; plan %s\n", kind, n, job, n - 1, coll,
            path);
     fflush(stdout);

@@ -202,6 +202,15 @@ static void test_scripts(void) {
     if (plan_dir(dir, "cpu", pd, sizeof pd) == 0) {
         snprintf(path, sizeof path, "%s/array.sh", pd);
         CHECK(strstr(slurp(path), "#SBATCH --exclusive\n"), "cpu array.sh: %s", slurp(path));
+        /* Submitted (the job file) but nothing recorded yet: the report lists the cells, never drops them. */
+        snprintf(path, sizeof path, "%s/job", pd);
+        kh_test_write_file(path, "123 124\n", 8);
+        snprintf(args, sizeof args, "report '%s'", dir);
+        rc = khost(NULL, args);
+        CHECK(rc == 0 && strstr(out, "| fixture | missing | missing |") &&
+                  strstr(out, "- fixture on cpu: missing: submitted to Slurm as array task 123_0, no record yet") &&
+                  strstr(out, "- fixture on cuda:0: missing: submitted to Slurm as array task ?_0") &&
+                  strstr(out, "Slurm array tasks: fixture on cpu = 123_0."), "report of a queued plan: %d\n%s", rc, out);
     }
 
     /* Bad command lines: usage errors naming the option; no sbatch on PATH: says so. */
