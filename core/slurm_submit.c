@@ -246,7 +246,7 @@ static int final_and_same(const char *json, const sl_opts *o) {
 typedef struct sl_ctx {
     kh_host *h;
     const sl_opts *o;
-    const char *out_dir, *data_dir, *fetch, *stamp;
+    const char *out_dir, *data_dir, *fetch, *stamp, *conf;
 } sl_ctx;
 
 static int write_text(const char *path, FILE *mem, char **text, size_t *len, char *err, size_t errlen) {
@@ -266,7 +266,7 @@ static int write_text(const char *path, FILE *mem, char **text, size_t *len, cha
 
 static void env_lines(FILE *f, const sl_ctx *x) {
     fputs("export KHOST_CONF=", f);
-    shq(f, x->h->conf_path);
+    shq(f, x->conf);
     fputs("\nexport KHOST_DATA=", f);
     shq(f, x->data_dir);
     fputc('\n', f);
@@ -333,7 +333,10 @@ static int sbatch(char *const argv[], char *id, size_t n) {
     if (rc != 0 || digits == 0 || digits >= n) {
         size_t l = strlen(out);
         while (l && (out[l - 1] == '\n' || out[l - 1] == ' ')) out[--l] = 0;
-        kh_logf(KH_LOG_ERROR, "matrix --slurm: %s %s: %s%s", argv[0], argv[rc == -1 ? 0 : 2],
+        char cmd[600] = "";
+        for (int i = 0; argv[i]; i++)
+            snprintf(cmd + strlen(cmd), sizeof cmd - strlen(cmd), "%s%s", i ? " " : "", argv[i]);
+        kh_logf(KH_LOG_ERROR, "matrix --slurm: %s: %s%s", cmd,
                 rc == -2 ? "no answer in 120 s" : rc == -1 ? "" : "failed: ", out[0] ? out : "no output");
         return -1;
     }
@@ -438,7 +441,7 @@ static int submit(kh_host *h, const sl_opts *o) {
     if (sl_devices(o->devices, &cpu, &cuda) != 0) return KH_EXIT_USAGE;
     kh_matrix_pick *pl = NULL, *tk = NULL;
     int np = 0, nt = 0, rc;
-    char *out_dir = NULL, *data_dir = NULL, *fetch = NULL;
+    char *out_dir = NULL, *data_dir = NULL, *fetch = NULL, *conf = NULL;
     if ((rc = kh_matrix_pick_modules(h, KH_MODULE_BACKEND, o->plugins, &pl, &np)) != KH_EXIT_OK) goto done;
     if ((rc = kh_matrix_pick_modules(h, KH_MODULE_TASK, o->tasks, &tk, &nt)) != KH_EXIT_OK) goto done;
     const char *out = o->out ? o->out : h->reg.results_dir;
@@ -454,8 +457,9 @@ static int submit(kh_host *h, const sl_opts *o) {
         goto done;
     }
     const char *data = o->data ? o->data : kh_host_data_dir(h);
-    if (!(out_dir = absolute(out)) || !(data_dir = absolute(data && *data ? data : "data"))) {
-        kh_logf(KH_LOG_ERROR, "matrix --slurm: cannot make %s absolute", out_dir ? "the data folder" : out);
+    if (!(out_dir = absolute(out)) || !(data_dir = absolute(data && *data ? data : "data")) ||
+        !(conf = absolute(h->conf_path ? h->conf_path : "khost.ini"))) {
+        kh_logf(KH_LOG_ERROR, "matrix --slurm: cannot make the paths of the results, data and registry absolute");
         rc = KH_EXIT_IO;
         goto done;
     }
@@ -478,7 +482,7 @@ static int submit(kh_host *h, const sl_opts *o) {
     gmtime_r(&now, &tm);
     size_t sl = strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &tm);
     snprintf(stamp + sl, sizeof stamp - sl, "-%ld", (long)getpid());
-    sl_ctx x = {h, o, out_dir, data_dir, fetch ? fetch : "", stamp};
+    sl_ctx x = {h, o, out_dir, data_dir, fetch ? fetch : "", stamp, conf};
     if (cpu && (rc = submit_kind(&x, "cpu", pl, np, tk, nt)) != KH_EXIT_OK) goto done;
     if (cuda) rc = submit_kind(&x, "cuda", pl, np, tk, nt);
 done:
@@ -487,6 +491,7 @@ done:
     free(out_dir);
     free(data_dir);
     free(fetch);
+    free(conf);
     return rc;
 }
 

@@ -210,7 +210,8 @@ static void test_scripts(void) {
         CHECK(rc == 0 && strstr(out, "| fixture | missing | missing |") &&
                   strstr(out, "- fixture on cpu: missing: submitted to Slurm as array task 123_0, no record yet") &&
                   strstr(out, "- fixture on cuda:0: missing: submitted to Slurm as array task ?_0") &&
-                  strstr(out, "Slurm array tasks: fixture on cpu = 123_0."), "report of a queued plan: %d\n%s", rc, out);
+                  strstr(out, "Slurm array tasks: fixture on cpu = 123_0."),
+              "report of a queued plan: %d\n%s", rc, out);
     }
 
     /* Bad command lines: usage errors naming the option; no sbatch on PATH: says so. */

@@ -156,7 +156,8 @@ plan=$(sed -n 's/.*; plan \(.*\)$/\1/p' <<<"$sub")
 check "submit: exit 0, one array of 6 cells and a collector job" test $rc -eq 0 -a -n "$job" -a -n "$coll"
 [ -n "$job" ] || exit 1
 scancel "${job}_5" # cells run one at a time (each asks for the whole node): task 5 is still pending
-check "plan line 5 is cntk x mnist_mlp x cpu" grep -q "^cell	cntk	cntk	mnist_mlp	mnist_mlp	cpu	" <(grep '^cell' "$plan" | sed -n 6p)
+check "plan line 5 is cntk x mnist_mlp x cpu" \
+  grep -q "^cell	cntk	cntk	mnist_mlp	mnist_mlp	cpu	" <(grep '^cell' "$plan" | sed -n 6p)
 check "array script: 6 tasks, whole node, time limit from --timeout" \
   grep -qzE -- "--array=0-5.*--time=15.*--exclusive" "$(dirname "$plan")/array.sh"
 wait_jobs "$job,$coll" 240
@@ -178,7 +179,8 @@ for t in "${tasks[@]}"; do
   check "report has a $t section" grep -q "^## $t\$" <<<"$report"
 done
 check "report: five cells with a value, one cancelled" \
-  test "$(grep -cE '^\| cntk \| [0-9.]+ \|$' <<<"$report")" -eq 5 -a "$(grep -c '^| cntk | cancelled |$' <<<"$report")" -eq 2
+  test "$(grep -cE '^\| cntk \| [0-9.]+ \|$' <<<"$report")" -eq 5 \
+    -a "$(grep -c '^| cntk | cancelled |$' <<<"$report")" -eq 2
 check "report says why, from the collector: never started" \
   grep -q "^- cntk on cpu: cancelled: array task ${job}_5 never started .*cancelled while pending" <<<"$report"
 check "report names each cell's array task and node" \
