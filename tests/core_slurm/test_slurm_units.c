@@ -404,6 +404,45 @@ static void test_collect(void) {
           "report names the array tasks:\n%s", out);
 }
 
+/* Submission with a stand-in sbatch: the array first, then the collector depending on it (afterany), the
+ * job ids printed and kept beside the plan; a refusal is an error quoting sbatch. */
+static void test_submit(void) {
+    char fake[700], path[800], log[800], env[1400], args[4096], dir[600], pd[4096];
+    snprintf(fake, sizeof fake, "%s/sbin", tmp);
+    mkdir(fake, 0755);
+    snprintf(log, sizeof log, "%s/sbatch.log", tmp);
+    char script[2000];
+    snprintf(script, sizeof script,
+             "#!/bin/sh\necho \"$*\" >> '%s'\nif grep -qs -e partition=refuse -- \"$2\"; then\n"
+             "  echo 'sbatch: error: invalid partition specified: refuse' >&2; exit 1\nfi\n"
+             "case \"$*\" in *--dependency=*) echo '4712;khosttest';; *) echo 4711;; esac\n", log);
+    snprintf(path, sizeof path, "%s/sbatch", fake);
+    kh_test_write_file(path, script, strlen(script));
+    chmod(path, 0755);
+    snprintf(env, sizeof env, "PATH='%s':\"$PATH\"", fake);
+    snprintf(dir, sizeof dir, "%s/s", tmp);
+    snprintf(args, sizeof args, "matrix --slurm --plugins fixture --tasks fixture_blobs --epochs 1 --out '%s'", dir);
+    int rc = khost(env, args);
+    CHECK(rc == 0 && strstr(out, "slurm: cpu: 1 cell(s) -> job 4711 (array 0-0), collector job 4712; plan "),
+          "submit: %d\n%s", rc, out);
+    if (plan_dir(dir, "cpu", pd, sizeof pd) == 0) {
+        char want1[4400], want2[4400];
+        snprintf(want1, sizeof want1, "--parsable %s/array.sh\n", pd);
+        snprintf(want2, sizeof want2, "--parsable --dependency=afterany:4711 %s/collect.sh 4711\n", pd);
+        const char *l = slurp(log);
+        CHECK(strstr(l, want1) && strstr(l, want2) && strstr(l, want1) < strstr(l, want2), "sbatch calls:\n%s", l);
+        snprintf(path, sizeof path, "%s/job", pd);
+        CHECK(!strcmp(slurp(path), "4711 4712\n"), "job file: %s", slurp(path));
+    } else {
+        CHECK(0, "no plan under %s", dir);
+    }
+    snprintf(args, sizeof args, "matrix --slurm --plugins fixture --tasks fixture_blobs --partition refuse --out '%s'",
+             dir);
+    rc = khost(env, args);
+    CHECK(rc == 2 && strstr(out, "invalid partition specified: refuse") && strstr(out, "sbatch --parsable"),
+          "refused: %d\n%s", rc, out);
+}
+
 int main(int argc, char **argv) {
     bin = getenv("KHOST_BIN");
     ini = argc > 1 ? argv[1] : NULL;
@@ -416,6 +455,7 @@ int main(int argc, char **argv) {
     test_scripts();
     test_cell();
     test_collect();
+    test_submit();
     if (kh_test_failed == 0) { /* kept for a post-mortem otherwise */
         char cmd[700];
         snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);

@@ -47,8 +47,10 @@ cleanup() {
   for p in "${started[@]}"; do kill "$p" 2>/dev/null; done
   for p in "${started[@]}"; do
     for _ in $(seq 1 40); do kill -0 "$p" 2>/dev/null || break; sleep 0.25; done
-    kill -9 "$p" 2>/dev/null
+    kill -0 "$p" 2>/dev/null && pkill -KILL -P "$p" && kill -KILL "$p" # the daemon under this timeout
   done
+  local mp; mp=$(cat "$tmp/munge/munged.pid" 2>/dev/null) # under runuser: only if it is still that munged
+  [ -n "$mp" ] && [ "$(cat "/proc/$mp/comm" 2>/dev/null)" = munged ] && kill -KILL "$mp"
   if [ $failed -ne 0 ] || [ "${ready:-0}" != 1 ]; then
     for f in "$tmp"/log/*.log; do [ -f "$f" ] && { echo "--- $f"; tail -n 25 "$f"; }; done
   fi
@@ -75,12 +77,17 @@ dd if=/dev/urandom of="$tmp/munge/munge.key" bs=1 count=1024 status=none
 chown -R munge:munge "$tmp/munge" && chmod 700 "$tmp/munge" && chmod 600 "$tmp/munge/munge.key"
 sock=$tmp/munge/munge.sock
 chmod 711 "$tmp/munge" # clients reach the socket, nothing else
-runuser -u munge -- munged --socket="$sock" --key-file="$tmp/munge/munge.key" \
-  --pid-file="$tmp/munge/munged.pid" --log-file="$tmp/munge/munged.log" --seed-file="$tmp/munge/munged.seed"
-rc=$?
-[ -f "$tmp/munge/munged.pid" ] && started+=("$(cat "$tmp/munge/munged.pid")")
-if [ $rc -ne 0 ] || ! munge -S "$sock" -n | unmunge -S "$sock" >/dev/null; then
-  say "FAIL: munged did not start or does not answer (exit $rc)"; cat "$tmp/munge/munged.log"; failed=1; exit 1
+# Every daemon runs in the foreground under `timeout`: should this script be killed outright (no trap
+# runs), they still stop on their own, after the longest this test may take.
+life=840
+timeout $life runuser -u munge -- munged -F --socket="$sock" --key-file="$tmp/munge/munge.key" \
+  --pid-file="$tmp/munge/munged.pid" --log-file="$tmp/munge/munged.log" --seed-file="$tmp/munge/munged.seed" \
+  >"$tmp/log/munged.out" 2>&1 &
+started+=("$!")
+for _ in $(seq 1 40); do [ -S "$sock" ] && break; sleep 0.25; done
+if ! munge -S "$sock" -n 2>/dev/null | unmunge -S "$sock" >/dev/null 2>&1; then
+  say "FAIL: munged did not start or does not answer"; cat "$tmp/log/munged.out" "$tmp/munge/munged.log"
+  failed=1; exit 1
 fi
 
 host=$(hostname -s)
@@ -117,9 +124,9 @@ InactiveLimit=0
 NodeName=khostnode NodeAddr=127.0.0.1 NodeHostname=$host CPUs=$(nproc) RealMemory=1000 State=UNKNOWN
 PartitionName=khost Nodes=khostnode Default=YES MaxTime=INFINITE State=UP
 EOF
-slurmctld -D -f "$SLURM_CONF" >"$tmp/log/slurmctld.out" 2>&1 &
+timeout $life slurmctld -D -f "$SLURM_CONF" >"$tmp/log/slurmctld.out" 2>&1 &
 ctld_pid=$!; started+=("$ctld_pid")
-slurmd -D -N khostnode -f "$SLURM_CONF" >"$tmp/log/slurmd.out" 2>&1 &
+timeout $life slurmd -D -N khostnode -f "$SLURM_CONF" >"$tmp/log/slurmd.out" 2>&1 &
 started+=("$!")
 for _ in $(seq 1 60); do
   [ "$(sinfo -h -n khostnode -o %T 2>/dev/null)" = idle ] && { ready=1; break; }
@@ -160,7 +167,7 @@ check "plan line 5 is cntk x mnist_mlp x cpu" \
   grep -q "^cell	cntk	cntk	mnist_mlp	mnist_mlp	cpu	" <(grep '^cell' "$plan" | sed -n 6p)
 check "array script: 6 tasks, whole node, time limit from --timeout" \
   grep -qzE -- "--array=0-5.*--time=15.*--exclusive" "$(dirname "$plan")/array.sh"
-wait_jobs "$job,$coll" 240
+wait_jobs "$job,$coll" 180
 report=$("$khost" report "$out" 2>&1); rc=$?
 echo "$report" | grep -E '^## |^\| cntk|^- cntk|^Slurm'
 check "report: exit 0" test $rc -eq 0
