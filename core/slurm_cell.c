@@ -190,7 +190,7 @@ int kh_slurm_run_cell(kh_host *h, const char *plan_path, const char *index) {
         rc = cell_failed(&p, c, h->reg.seed, "error", "setenv failed (out of memory)");
         goto done;
     }
-    if (p.fetch && *p.fetch && c->dataset && *c->dataset && fetch_data(&p, c) != 0) {
+    if (p.fetch && *p.fetch && p.data_dir && *p.data_dir && *c->dataset && fetch_data(&p, c) != 0) {
         snprintf(err, sizeof err, "%s --data %s %s failed on this node (see the task's output)", p.fetch,
                  p.data_dir, c->dataset);
         rc = cell_failed(&p, c, h->reg.seed, "data", err);

@@ -250,12 +250,10 @@ typedef struct sl_ctx {
 } sl_ctx;
 
 static int write_text(const char *path, FILE *mem, char **text, size_t *len, char *err, size_t errlen) {
+    int rc = -1;
     if (fclose(mem) != 0 || !*text) {
         snprintf(err, errlen, "%s: out of memory", path);
-        return -1;
-    }
-    int rc = kh_write_atomic(path, *text, *len, err, errlen);
-    if (rc == 0 && chmod(path, 0755) != 0) {
+    } else if ((rc = kh_write_atomic(path, *text, *len, err, errlen)) == 0 && chmod(path, 0755) != 0) {
         snprintf(err, errlen, "%s: chmod: %s", path, strerror(errno));
         rc = -1;
     }

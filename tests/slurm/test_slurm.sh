@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `khost matrix --slurm` against a real Slurm: munged, slurmctld and slurmd (Debian's slurm-wlm) as a one-node
 # cluster of this machine (its CPUs; every address 127.0.0.1; state, spool, logs and sockets in a temporary
-# folder; ports picked free). proctrack/linuxproc and task/none: no cgroups, which a container may not give.
+# folder; ports picked free). proctrack/linuxproc and task/none: the test needs no cgroups, whatever the
+# host's cgroup setup (a container may give none).
 #   1. all six tasks (cntk, cpu, 1 epoch, a slice of the data) as one array; array task 5 is cancelled while
 #      pending, so only the collector job can record it: the report shows five ok cells and that one,
 #      cancelled, and every record names its job, array task and node;
@@ -21,6 +22,7 @@ check() { # description, command...
 }
 
 [ "$(id -u)" -eq 0 ] || { echo "SKIPPED: needs root (starts munged, slurmctld and slurmd)"; exit 77; }
+export PATH=$PATH:/usr/sbin:/sbin # the daemons live there; a PATH without them must not turn into a skip
 need=(munged munge slurmctld slurmd sbatch squeue scontrol scancel sinfo)
 missing() { for c in "${need[@]}"; do command -v "$c" >/dev/null || return 0; done; return 1; }
 if missing; then
