@@ -328,7 +328,8 @@ static void test_collect(void) {
     kh_test_write_file(path, "", 0);
     const char *sacct_off = "#!/bin/sh\necho 'sacct: error: Slurm accounting storage is disabled' >&2\nexit 1\n";
     const char *scontrol =
-        "#!/bin/sh\n[ \"$*\" = 'show job -o 90' ] || exit 1\n"
+        "#!/bin/sh\ncase \"$*\" in\n'show job -o 57') echo 'JobId=57 ArrayJobId=57 ArrayTaskId=0 "
+        "JobState=CANCELLED Reason=None BatchHost=nodeX'; exit 0;;\n'show job -o 90') ;;\n*) exit 1;;\nesac\n"
         "echo 'JobId=91 JobName=khost-cpu ArrayJobId=90 ArrayTaskId=0 JobState=COMPLETED Reason=None "
         "BatchHost=n1'\n"
         "echo 'JobId=92 JobName=khost-cpu ArrayJobId=90 ArrayTaskId=1 JobState=CANCELLED Reason=None "
@@ -394,6 +395,20 @@ static void test_collect(void) {
             if (i == 0) CHECK(strstr(r.reason, "completed without writing a record"), "cell 0: %s", r.reason);
             kh_record_free(&r);
         }
+    /* A task that recorded "killed" (Slurm's message missing) gets Slurm's own state from the collector. */
+    char hdir[600];
+    snprintf(hdir, sizeof hdir, "%s/h", tmp);
+    if (plan_dir(hdir, "cpu", pd, sizeof pd) == 0) {
+        snprintf(args, sizeof args, "matrix --slurm-collect 57 --slurm-plan '%s/cells'", pd);
+        rc = khost(env, args);
+        CHECK(rc == 0 && strstr(out, "0 recorded by their array task, 1 recorded here (states from scontrol)"),
+              "collect job 57: %d\n%s", rc, out);
+        if (record(hdir, "fixture_blobs", "fixture_hang", &r) == 0) {
+            CHECK(!strcmp(r.status, "cancelled") && strstr(r.reason, "CANCELLED (array task 57_0, from scontrol)"),
+                  "killed refined: %s: %s", r.status, r.reason);
+            kh_record_free(&r);
+        }
+    }
     rc = khost(env, "matrix --slurm-collect 9x --slurm-plan /nonexistent");
     CHECK(rc == 2 && strstr(out, "9x"), "bad job id: %d\n%s", rc, out);
     snprintf(args, sizeof args, "report '%s'", dir);
