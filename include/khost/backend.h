@@ -82,7 +82,7 @@ typedef struct kh_profile_row {
     double forward_s;   /* forward work (graph backends: forward and loss ops) */
     double backward_s;  /* gradient work */
     double optimizer_s; /* parameter updates, where the backend can attribute them */
-    int64_t calls;      /* kernels or library calls counted in the row */
+    int64_t calls;      /* kernels or library calls of the row per step */
 } kh_profile_row;
 
 typedef struct kh_profile {
