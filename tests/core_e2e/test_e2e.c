@@ -134,6 +134,10 @@ static void test_unsupported(const char *dir) {
     } else {
         CHECK(0, "no record for the unsupported cell: %s", err);
     }
+    snprintf(args, sizeof args, "run --plugin fixture --task fixture_conv --device cpu --out '%s'", dir);
+    rc = khost(args);
+    CHECK(rc == 6 && strstr(out, "unsupported: layer") && !strstr(out, "unsupported: unsupported"),
+          "the message names the status once (exit %d): %s", rc, out);
 }
 
 static void test_diverged(const char *dir) {
