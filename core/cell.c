@@ -21,6 +21,7 @@
 #include "host_api.h"
 #include "khost/kit.h"
 #include "layout.h"
+#include "peak.h"
 #include "progress.h"
 
 typedef struct cell {
@@ -300,6 +301,27 @@ static void fill_environment(cell *c) {
     kh_env_add_slurm(r);
 }
 
+/* What an epoch's time means: the kit's FLOP and byte count of this model for the epoch's samples, and the
+ * device's roofline at that arithmetic intensity (kh_record_summarise turns them into GFLOP/s and a
+ * fraction of the roofline). Unknown figures stay NAN and the record says why. */
+static void count_work(cell *c, int64_t per_epoch, int64_t n_val) {
+    kh_cell_record *r = c->rec;
+    kh_model_flops f;
+    char err[256];
+    if (kh_spec_flops(&c->spec, &c->shapes, &f, NULL, err, sizeof err) != KH_OK) {
+        kh_logf(KH_LOG_WARN, "%s: no FLOP count: %s", c->o->task->desc->name, err);
+        return;
+    }
+    kh_flops_epoch(&f, per_epoch, c->batch, n_val, &r->flops_per_epoch, &r->bytes_per_epoch);
+    kh_peak pk;
+    int known = kh_peak_get(c->o->dev, &pk) == 0;
+    snprintf(r->peak_source, sizeof r->peak_source, "%s", pk.source);
+    if (!known) return;
+    r->peak_gflops = pk.gflops;
+    if (pk.gbps > 0) r->peak_gbps = pk.gbps;
+    r->roofline_gflops = kh_peak_bound(&pk, r->bytes_per_epoch > 0 ? r->flops_per_epoch / r->bytes_per_epoch : INFINITY);
+}
+
 /* The record so far, as status "running"; a failure to write it is only warned about here (the final write
  * reports it as an error). */
 static void checkpoint(cell *c, int epoch, int epochs) {
@@ -349,7 +371,7 @@ static int run(cell *c) {
     char why[256];
     if (kh_caps_check(&c->caps, &c->spec, why, sizeof why) != 0) {
         snprintf(rec->status, sizeof rec->status, "unsupported");
-        snprintf(rec->reason, sizeof rec->reason, "unsupported: %s", why);
+        snprintf(rec->reason, sizeof rec->reason, "%s", why);
         return KH_EXIT_UNSUPPORTED;
     }
     c->to_nchw = c->caps.image_layout == KH_LAYOUT_NCHW;
@@ -364,6 +386,7 @@ static int run(cell *c) {
                             : n_train;
     if (o->steps > 0 && o->steps * c->batch < per_epoch) per_epoch = o->steps * c->batch;
     if (alloc_buffers(c) != 0) return fail(c, "error", KH_EXIT_TRAIN, "out of host memory for batches");
+    count_work(c, per_epoch, rec->val_samples);
 
     err[0] = 0;
     if (c->b->open(kh_host_api_get(), o->dev, &c->sess, err, sizeof err) != KH_OK) {

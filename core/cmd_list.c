@@ -125,7 +125,13 @@ int kh_cmd_describe(kh_host *h, int argc, char **argv) {
                (double)spec.optimizer.lr);
         for (int i = 0; i < sh.n_layers; i++) {
             const kh_layer_shapes *l = &sh.layers[i];
-            printf("    %-2d %-24s out (", i, kh_layer_kind_name(spec.layers[i].kind));
+            const kh_layer_spec *ls = &spec.layers[i];
+            char kind[48]; /* activations matter: Dense(relu) and Dense(softmax) are different layers */
+            if (ls->kind == KH_LAYER_DENSE || ls->kind == KH_LAYER_CONV2D || ls->kind == KH_LAYER_ACTIVATION)
+                snprintf(kind, sizeof kind, "%s(%s)", kh_layer_kind_name(ls->kind), kh_activation_name(ls->activation));
+            else
+                snprintf(kind, sizeof kind, "%s", kh_layer_kind_name(ls->kind));
+            printf("    %-2d %-24s out (", i, kind);
             for (int k = 0; k < l->out_rank; k++) printf("%s%d", k ? ", " : "", l->out_shape[k]);
             printf(")\n");
         }

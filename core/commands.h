@@ -28,6 +28,7 @@ int kh_cmd_matrix(kh_host *h, int argc, char **argv);
 int kh_cmd_report(int argc, char **argv);
 int kh_cmd_describe(kh_host *h, int argc, char **argv);
 int kh_cmd_verify(kh_host *h, int argc, char **argv);
+int kh_cmd_profile(kh_host *h, int argc, char **argv);
 int kh_cmd_list(kh_host *h);
 int kh_cmd_list_devices(kh_host *h);
 #endif

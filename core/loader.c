@@ -172,8 +172,11 @@ static int validate(const char *file, const kh_module_desc *d, void **api_copy, 
         n_req = sizeof task_required / sizeof *task_required;
     }
     if (api_size < need) {
-        snprintf(err, errlen, "%s: %s '%s': api struct_size %u is smaller than the ABI 1.0 %s table (%zu bytes)",
-                 file, kind_word((int)d->kind), d->name, (unsigned)api_size, kind_word((int)d->kind), need);
+        snprintf(err, errlen,
+                 "%s: %s '%s': api struct_size %u is smaller than the smallest %s table the host accepts (%zu bytes, "
+                 "the ABI 1.0 members up to the last required one; sizeof(kh_%s_api) is %zu in ABI %d.%d)",
+                 file, kind_word((int)d->kind), d->name, (unsigned)api_size, kind_word((int)d->kind), need,
+                 d->kind == KH_MODULE_BACKEND ? "backend" : "task", full, KH_ABI_MAJOR, KH_ABI_MINOR);
         return -1;
     }
     void *copy = calloc(1, full);
@@ -549,8 +552,10 @@ kh_module *kh_modules_find(kh_modules *ms, int kind, const char *what, const kh_
     }
     /* Not loaded: if it failed to load, that reason is the useful answer. */
     for (int i = 0; i < ms->n_errors; i++) {
-        const char *p = ms->errors[i].path;
-        if (!strcmp(base_name(p), what)) {
+        const char *b = base_name(ms->errors[i].path);
+        size_t wl = strlen(what);
+        /* "my_task" names my_task.so as well: the refusal explains more than "no module named" */
+        if (!strcmp(b, what) || (!strncmp(b, what, wl) && !strcmp(b + wl, ".so"))) {
             snprintf(err, errlen, "%s", ms->errors[i].message);
             return NULL;
         }

@@ -29,12 +29,16 @@ static const char usage[] =
     "      the same cells as a Slurm job array, one array task per cell (--devices cpu, cuda or all), into\n"
     "      the shared --out folder; prints the job ids. --resume submits only cells without a finished\n"
     "      record. --slurm-script-only writes the scripts without submitting. khost matrix --slurm --help.\n"
-    "  khost report DIR [--svg FILE] [--published]\n"
-    "      the original benchmark's tables (accuracy; time per epoch with factors) from stored results.\n"
+    "  khost report DIR [--svg FILE] [--html FILE] [--published]\n"
+    "      the original benchmark's tables (accuracy; time per epoch with factors; GFLOP/s and fraction of\n"
+    "      the roofline) from stored results; --html writes one self-contained page with charts.\n"
     "  khost describe --task T [--limit-train N] [--limit-val N]\n"
     "      what the task will train on: samples per split, shapes, classes, vocabulary, the model.\n"
     "  khost verify --plugin P [--device D] [--task T|all|none] [--tol X] [--seed N] [--batch N]\n"
     "      every layer and one training step per task on the backend against the CPU reference kit.\n"
+    "  khost profile --plugin P --task T [--device D] [--steps N] [--warmup N] [--batch-size N]\n"
+    "      forward and backward time per layer (graph backends: per op kind too) over N training steps on\n"
+    "      one batch after warm-up (default 20 and 3), measured by the backend (ABI 1.1).\n"
     "  khost --list            modules, ABI versions, capabilities, load errors\n"
     "  khost --list-devices    devices (cpu is always one)\n"
     "  khost --help | --version\n"
@@ -70,6 +74,7 @@ int main(int argc, char **argv) {
     int is_run = !strcmp(cmd, "run");
     int implicit_run = cmd[0] == '-' && strcmp(cmd, "--list") && strcmp(cmd, "--list-devices");
     if (!is_run && !implicit_run && strcmp(cmd, "matrix") && strcmp(cmd, "describe") && strcmp(cmd, "verify") &&
+        strcmp(cmd, "profile") &&
         strcmp(cmd, "--list") && strcmp(cmd, "--list-devices")) {
         fprintf(stderr, "khost: unknown command '%s' (see khost --help)\n", cmd);
         return KH_EXIT_USAGE;
@@ -85,6 +90,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(cmd, "matrix")) rc = kh_cmd_matrix(&h, sub_argc, sub_argv);
     else if (!strcmp(cmd, "describe")) rc = kh_cmd_describe(&h, sub_argc, sub_argv);
     else if (!strcmp(cmd, "verify")) rc = kh_cmd_verify(&h, sub_argc, sub_argv);
+    else if (!strcmp(cmd, "profile")) rc = kh_cmd_profile(&h, sub_argc, sub_argv);
     else if (is_run) rc = kh_cmd_run(&h, sub_argc, sub_argv);
     else rc = kh_cmd_run(&h, argc - first + 1, argv + first - 1); /* implicit run: options start at argv[first] */
     kh_host_close(&h);

@@ -389,7 +389,8 @@ static int mx_modules(kh_host *h, int kind, const char *list, mx_mod **out, int 
             return KH_EXIT_USAGE;
         }
     }
-    qsort(*out, (size_t)*n, sizeof **out, cmp_mod);
+    /* tasks run in the order the user gave them ("all": by name); plugins always by name */
+    if (kind == KH_MODULE_BACKEND || !strcmp(list, "all")) qsort(*out, (size_t)*n, sizeof **out, cmp_mod);
     return KH_EXIT_OK;
 oom:
     kh_logf(KH_LOG_ERROR, "matrix: out of memory");

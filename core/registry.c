@@ -376,6 +376,26 @@ static int parse_dirs(reg_parse *p, const char *v, char ***out, int *n_out) {
     return 0;
 }
 
+/* Defaults follow the conventions of an installed program: data under $XDG_DATA_HOME/khost
+ * (~/.local/share/khost), results in ./results of the working directory. Never a folder beside the
+ * registry, which for an installed khost is inside the installation. -1 when out of memory. */
+static int default_data_dir(char **dst) {
+    const char *x = getenv("XDG_DATA_HOME"), *home = getenv("HOME");
+    char buf[4200];
+    if (x && x[0] == '/') snprintf(buf, sizeof buf, "%s/khost", x); /* relative values are ignored (XDG spec) */
+    else snprintf(buf, sizeof buf, "%s/.local/share/khost", home && *home ? home : "");
+    normalize_path(buf);
+    return (*dst = xstrdup(buf)) ? 0 : -1;
+}
+
+static int default_results_dir(char **dst) {
+    char cwd[4096], buf[4200];
+    if (!getcwd(cwd, sizeof cwd)) snprintf(cwd, sizeof cwd, ".");
+    snprintf(buf, sizeof buf, "%s/results", cwd);
+    if (buf[0] == '/') normalize_path(buf);
+    return (*dst = xstrdup(buf)) ? 0 : -1;
+}
+
 static int set_resolved(reg_parse *p, char **dst, const char *v) {
     char *abs = resolve_path(p->r->dir, v);
     if (!abs) return -1;
@@ -609,8 +629,8 @@ int kh_registry_load(const char *path, kh_registry *out, char *err, size_t errle
     if (!p.err_line) {
         if (!p.set_plugin_dirs && parse_dirs(&p, "plugins", &out->plugin_dirs, &out->n_plugin_dirs)) oom(&p);
         if (!p.set_task_dirs && parse_dirs(&p, "tasks", &out->task_dirs, &out->n_task_dirs)) oom(&p);
-        if (!p.set_data_dir && set_resolved(&p, &out->data_dir, "../data")) oom(&p);
-        if (!p.set_results_dir && set_resolved(&p, &out->results_dir, "../results")) oom(&p);
+        if (!p.set_data_dir && default_data_dir(&out->data_dir)) oom(&p);
+        if (!p.set_results_dir && default_results_dir(&out->results_dir)) oom(&p);
         if (!p.set_device && !(out->default_device = xstrdup("auto"))) oom(&p);
         if (!p.set_seed) out->seed = 1;
     }

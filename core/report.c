@@ -1,12 +1,13 @@
-/* core/report.c — `khost report DIR [--svg FILE] [--published]`: the benchmark's tables from stored records.
+/* core/report.c — `khost report DIR [--svg FILE] [--html FILE] [--published]`: the benchmark's tables from stored records.
  *
  * Reads DIR/<task>/<name>.json (and DIR/<name>.json, so one task's folder works too), groups the records
  * by task and prints, per task, the accuracy table (the record's metric: val_acc, or loss for text generation) and
  * the time-per-epoch table (mean over all epochs, the seed's definition) as markdown, backends as rows and
  * devices as columns. A time cell is "245.5 (2.6x)", the factor to the fastest finished cell of its column,
- * which is bold. Cells that did not finish show their status; cells of a Slurm array name their array task and
- * node (the records' slurm_* environment), and a cell a Slurm plan under DIR/slurm/ lists without a record
- * shows "missing". Everything is sorted, so the output depends
+ * which is bold; a third table gives each finished cell's achieved GFLOP/s and fraction of the roofline when
+ * the records carry them. Reference rows (tools/reference) are labelled. Cells that did not finish show their
+ * status; cells of a Slurm array name their array task and node (the records' slurm_* environment), and a cell
+ * a Slurm plan under DIR/slurm/ lists without a record shows "missing". Everything is sorted, so the output depends
  * only on the records (the tests compare it byte for byte).
  * Exit status: 0; KH_EXIT_USAGE for a bad command line; KH_EXIT_IO when DIR cannot be read, holds no record,
  * a file had to be skipped (malformed: named on stderr, the rest is still reported) or the SVG cannot be
@@ -341,6 +342,31 @@ static void print_slurm(FILE *f, const kh_report_task *t) {
     if (any) fprintf(f, ".\n\n");
 }
 
+static void print_row_label(FILE *f, const kh_report_task *t, int p) {
+    const kh_cell_record *any = NULL;
+    for (int d = 0; d < t->nd && !any; d++) any = t->cells[p * t->nd + d];
+    fprintf(f, "| %s%s |", t->plugins[p], any && kh_report_is_reference(any) ? " (reference)" : "");
+}
+
+/* Achieved GFLOP/s and the fraction of the roofline, when any finished record has them. */
+static void print_throughput(FILE *f, const kh_report_task *t) {
+    int any = 0;
+    for (int i = 0; i < t->np * t->nd; i++) any |= is_ok(t->cells[i]) && isfinite(t->cells[i]->gflops);
+    if (!any) return;
+    fprintf(f, "\nAchieved GFLOP/s (model FLOPs per epoch / mean epoch time; %% of the device's roofline):\n\n");
+    print_header_row(f, t);
+    for (int p = 0; p < t->np; p++) {
+        print_row_label(f, t, p);
+        for (int d = 0; d < t->nd; d++) {
+            const kh_cell_record *r = t->cells[p * t->nd + d];
+            if (!is_ok(r) || !isfinite(r->gflops)) fprintf(f, " %s |", is_ok(r) ? "n/a" : unfinished(r));
+            else if (isfinite(r->roofline_fraction)) fprintf(f, " %.3g (%.1f%%) |", r->gflops, 100 * r->roofline_fraction);
+            else fprintf(f, " %.3g |", r->gflops);
+        }
+        fprintf(f, "\n");
+    }
+}
+
 static void print_task(FILE *f, const kh_report_task *t) {
     fprintf(f, "## %s\n\n", t->name);
 
@@ -390,7 +416,7 @@ static void print_task(FILE *f, const kh_report_task *t) {
         fprintf(f, "%s:\n\n", metric);
     print_header_row(f, t);
     for (int p = 0; p < t->np; p++) {
-        fprintf(f, "| %s |", t->plugins[p]);
+        print_row_label(f, t, p);
         for (int d = 0; d < t->nd; d++) {
             const kh_cell_record *r = t->cells[p * t->nd + d];
             if (is_ok(r) && isfinite(r->metric_value))
@@ -404,7 +430,7 @@ static void print_task(FILE *f, const kh_report_task *t) {
     fprintf(f, "\nTime per epoch (s, mean over all epochs; factor to the fastest on each device):\n\n");
     print_header_row(f, t);
     for (int p = 0; p < t->np; p++) {
-        fprintf(f, "| %s |", t->plugins[p]);
+        print_row_label(f, t, p);
         for (int d = 0; d < t->nd; d++) {
             const kh_cell_record *r = t->cells[p * t->nd + d];
             if (!is_ok(r) || !isfinite(r->mean_epoch_s) || r->mean_epoch_s <= 0) {
@@ -425,6 +451,8 @@ static void print_task(FILE *f, const kh_report_task *t) {
         fprintf(f, "\n");
     }
 
+    print_throughput(f, t);
+
     /* Why cells did not finish: the status alone does not say what to fix. */
     int any = 0;
     for (int p = 0; p < t->np; p++)
@@ -444,6 +472,13 @@ static void print_task(FILE *f, const kh_report_task *t) {
 }
 
 // --- the published figures -----------------------------------------------------------------------------
+static const kh_task_info *task_info(void *ctx, const char *task) {
+    kh_host *h = ctx;
+    char err[1024];
+    kh_module *m = kh_modules_find(&h->mods, KH_MODULE_TASK, task, kh_host_api_get(), err, sizeof err);
+    return m && m->task && m->task->info ? m->task->info() : NULL;
+}
+
 static void print_published(FILE *f, kh_host *h, int host_ok, const kh_report_task *t) {
     if (!host_ok) return;
     char err[1024];
@@ -499,16 +534,18 @@ static void print_published(FILE *f, kh_host *h, int host_ok, const kh_report_ta
 // --- the command ----------------------------------------------------------------------------------------
 static void report_usage(FILE *f) {
     fprintf(f,
-            "usage: khost report DIR [--svg FILE] [--published]\n"
+            "usage: khost report DIR [--svg FILE] [--html FILE] [--published]\n"
             "Tables (markdown) of accuracy and time per epoch from DIR/<task>/*.json, per task.\n"
             "  --svg FILE     also write a bar chart of time per epoch\n"
+            "  --html FILE    also write one self-contained HTML page: tables, charts, learning curves,\n"
+            "                 published figures, environment, unfinished cells (open it in any browser)\n"
             "  --published    also show the original benchmark's figures (from the task modules)\n"
             "Exit status: 0; 8 when DIR cannot be read, holds no records, a file was skipped or the chart\n"
             "cannot be written.\n");
 }
 
 int kh_cmd_report(int argc, char **argv) {
-    const char *dir = NULL, *svg = NULL;
+    const char *dir = NULL, *svg = NULL, *html = NULL;
     int published = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -525,6 +562,14 @@ int kh_cmd_report(int argc, char **argv) {
             svg = argv[++i];
         } else if (!strncmp(a, "--svg=", 6)) {
             svg = a + 6;
+        } else if (!strcmp(a, "--html")) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "khost: report: --html needs a file name\n");
+                return KH_EXIT_USAGE;
+            }
+            html = argv[++i];
+        } else if (!strncmp(a, "--html=", 7)) {
+            html = a + 7;
         } else if (a[0] == '-' && a[1]) {
             fprintf(stderr, "khost: report: unknown option '%s' (khost report --help lists them)\n", a);
             return KH_EXIT_USAGE;
@@ -535,7 +580,7 @@ int kh_cmd_report(int argc, char **argv) {
             return KH_EXIT_USAGE;
         }
     }
-    if (!dir || (svg && !*svg)) {
+    if (!dir || (svg && !*svg) || (html && !*html)) {
         report_usage(stderr);
         return KH_EXIT_USAGE;
     }
@@ -576,7 +621,7 @@ int kh_cmd_report(int argc, char **argv) {
 
     kh_host h;
     int host_ok = 0;
-    if (published) {
+    if (published || html) {
         /* report gets no host; the registry tells where the task modules (and their figures) are. */
         host_ok = kh_host_open(&h, "khost") == KH_EXIT_OK;
     }
@@ -587,7 +632,14 @@ int kh_cmd_report(int argc, char **argv) {
         print_task(stdout, &rep.tasks[t]);
         if (published) print_published(stdout, &h, host_ok, &rep.tasks[t]);
     }
-    if (published) kh_host_close(&h);
+    if (html) {
+        char err[4400];
+        if (kh_report_html(&rep, host_ok ? task_info : NULL, &h, html, err, sizeof err) != 0) {
+            fprintf(stderr, "khost: report: %s\n", err);
+            rc = KH_EXIT_IO;
+        }
+    }
+    if (published || html) kh_host_close(&h);
     if (fflush(stdout) != 0 || ferror(stdout)) {
         fprintf(stderr, "khost: report: cannot write the report: %s\n", strerror(errno));
         rc = KH_EXIT_IO;

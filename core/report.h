@@ -5,6 +5,7 @@
 
 #include <stddef.h>
 
+#include "khost/task.h"
 #include "results.h"
 
 typedef struct kh_report_task {
@@ -26,4 +27,11 @@ void kh_report_fmt_seconds(double s, char *buf, size_t n);
 int kh_report_cmp_device(const char *a, const char *b);
 /* The time-per-epoch chart as a self-contained SVG, written atomically. 0 ok, else err names the file. */
 int kh_report_svg(const kh_report *rep, const char *path, char *err, size_t errlen);
+/* The task module's info (published figures), or NULL when the module is not available. */
+typedef const kh_task_info *(*kh_report_info_fn)(void *ctx, const char *task);
+/* The self-contained HTML page, written atomically. 0 ok, else err names the file. */
+int kh_report_html(const kh_report *rep, kh_report_info_fn info_of, void *ctx, const char *path, char *err,
+                   size_t errlen);
+/* A row of tools/reference (environment key "reference"), not a khost backend. */
+int kh_report_is_reference(const kh_cell_record *r);
 #endif

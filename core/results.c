@@ -16,6 +16,8 @@ void kh_record_init(kh_cell_record *r) {
     memset(r, 0, sizeof *r);
     snprintf(r->status, sizeof r->status, "error");
     r->metric_value = r->mean_epoch_s = r->median_epoch_s = r->time_to_target_s = NAN;
+    r->flops_per_epoch = r->bytes_per_epoch = r->gflops = NAN;
+    r->peak_gflops = r->peak_gbps = r->roofline_gflops = r->roofline_fraction = NAN;
 }
 
 void kh_record_free(kh_cell_record *r) {
@@ -74,6 +76,9 @@ void kh_record_summarise(kh_cell_record *r, int target_is_max, double target) {
         r->median_epoch_s = n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
         free(t);
     }
+    r->gflops = r->roofline_fraction = NAN;
+    if (r->flops_per_epoch > 0 && r->mean_epoch_s > 0) r->gflops = r->flops_per_epoch / r->mean_epoch_s / 1e9;
+    if (r->gflops > 0 && r->roofline_gflops > 0) r->roofline_fraction = r->gflops / r->roofline_gflops;
     const kh_epoch_row *last = &r->rows[r->n_rows - 1];
     int is_loss = strcmp(r->metric, "loss") == 0;
     r->metric_value = is_loss ? last->loss : last->val_acc;
@@ -169,6 +174,14 @@ char *kh_record_to_json(const kh_cell_record *r, int compact) {
     cJSON_AddItemToObject(o, "mean_epoch_s", num_or_null(r->mean_epoch_s));
     cJSON_AddItemToObject(o, "median_epoch_s", num_or_null(r->median_epoch_s));
     cJSON_AddItemToObject(o, "time_to_target_s", num_or_null(r->time_to_target_s));
+    cJSON_AddItemToObject(o, "flops_per_epoch", num_or_null(r->flops_per_epoch));
+    cJSON_AddItemToObject(o, "bytes_per_epoch", num_or_null(r->bytes_per_epoch));
+    cJSON_AddItemToObject(o, "gflops", num_or_null(r->gflops));
+    cJSON_AddItemToObject(o, "peak_gflops", num_or_null(r->peak_gflops));
+    cJSON_AddItemToObject(o, "peak_gbps", num_or_null(r->peak_gbps));
+    cJSON_AddItemToObject(o, "roofline_gflops", num_or_null(r->roofline_gflops));
+    cJSON_AddItemToObject(o, "roofline_fraction", num_or_null(r->roofline_fraction));
+    cJSON_AddStringToObject(o, "peak_source", r->peak_source);
     cJSON *rows = cJSON_AddArrayToObject(o, "epochs");
     for (int i = 0; rows && i < r->n_rows; i++) {
         const kh_epoch_row *e = &r->rows[i];
@@ -309,6 +322,14 @@ int kh_record_read(const char *path, kh_cell_record *r, char *err, size_t errlen
     r->mean_epoch_s = get_num(o, "mean_epoch_s");
     r->median_epoch_s = get_num(o, "median_epoch_s");
     r->time_to_target_s = get_num(o, "time_to_target_s");
+    r->flops_per_epoch = get_num(o, "flops_per_epoch");
+    r->bytes_per_epoch = get_num(o, "bytes_per_epoch");
+    r->gflops = get_num(o, "gflops");
+    r->peak_gflops = get_num(o, "peak_gflops");
+    r->peak_gbps = get_num(o, "peak_gbps");
+    r->roofline_gflops = get_num(o, "roofline_gflops");
+    r->roofline_fraction = get_num(o, "roofline_fraction");
+    get_str(o, "peak_source", r->peak_source, sizeof r->peak_source);
     const cJSON *rows = cJSON_GetObjectItemCaseSensitive(o, "epochs"), *e;
     if (rows && !cJSON_IsArray(rows)) {
         snprintf(err, errlen, "%s: field \"epochs\" is not an array", path);

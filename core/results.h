@@ -13,6 +13,10 @@
  *   "mean_epoch_s": 3.2,                                (over all epochs, the seed's definition)
  *   "median_epoch_s": 3.1,                              (excluding the first epoch when > 1 epoch)
  *   "time_to_target_s": 12.3 | null,
+ *   "flops_per_epoch": 4.5e12 | null, "bytes_per_epoch": 1.9e11 | null, (the kit's count, kh_spec_flops)
+ *   "gflops": 12.1 | null,                              (flops_per_epoch / mean_epoch_s)
+ *   "peak_gflops", "peak_gbps", "roofline_gflops": .. | null, "roofline_fraction": 0.31 | null,
+ *   "peak_source": "calibrated ... cached in ~/.cache/khost/peak-cpu.txt" | "published: ..." | "unknown: ...",
  *   "epochs": [ {"epoch":1,"elapsed":3.4,"loss":..,"acc":..,"val_loss":..,"val_acc":..,
  *                "train_s":3.0,"val_s":0.4,"epoch_s":3.4}, ... ],
  *   "environment": { "khost_version", "git_rev", "plugin_version", "task_version", "device_name",
@@ -47,6 +51,11 @@ typedef struct kh_cell_record {
     char metric[16];
     double metric_value;       /* NAN when no epoch finished */
     double mean_epoch_s, median_epoch_s, time_to_target_s; /* NAN when absent */
+    /* what the time means (docs/PERFORMANCE.md): NAN when unknown; gflops and roofline_fraction are
+     * derived by kh_record_summarise from mean_epoch_s */
+    double flops_per_epoch, bytes_per_epoch, gflops;
+    double peak_gflops, peak_gbps, roofline_gflops, roofline_fraction;
+    char peak_source[256];
     kh_epoch_row *rows; int n_rows, cap_rows;
     int n_env;                 /* environment as ordered key/value strings */
     char env_key[KH_ENV_MAX][32];

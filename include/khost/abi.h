@@ -22,7 +22,8 @@ extern "C" {
 #endif
 
 #define KH_ABI_MAJOR 1
-#define KH_ABI_MINOR 0
+/* 1.1: kh_backend_api.profile (optional; 1.0 modules load unchanged, their tables end before it) */
+#define KH_ABI_MINOR 1
 
 /* The one symbol a module exports. */
 #define KH_ENTRY_NAME "khost_module_entry"

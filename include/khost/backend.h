@@ -75,6 +75,26 @@ typedef struct kh_metrics {
     int64_t samples;
 } kh_metrics;
 
+/* Per-layer profile (ABI 1.1, kh_backend_api.profile). Times are seconds summed over the timed steps. */
+typedef struct kh_profile_row {
+    int32_t layer;      /* the model layer, or -1 for a row of one op kind (graph backends) */
+    char what[32];      /* the layer's kind ("conv2d") or the op kind ("MatMul") */
+    double forward_s;   /* forward work (graph backends: forward and loss ops) */
+    double backward_s;  /* gradient work */
+    double optimizer_s; /* parameter updates, where the backend can attribute them */
+    int64_t calls;      /* kernels or library calls of the row per step */
+} kh_profile_row;
+
+typedef struct kh_profile {
+    uint32_t struct_size;  /* set by the host */
+    int32_t cap_rows;      /* host: entries in rows */
+    kh_profile_row *rows;  /* host-allocated */
+    int32_t n_rows;        /* backend: rows written, the layer rows first in layer order, then op kinds */
+    int32_t steps;         /* backend: steps timed */
+    double total_s;        /* backend: wall time of the timed steps, synchronised */
+    double other_s;        /* backend: time in no row (loss, optimizer when not per layer, staging) */
+} kh_profile;
+
 typedef struct kh_backend_api {
     uint32_t struct_size;
 
@@ -119,6 +139,14 @@ typedef struct kh_backend_api {
     kh_status (*forward)(kh_bmodel *m, const kh_tensor *x, kh_tensor *out);
     kh_status (*backward)(kh_bmodel *m, const kh_tensor *dy, kh_tensor *dx);
     kh_status (*get_grad)(kh_bmodel *m, int32_t layer, int32_t slot, kh_tensor *g);
+
+    /* --- ABI 1.1 (read only when struct_size covers it; NULL when not implemented) ---
+     * profile: train `warmup` untimed batches, then `steps` timed ones, all on the batch x, y (as
+     * train_batch: the weights change and the TRAIN metrics accumulate), timing each layer's forward and
+     * backward work and, for graph backends, each op kind; fill out->rows (at most out->cap_rows) and
+     * synchronise before returning. Timing must cost nothing measurable when profile is not running. */
+    kh_status (*profile)(kh_bmodel *m, const kh_tensor *x, const kh_tensor *y, int32_t warmup, int32_t steps,
+                         kh_profile *out);
 } kh_backend_api;
 
 #ifdef __cplusplus

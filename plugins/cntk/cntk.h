@@ -116,6 +116,9 @@ kh_status cntk_api_sync(kh_bmodel *m);
 kh_status cntk_api_forward(kh_bmodel *m, const kh_tensor *x, kh_tensor *out);
 kh_status cntk_api_backward(kh_bmodel *m, const kh_tensor *dy, kh_tensor *dx);
 kh_status cntk_api_get_grad(kh_bmodel *m, int32_t layer, int32_t slot, kh_tensor *g);
+/* ABI 1.1: per-layer profile of training steps (cntk_profile.c; cpu only). */
+kh_status cntk_api_profile(kh_bmodel *m, const kh_tensor *x, const kh_tensor *y, int32_t warmup, int32_t steps,
+                           kh_profile *out);
 
 /* The CPU executor (cntk_cpu_model.c). */
 kh_status cntk_cpu_compile(cntk_model *m);

@@ -76,7 +76,12 @@ struct cntk_cpu_model {
     kh_metrics met[2];   /* TRAIN, EVAL */
     int32_t last_n;      /* batch of the last training-mode forward (probes) */
     int32_t have_fwd, have_grad;
+    double *prof;        /* NULL unless profiling (cntk_profile.c): per layer forward then backward seconds,
+                            [2 * n_layers]; the drivers test it once per layer */
 };
+
+/* Monotonic seconds (profiling). */
+double cntk_now(void);
 
 /* Per-kind tables (one file each). */
 extern const cntk_cpu_ops cntk_cpu_dense_ops, cntk_cpu_conv_ops, cntk_cpu_maxpool_ops, cntk_cpu_embed_ops,

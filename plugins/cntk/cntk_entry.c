@@ -156,6 +156,7 @@ static const kh_backend_api cntk_backend_api = {
     .forward = cntk_api_forward,
     .backward = cntk_api_backward,
     .get_grad = cntk_api_get_grad,
+    .profile = cntk_api_profile,
 };
 
 static const kh_module_desc g_desc = {

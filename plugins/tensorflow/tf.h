@@ -78,6 +78,7 @@ typedef struct tf_fn {
                             its own buffer, since two filter gradients may run at once */
     tf_kernel *kernel;   /* per node (CPU) */
     int64_t *flops;      /* per node at max_batch (cost estimate) */
+    double *prof_s;      /* NULL unless profiling (tf_profile.c): per node, seconds summed over runs */
     tf_part parts[2];    /* [0] all nodes; probe: [0] forward (phase 0), [1] backward (phase > 0) */
     int32_t n_parts;
     _Atomic int32_t *pending; /* run-time counts */
@@ -105,6 +106,7 @@ typedef struct tf_model {
     int32_t last_n;      /* batch of the last probe forward; 0 = none */
     int32_t have_grad;
     tf_cuda_model *cuda;
+    uint32_t *layer_kinds; /* spec layer kinds (profile rows); n = mg.shapes.n_layers */
 } tf_model;
 
 struct kh_bmodel { tf_model m; };
@@ -195,5 +197,9 @@ kh_status tf_api_sync(kh_bmodel *m);
 kh_status tf_api_forward(kh_bmodel *m, const kh_tensor *x, kh_tensor *out);
 kh_status tf_api_backward(kh_bmodel *m, const kh_tensor *dy, kh_tensor *dx);
 kh_status tf_api_get_grad(kh_bmodel *m, int32_t layer, int32_t slot, kh_tensor *g);
+/* ABI 1.1: per-layer and per-op-kind profile of training steps (tf_profile.c; cpu only). */
+kh_status tf_api_profile(kh_bmodel *m, const kh_tensor *x, const kh_tensor *y, int32_t warmup, int32_t steps,
+                         kh_profile *out);
+double tf_now(void);
 
 #endif

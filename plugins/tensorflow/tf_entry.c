@@ -174,6 +174,7 @@ static const kh_backend_api tf_backend_api = {
     .forward = tf_api_forward,
     .backward = tf_api_backward,
     .get_grad = tf_api_get_grad,
+    .profile = tf_api_profile,
 };
 
 static const kh_module_desc g_desc = {

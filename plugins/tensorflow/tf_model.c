@@ -128,6 +128,9 @@ kh_status tf_api_compile(kh_bsession *bs, const kh_model_spec *spec, const kh_co
         free(b);
         return tf_fail(s, st, "compile", "%s", why);
     }
+    if (!(m->layer_kinds = malloc(((size_t)spec->n_layers + 1) * sizeof *m->layer_kinds)))
+        st = tf_fail(s, KH_ERR_NOMEM, "compile", "out of host memory");
+    for (int32_t l = 0; st == KH_OK && l < spec->n_layers; l++) m->layer_kinds[l] = spec->layers[l].kind;
     for (int f = 0; f < KH_GFN_COUNT && st == KH_OK; f++) {
         if (m->mg.fn[f].n_nodes == 0) continue;
         m->fn[f].g = &m->mg.fn[f];
@@ -148,6 +151,7 @@ void tf_api_model_free(kh_bmodel *b) {
     if (!b) return;
     tf_model *m = &b->m;
     tf_session *s = m->s;
+    free(m->layer_kinds);
     if (m->cuda) tf_cuda_free(m);
     for (int f = 0; f < KH_GFN_COUNT; f++) {
         tf_fn *fn = &m->fn[f];

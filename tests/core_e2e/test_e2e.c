@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "khost/abi.h"
 #include "results.h"
 #include "testutil.h"
 
@@ -133,6 +134,10 @@ static void test_unsupported(const char *dir) {
     } else {
         CHECK(0, "no record for the unsupported cell: %s", err);
     }
+    snprintf(args, sizeof args, "run --plugin fixture --task fixture_conv --device cpu --out '%s'", dir);
+    rc = khost(args);
+    CHECK(rc == 6 && strstr(out, "unsupported: layer") && !strstr(out, "unsupported: unsupported"),
+          "the message names the status once (exit %d): %s", rc, out);
 }
 
 static void test_diverged(const char *dir) {
@@ -191,7 +196,9 @@ static void test_no_driver(void) {
 static void test_list(void) {
     int rc = khost("--list");
     CHECK(rc == 0, "--list exit %d", rc);
-    CHECK(strstr(out, "fixture_blobs") && strstr(out, "fixture_segv") && strstr(out, "ABI 1.0"),
+    char abi[32];
+    snprintf(abi, sizeof abi, "ABI %d.%d", KH_ABI_MAJOR, KH_ABI_MINOR);
+    CHECK(strstr(out, "fixture_blobs") && strstr(out, "fixture_segv") && strstr(out, abi),
           "--list misses modules: %s", out);
 }
 

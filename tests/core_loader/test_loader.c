@@ -135,6 +135,17 @@ static void test_good_modules(void) {
         CHECK(m.backend->forward == NULL, "member past the module's struct_size must be NULL");
         kh_module_unload(&m);
     }
+    /* A module compiled against ABI 1.0 loads under 1.1; the member 1.1 appended reads as NULL. */
+    rc = kh_module_load(FX "/fx_abi10.so", &host, &m, err, sizeof err);
+    CHECK(rc == 0, "fx_abi10 (ABI 1.0) refused: %s", err);
+    if (!rc) {
+        CHECK(m.desc->abi_minor == 0 && m.backend->struct_size == offsetof(kh_backend_api, profile),
+              "ABI 1.0 descriptor and table size kept (%u)", (unsigned)m.backend->struct_size);
+        CHECK(m.backend->forward != NULL, "1.0 members kept");
+        CHECK(!KH_HAS_MEMBER(kh_backend_api, m.backend->struct_size, profile) && m.backend->profile == NULL,
+              "profile (ABI 1.1) absent from a 1.0 table");
+        kh_module_unload(&m);
+    }
     rc = kh_module_load(FX "/fx_probes.so", &host, &m, err, sizeof err);
     CHECK(rc == 0 && m.backend->forward != NULL, "fx_probes: forward kept (%s)", err);
     if (!rc) kh_module_unload(&m);
@@ -152,6 +163,8 @@ static void test_refusals(void) {
     snprintf(v_minor, sizeof v_minor, "module ABI %d.%d", KH_ABI_MAJOR, KH_ABI_MINOR + 1);
     snprintf(small, sizeof small, "ABI 1.0 descriptor (%zu bytes)", (size_t)KH_MODULE_DESC_MIN_SIZE);
     snprintf(task_small, sizeof task_small, "api struct_size %zu is smaller", offsetof(kh_task_api, describe));
+    char api_sizeof[96]; /* the message states the real sizeof beside the minimum it enforces */
+    snprintf(api_sizeof, sizeof api_sizeof, "sizeof(kh_backend_api) is %zu", sizeof(kh_backend_api));
     const refusal cases[] = {
         {"fx_major2.so", {v_major, host_v, "major version differs", NULL}},
         {"fx_minor_newer.so", {v_minor, host_v, "minor version is newer", NULL}},
@@ -161,7 +174,7 @@ static void test_refusals(void) {
         {"fx_badname.so", {"invalid module name 'Bad-Name'", NULL}},
         {"fx_badkind.so", {"unknown module kind 7", NULL}},
         {"fx_noapi.so", {"backend 'fx_backend' has no api table", NULL}},
-        {"fx_smallapi.so", {"api struct_size 8 is smaller than the ABI 1.0 backend table", NULL}},
+        {"fx_smallapi.so", {"api struct_size 8 is smaller than the smallest backend table", api_sizeof, NULL}},
         {"fx_task_smallapi.so", {task_small, "task table", NULL}},
         {"fx_nullfn.so", {"required function 'compile' is NULL", NULL}},
         {"fx_task_nullfn.so", {"required function 'get_batch' is NULL", NULL}},
@@ -196,6 +209,36 @@ static void test_refusals(void) {
           "non-ELF file: %s", err);
     CHECK(kh_module_load(FX "/fx_backend.so", NULL, &m, err, sizeof err) != 0 && strstr(err, "host"),
           "NULL host table must be refused: %s", err);
+}
+
+// --- a refused module asked for by name ---------------------------------------------------------------------------
+static void test_refused_by_name(void) {
+    const char *root = tmpdir("loader-refused");
+    char p[1024], q[1024], ini[1024], err[2048];
+    snprintf(p, sizeof p, "%s/mods", root);
+    mkdir(p, 0755);
+    snprintf(p, sizeof p, "%s/fx_major2.so", FX);
+    snprintf(q, sizeof q, "%s/mods/my_task.so", root);
+    copy_file(p, q);
+    snprintf(ini, sizeof ini, "%s/khost.ini", root);
+    write_text(ini, "[khost]\nplugin_dirs = mods\ntask_dirs = mods\n");
+    kh_registry reg;
+    if (kh_registry_load(ini, &reg, err, sizeof err) != 0) {
+        CHECK(0, "registry: %s", err);
+        return;
+    }
+    kh_modules ms;
+    kh_modules_discover(&reg, &host, &ms);
+    CHECK(ms.n == 0 && ms.n_errors == 1, "the ABI 2.0 module is refused (%d loaded, %d errors)", ms.n, ms.n_errors);
+    /* by registry-style name (no .so) and by file name: the refusal's reason, not "no task module named" */
+    const char *names[] = {"my_task", "my_task.so"};
+    for (int i = 0; i < 2; i++) {
+        CHECK(kh_modules_find(&ms, KH_MODULE_TASK, names[i], &host, err, sizeof err) == NULL &&
+                  has_all(err, "my_task.so", "major version differs", NULL) && !strstr(err, "no task module named"),
+              "%s: %s", names[i], err);
+    }
+    kh_modules_free(&ms);
+    kh_registry_free(&reg);
 }
 
 // --- discovery and lookup --------------------------------------------------------------------------------------
@@ -361,6 +404,7 @@ int main(void) {
     test_good_modules();
     test_refusals();
     test_discovery();
+    test_refused_by_name();
     test_discovery_errors();
     if (!kh_test_failed) remove_tmpdirs();
     return kh_test_finish("core_loader");

@@ -123,6 +123,14 @@ int main(int argc, char **argv) {
         kh_record_free(&r);
     }
 
+    /* 1b. tasks run in the order given on the command line, not sorted */
+    const char *tmp2 = kh_test_tmpdir("matrix-order");
+    snprintf(args, sizeof args, "matrix --plugins fixture --tasks fixture_conv,fixture_blobs --devices cpu --epochs 1 "
+             "--out '%s'", tmp2);
+    rc = khost(args);
+    const char *c1 = strstr(out, "[1/2] fixture x fixture_conv"), *c2 = strstr(out, "[2/2] fixture x fixture_blobs");
+    CHECK(rc == 0 && c1 && c2 && c1 < c2, "task order fixture_conv, fixture_blobs kept (exit %d):\n%s", rc, out);
+
     /* 2. --resume skips the final cell (ok) and reruns the crashed one; the ok record is untouched. */
     char okpath[4096];
     kh_record_path(okpath, sizeof okpath, tmp, "fixture_blobs", "fixture", "cpu", "json");

@@ -116,6 +116,7 @@ static void test_valid(void) {
 }
 
 static void test_defaults(void) {
+    setenv("XDG_DATA_HOME", "/var/tmp/xdg-data", 1);
     const char *texts[] = {"", "[plugin x]\n", "[khost]\n; nothing set\n"};
     for (int i = 0; i < 3; i++) {
         kh_registry r;
@@ -127,10 +128,13 @@ static void test_defaults(void) {
         CHECK(r.n_plugin_dirs == 1 && streq(r.plugin_dirs[0], want), "default plugin_dirs");
         snprintf(want, sizeof want, "%s/tasks", dir);
         CHECK(r.n_task_dirs == 1 && streq(r.task_dirs[0], want), "default task_dirs");
-        snprintf(want, sizeof want, "%s/data", parent);
-        CHECK(streq(r.data_dir, want), "default data_dir %s", r.data_dir);
-        snprintf(want, sizeof want, "%s/results", parent);
-        CHECK(streq(r.results_dir, want), "default results_dir %s", r.results_dir);
+        /* installed conventions, never beside the registry: $XDG_DATA_HOME/khost and ./results */
+        snprintf(want, sizeof want, "%s/khost", getenv("XDG_DATA_HOME"));
+        CHECK(streq(r.data_dir, want), "default data_dir %s, want %s", r.data_dir, want);
+        char cwd[1024];
+        CHECK(getcwd(cwd, sizeof cwd) != NULL, "getcwd");
+        snprintf(want, sizeof want, "%s/results", cwd);
+        CHECK(streq(r.results_dir, want), "default results_dir %s, want %s", r.results_dir, want);
         CHECK(streq(r.default_device, "auto") && r.seed == 1, "default device/seed");
         kh_registry_free(&r);
     }

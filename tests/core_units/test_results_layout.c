@@ -1,11 +1,17 @@
-/* tests/core_units/test_results_layout.c — result records (write, read back, summaries, atomic files,
- * malformed JSON named) and the layout negotiation (NHWC->NCHW, one-hot). */
+/* tests/core_units/test_results_layout.c — result records (write, read back, summaries with GFLOP/s and
+ * roofline, atomic files, malformed JSON named), device peaks, and the layout negotiation (NHWC->NCHW,
+ * one-hot). */
+#define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "layout.h"
+#include "env.h"
+#include "peak.h"
 #include "results.h"
 #include "testutil.h"
 
@@ -26,7 +32,13 @@ static void test_record_roundtrip(void) {
         CHECK(kh_record_add_row(&r, &row) == 0, "add row");
     }
     kh_record_set_env(&r, "cpu_model", "Test CPU");
+    /* 7 GFLOP per epoch over a mean of 3.5 s = 2 GFLOP/s; a 20 GFLOP/s roof at this intensity: 10 % */
+    r.flops_per_epoch = 7e9;
+    r.roofline_gflops = 20;
+    snprintf(r.peak_source, sizeof r.peak_source, "published: test");
     kh_record_summarise(&r, 0, 0.98);
+    CHECK_CLOSE(r.gflops, 2.0, 1e-12, 0, "achieved GFLOP/s = flops_per_epoch / mean_epoch_s");
+    CHECK_CLOSE(r.roofline_fraction, 0.1, 1e-12, 0, "fraction of the roofline");
     CHECK_CLOSE(r.mean_epoch_s, 3.5, 1e-12, 0, "mean over all epochs");
     CHECK_CLOSE(r.median_epoch_s, 3.0, 1e-12, 0, "median excluding the first");
     CHECK_CLOSE(r.metric_value, 0.99, 1e-12, 0, "metric = last val_acc");
@@ -39,6 +51,9 @@ static void test_record_roundtrip(void) {
     CHECK(kh_record_read(path, &b, err, sizeof err) == 0, "read: %s", err);
     CHECK(b.n_rows == 4 && !strcmp(b.device, "cuda:0") && b.rows[3].val_acc == r.rows[3].val_acc,
           "round trip lost data");
+    CHECK(b.flops_per_epoch == 7e9 && b.gflops == r.gflops && b.roofline_fraction == r.roofline_fraction &&
+              !strcmp(b.peak_source, "published: test") && isnan(b.peak_gbps),
+          "round trip of the work counts (peak_gbps unknown stays unknown)");
     kh_record_free(&b);
     kh_record_free(&r);
     /* malformed files are named, never crash */
@@ -66,7 +81,38 @@ static void test_layout(void) {
     CHECK(kh_layout_onehot(oh, idx, 3, 3) == -1, "out-of-range index accepted");
 }
 
+/* Peaks: published CUDA figures by name, unknown devices named, the cpu cache read instead of measuring. */
+static void test_peak(void) {
+    kh_device d;
+    memset(&d, 0, sizeof d);
+    d.kind = KH_DEVICE_CUDA;
+    snprintf(d.name, sizeof d.name, "NVIDIA H200");
+    kh_peak p;
+    CHECK(kh_peak_get(&d, &p) == 0 && p.gflops == 67000 && p.gbps == 4800 && strstr(p.source, "published"),
+          "H200: %g %g %s", p.gflops, p.gbps, p.source);
+    CHECK_CLOSE(kh_peak_bound(&p, 1.0), 4800, 1e-12, 0, "memory-bound at intensity 1");
+    CHECK_CLOSE(kh_peak_bound(&p, 100.0), 67000, 1e-12, 0, "compute-bound at intensity 100");
+    snprintf(d.name, sizeof d.name, "Mystery GPU 9000");
+    CHECK(kh_peak_get(&d, &p) != 0 && p.gflops == 0 && strstr(p.source, "Mystery GPU 9000"), "unknown: %s", p.source);
+    /* a cached line for this machine is used as is (no calibration run) */
+    const char *cache = kh_test_tmpdir("peak-cache");
+    char file[2048], model[256], line[512];
+    snprintf(file, sizeof file, "%s/khost", cache);
+    mkdir(file, 0700);
+    snprintf(file, sizeof file, "%s/khost/peak-cpu.txt", cache);
+    kh_env_cpu_model(model, sizeof model);
+    int n = snprintf(line, sizeof line, "%s x%ld\t123.5\t45.25\t2026-01-01T00:00:00Z\n", model,
+                     sysconf(_SC_NPROCESSORS_ONLN));
+    kh_test_write_file(file, line, (size_t)n);
+    setenv("XDG_CACHE_HOME", cache, 1);
+    d.kind = KH_DEVICE_CPU;
+    CHECK(kh_peak_get(&d, &p) == 0 && p.gflops == 123.5 && p.gbps == 45.25 && strstr(p.source, "cached in") &&
+              strstr(p.source, "2026-01-01"),
+          "cpu from cache: %g %g %s", p.gflops, p.gbps, p.source);
+}
+
 int main(void) {
+    test_peak();
     test_record_roundtrip();
     test_layout();
     return kh_test_finish("test_results_layout");

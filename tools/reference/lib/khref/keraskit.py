@@ -114,7 +114,7 @@ def environment(args):
 
 def main(args, build, loss, prepare):
     """build(data) -> an uncompiled keras.Model; compiled here with the task's optimizer and loss."""
-    args.framework = "keras-" + keras.backend.backend()
+    args.framework = "keras3-" + keras.backend.backend()  # the record's plugin: keras3-jax
     keras.utils.set_random_seed(args.seed)
     if keras.backend.backend() == "tensorflow":
         import tensorflow as tf
