@@ -1,7 +1,8 @@
 /* tests/cntk_gpu/test_cntk_gpu_ref.c — the cntk GPU path (cuDNN / cuBLAS / own kernels) against the reference
  * kit (khost/ref.h, float64), on cuda:0. Skips (exit 77) visibly where no CUDA device is usable.
  *   1. per kernel: a one-layer (or minimal) model per layer kind, activation and input path: the training-mode
- *      forward output, the input gradient and every parameter gradient (probes, dropout off);
+ *      forward output, the input gradient and every parameter gradient (probes, dropout off), from two
+ *      backward calls after the one forward;
  *   2. the small models of tests/cntk: probes, then whole training steps (fused loss, backward, the fused
  *      optimizer over the arena) comparing the loss, the metrics and every weight after each step, then an
  *      evaluation batch;
@@ -92,30 +93,39 @@ static void check_probes(const kh_model_spec *sp, int64_t n) {
     ct_fill_uniform(dy, on, -1.0f, 1.0f, &r);
     for (int64_t i = 0; i < on; i++) dyd[i] = dy[i];
     kh_tensor tdy = ct_tensor(KH_F32, last->out_rank == 3 ? KH_LAYOUT_NHWC : KH_LAYOUT_ANY, last->out_rank + 1, od, dy);
+    CHECK(kh_ref_model_backward(rm, dyd) == KH_OK, "%s ref backward", sp->name);
     float *dx = NULL;
     kh_tensor tdx, *pdx = NULL;
-    if (sp->input_dtype == KH_F32) {
-        dx = poisoned(bt.n * bt.per);
-        tdx = bt.x_nhwc;
-        tdx.data = dx;
-        pdx = &tdx;
-    }
-    st = B.api->backward(cm, &tdy, pdx);
-    CHECK(st == KH_OK, "%s backward: %s", sp->name, B.api->last_error(B.s));
-    CHECK(kh_ref_model_backward(rm, dyd) == KH_OK, "%s ref backward", sp->name);
-    if (dx) ct_compare(sp->name, "input gradient", dx, kh_ref_model_input_grad(rm), bt.n * bt.per, PROBE_TOL, g_seed);
-    for (int l = 0; l < sh->n_layers; l++)
-        for (int s = 0; s < sh->layers[l].n_params; s++) {
-            const kh_param_shape *ps = &sh->layers[l].params[s];
-            float *g = poisoned(ps->numel);
-            kh_tensor tg = ct_tensor(KH_F32, KH_LAYOUT_ANY, ps->rank, ps->dims, g);
-            st = B.api->get_grad(cm, l, s, &tg);
-            CHECK(st == KH_OK, "%s get_grad %d/%d: %s", sp->name, l, s, B.api->last_error(B.s));
-            char what[96];
-            snprintf(what, sizeof what, "grad %s[%d].%s", kh_layer_kind_name(sp->layers[l].kind), l, ps->name);
-            ct_compare(sp->name, what, g, kh_ref_model_grad(rm, l, s), ps->numel, PROBE_TOL, g_seed);
-            free(g);
+    /* backward twice after one forward (backend.h allows it): the second must not see the first's scratch
+     * (a padded-input buffer reused for the padded dx, a consumed RNN reserve space) */
+    for (int pass = 0; pass < 2; pass++) {
+        const char *tag = pass ? " (2nd backward)" : "";
+        for (int64_t i = 0; i < on; i++) dy[i] = (float)dyd[i];
+        if (sp->input_dtype == KH_F32) {
+            free(dx);
+            dx = poisoned(bt.n * bt.per);
+            tdx = bt.x_nhwc;
+            tdx.data = dx;
+            pdx = &tdx;
         }
+        st = B.api->backward(cm, &tdy, pdx);
+        CHECK(st == KH_OK, "%s backward%s: %s", sp->name, tag, B.api->last_error(B.s));
+        char what[128];
+        snprintf(what, sizeof what, "input gradient%s", tag);
+        if (dx) ct_compare(sp->name, what, dx, kh_ref_model_input_grad(rm), bt.n * bt.per, PROBE_TOL, g_seed);
+        for (int l = 0; l < sh->n_layers; l++)
+            for (int s = 0; s < sh->layers[l].n_params; s++) {
+                const kh_param_shape *ps = &sh->layers[l].params[s];
+                float *g = poisoned(ps->numel);
+                kh_tensor tg = ct_tensor(KH_F32, KH_LAYOUT_ANY, ps->rank, ps->dims, g);
+                st = B.api->get_grad(cm, l, s, &tg);
+                CHECK(st == KH_OK, "%s get_grad %d/%d: %s", sp->name, l, s, B.api->last_error(B.s));
+                snprintf(what, sizeof what, "grad %s[%d].%s%s", kh_layer_kind_name(sp->layers[l].kind), l, ps->name,
+                         tag);
+                ct_compare(sp->name, what, g, kh_ref_model_grad(rm, l, s), ps->numel, PROBE_TOL, g_seed);
+                free(g);
+            }
+    }
     free(out);
     free(dy);
     free(dyd);
