@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "blas_tune.h"
 #include "exitcodes.h"
 #include "git_rev.h"
 #include "host_api.h"
@@ -42,6 +43,7 @@ static const char usage[] =
     "  7 verify above tolerance; 8 results could not be written or read.\n";
 
 int main(int argc, char **argv) {
+    kh_blas_tune(); /* before any module, and so OpenBLAS, is loaded */
     int first = 1;
     while (first < argc && (!strcmp(argv[first], "-v") || !strcmp(argv[first], "--verbose"))) {
         kh_host_set_log_level(KH_LOG_DEBUG);

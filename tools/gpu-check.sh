@@ -6,10 +6,12 @@
 #   2. builds khost for sm_90 (+ compute_90 PTX; KHOST_CUDA_ARCHS to change) in build-gpucheck/, against the
 #      carried .devdeps/ prefix when present (inih, cJSON, libjpeg, zlib, libpng, pkgconf; see
 #      tools/make-devdeps-extra.sh), and installs the carried data (.cache/gpu-data) with tools/fetch-datasets;
-#   3. prints `khost --list-devices`, runs the GPU tests (ctest -L gpu, plus the CPU-side mapping/caps tests) and
-#      `khost verify --plugin cntk --device cuda:0`;
-#   4. runs a short matrix: cntk x the six tasks x cuda:0 and cpu, 2 epochs each on real data, training and
-#      validation sets cut to fit the time box (GPU_CHECK_LIMIT_TRAIN / GPU_CHECK_LIMIT_VAL);
+#   3. prints `khost --list-devices`, runs the GPU tests (ctest -L gpu, plus the CPU-side mapping/caps/layout tests
+#      of both GPU paths), `khost verify --plugin cntk --device cuda:0` and
+#      `khost verify --plugin tensorflow --device cuda:0 --task all`;
+#   4. runs a short matrix: cntk x the six tasks x cuda:0 and cpu, then tensorflow x the six tasks x cuda:0, 2
+#      epochs each on real data, training and validation sets cut to fit the time box
+#      (GPU_CHECK_LIMIT_TRAIN / GPU_CHECK_LIMIT_VAL; tensorflow: GPU_CHECK_TF_LIMIT_TRAIN / GPU_CHECK_TF_LIMIT_VAL);
 #   5. writes report.md, summary.txt, build.log, tests.log, verify.log, matrix.log and results.tar.gz (JSON/CSV
 #      records and per-cell logs) into OUTDIR (default $OUT, else out/gpu-check) — 7 files, within what the
 #      device tool brings back — and prints the compact summary last.
@@ -18,7 +20,7 @@
 #
 # Without a usable CUDA device (any CPU machine: the rehearsal) it still builds everything and runs the
 # CPU-side tests; the GPU tests report "skipped", verify on cuda:0 is skipped, and the matrix runs only tiny
-# cpu cells (256 samples) to prove the pipeline end to end. It then says "no CUDA device" and exits 0.
+# cpu cells (256 samples, cntk and tensorflow) to prove the pipeline end to end. It then says "no CUDA device" and exits 0.
 # Exit status with a GPU: 0 when the build, every test, verify and every matrix cell succeeded; 1 otherwise.
 # Environment: CUDNN_ROOT / CUBLAS_ROOT override the search; GPU_CHECK_BUILD the build folder;
 # GPU_CHECK_SYSTEM_DEPS=1 ignores .devdeps (GPU_CHECK_DEVDEPS: another prefix); KHOST_DATA the data folder (default <repo>/data).
@@ -33,6 +35,7 @@ t_start=$(date +%s)
 report=$out/report.md
 : >"$report"
 for f in summary.txt build.log tests.log verify.log matrix.log results.tar.gz; do rm -f "$out/$f"; done
+rm -f "$out/verify-tensorflow.log" # older runs (now appended to verify.log)
 summary=()
 failed=0
 
@@ -165,15 +168,16 @@ say "configuring and building in $build ($(nproc) jobs)"
 build_rc=$?
 build_s=$(($(date +%s) - t0))
 cuda_built=$(grep -o 'cntk: GPU path with[^,]*' "$out/build.log" | head -1)
+tf_built=$(grep -q 'tensorflow: GPU path with' "$out/build.log" && echo "tensorflow GPU path built" || echo "tensorflow GPU path NOT built")
 khost=$build/khost
 if ((build_rc != 0)) || [[ ! -x $khost ]]; then
     sum "build: FAILED after ${build_s} s (rc $build_rc) — see build.log:"
     while IFS= read -r l; do sum "  $l"; done < <(grep -E 'error|Error|FATAL' "$out/build.log" | head -8)
     failed=1
 else
-    sum "build: ok in ${build_s} s, sm_${KHOST_CUDA_ARCHS:-90}; ${cuda_built:-GPU path NOT built (no CUDA toolkit/cuDNN)}"
+    sum "build: ok in ${build_s} s, sm_${KHOST_CUDA_ARCHS:-90}; ${cuda_built:-GPU path NOT built (no CUDA toolkit/cuDNN)}; $tf_built"
 fi
-rep "- build: rc $build_rc in ${build_s} s; ${cuda_built:-GPU path not built}"
+rep "- build: rc $build_rc in ${build_s} s; ${cuda_built:-GPU path not built}; $tf_built"
 
 # --- 3. devices, tests, verify ----------------------------------------------------------------------------
 have_gpu=0
@@ -183,11 +187,13 @@ if [[ -x $khost ]]; then
     grep -q '^cuda:0' <<<"$devices" && have_gpu=1
     # the plugin must agree: its caps line for cuda
     caps=$("$khost" --list 2>&1 | sed -n '/^  cntk /,/^  [a-z]/p' | grep -E '^ +cuda ' | head -1 | sed 's/^ *//')
+    tf_caps=$("$khost" --list 2>&1 | sed -n '/^  tensorflow /,/^  [a-z]/p' | grep -E '^ +cuda ' | head -1 | sed 's/^ *//')
     rep ""
     rep "## Devices"
     rep '```'
     rep "$devices"
     rep "cntk: $caps"
+    rep "tensorflow: $tf_caps"
     rep '```'
     echo "$devices"
 fi
@@ -199,17 +205,18 @@ fi
 
 tests_line="tests: skipped (no build)"
 if [[ -x $khost ]] && ! over_budget 60; then
-    say "ctest -L gpu (but verify); ctest -R 'test_cntk_rnnmap|test_cntk_gpu_caps'"
-    # test_cntk_gpu_verify is khost verify, which step 3b runs itself (with its own log)
-    (cd "$build" && timeout 300 ctest -L gpu -E test_cntk_gpu_verify --output-on-failure --timeout 240 &&
-        timeout 60 ctest -R 'test_cntk_rnnmap|test_cntk_gpu_caps' --output-on-failure) >"$out/tests.log" 2>&1
+    cpu_side='test_cntk_rnnmap|test_cntk_gpu_caps|test_tf_cuda_plan|test_tf_cuda_geom|test_tf_gpu_caps'
+    say "ctest -L gpu (but verify); ctest -R '$cpu_side'"
+    # test_cntk_gpu_verify and test_tf_gpu_verify are khost verify, which step 3b runs itself (with its own log)
+    (cd "$build" && timeout 300 ctest -L gpu -E 'test_cntk_gpu_verify|test_tf_gpu_verify' --output-on-failure \
+        --timeout 240 && timeout 60 ctest -R "$cpu_side" --output-on-failure) >"$out/tests.log" 2>&1
     trc=$?
     names() { grep -E "Test +#[0-9]+: .*$1" "$out/tests.log" | sed -E 's/.*: ([A-Za-z0-9_]+) .*/\1/' | tr '\n' ' '; }
     t_pass=$(names ' Passed') t_fail=$(names 'Failed|Timeout|Exception') t_skip=$(names 'Skipped|Not Run')
-    gpu_ok=$(grep -oE 'test_cntk_gpu_(ref|verify)' <<<"$t_pass" | tr '\n' ' ')
-    tests_line="tests (ctest -L gpu; rnnmap, gpu caps): passed: ${t_pass:-none}; failed: ${t_fail:-none}; skipped: ${t_skip:-none}"
+    gpu_ok=$(grep -oE 'test_(cntk|tf)_gpu_ref' <<<"$t_pass" | tr '\n' ' ')
+    tests_line="tests (ctest -L gpu; rnnmap, gpu caps, tensorflow layout/geometry): passed: ${t_pass:-none}; failed: ${t_fail:-none}; skipped: ${t_skip:-none}"
     ((trc != 0)) && failed=1
-    ((have_gpu)) && [[ $gpu_ok != *ref* ]] && failed=1
+    ((have_gpu)) && { [[ $gpu_ok != *test_cntk_gpu_ref* ]] || [[ $gpu_ok != *test_tf_gpu_ref* ]]; } && failed=1
     grep -E '^FAIL|Failed|out-of-memory message|seed ' "$out/tests.log" | head -12 >>"$out/tests.excerpt" || true
 fi
 sum "$tests_line"
@@ -221,24 +228,36 @@ rep ""
 rep "## Tests"
 rep "$tests_line"
 
-verify_line="verify cuda:0: skipped (no CUDA device)"
-if ((have_gpu)) && ! over_budget 150; then
-    say "khost verify --plugin cntk --device cuda:0"
-    timeout 200 "$khost" verify --plugin cntk --device cuda:0 >"$out/verify.log" 2>&1
+# verify_on PLUGIN TIMEOUT ARGS... — khost verify on cuda:0, appended to verify.log; sets verify_line
+verify_on() {
+    local plugin=$1 to=$2 vrc fails tmp=$out/verify.part
+    shift 2
+    say "khost verify --plugin $plugin --device cuda:0 $*"
+    timeout "$to" "$khost" verify --plugin "$plugin" --device cuda:0 "$@" >"$tmp" 2>&1
     vrc=$?
-    verify_line="verify cuda:0: $(grep -E '^summary:' "$out/verify.log" | tail -1) (rc $vrc)"
+    { echo "== khost verify --plugin $plugin --device cuda:0 $*"; cat "$tmp"; } >>"$out/verify.log"
+    verify_line="verify $plugin cuda:0: $(grep -E '^summary:' "$tmp" | tail -1) (rc $vrc)"
     ((vrc != 0)) && failed=1
-    fails=$(grep -E ' FAIL$' "$out/verify.log" | head -6)
+    fails=$(grep -E ' FAIL$' "$tmp" | head -6)
     [[ -n $fails ]] && verify_line="$verify_line"$'\n'"$(sed 's/^/  /' <<<"$fails")"
-elif ((have_gpu)); then
-    verify_line="verify cuda:0: SKIPPED (time budget)"
-    failed=1
-fi
-sum "$verify_line"
+    rm -f "$tmp"
+}
+verify_lines=()
+for v in cntk tensorflow; do
+    verify_line="verify $v cuda:0: skipped (no CUDA device)"
+    if ((have_gpu)) && ! over_budget 150; then
+        if [[ $v == cntk ]]; then verify_on cntk 200; else verify_on tensorflow 200 --task all; fi
+    elif ((have_gpu)); then
+        verify_line="verify $v cuda:0: SKIPPED (time budget)"
+        failed=1
+    fi
+    sum "$verify_line"
+    verify_lines+=("$verify_line")
+done
 rep ""
-rep "## khost verify --plugin cntk --device cuda:0"
+rep "## khost verify --device cuda:0 (cntk; tensorflow --task all)"
 rep '```'
-rep "$verify_line"
+for l in "${verify_lines[@]}"; do rep "$l"; done
 rep '```'
 
 # --- 4. the short matrix ----------------------------------------------------------------------------------
@@ -249,14 +268,32 @@ if ((have_gpu)); then
 else
     mx_devices="cpu" lt=256 lv=128 cell_to=60 # rehearsal: prove the pipeline, quickly
 fi
+# tensorflow's cells: cuda:0 only on a GPU (its CPU path is verified elsewhere and would not fit the box);
+# the rehearsal's tiny cpu cells for both plugins
+# (smaller sets: an unrolled LSTM is thousands of launches per batch)
+tf_devices=$( ((have_gpu)) && echo "cuda:0" || echo "cpu")
+tlt=$( ((have_gpu)) && echo "${GPU_CHECK_TF_LIMIT_TRAIN:-2000}" || echo "$lt")
+tlv=$( ((have_gpu)) && echo "${GPU_CHECK_TF_LIMIT_VAL:-500}" || echo "$lv")
 matrix_line="matrix: skipped"
 if [[ -x $khost ]] && ! over_budget 120; then
+    : >"$out/matrix.log"
     say "khost matrix --plugins cntk --tasks all --devices $mx_devices --epochs 2 --limit-train $lt --limit-val $lv"
     timeout 330 "$khost" matrix --plugins cntk --tasks all --devices "$mx_devices" --epochs 2 --limit-train "$lt" \
-        --limit-val "$lv" --timeout "$cell_to" --out "$results" >"$out/matrix.log" 2>&1
+        --limit-val "$lv" --timeout "$cell_to" --out "$results" >>"$out/matrix.log" 2>&1
     mrc=$?
     matrix_line="matrix (cntk x 6 tasks x $mx_devices, 2 epochs, <= $lt train / $lv val samples): rc $mrc"
     ((have_gpu && mrc != 0)) && failed=1
+    if ! over_budget 60; then
+        say "khost matrix --plugins tensorflow --tasks all --devices $tf_devices --epochs 2 --limit-train $tlt --limit-val $tlv"
+        timeout 240 "$khost" matrix --plugins tensorflow --tasks all --devices "$tf_devices" --epochs 2 \
+            --limit-train "$tlt" --limit-val "$tlv" --timeout "$cell_to" --out "$results" >>"$out/matrix.log" 2>&1
+        trc=$?
+        matrix_line="$matrix_line; tensorflow x 6 tasks x $tf_devices (<= $tlt train / $tlv val): rc $trc"
+        ((have_gpu && trc != 0)) && failed=1
+    else
+        matrix_line="$matrix_line; tensorflow: SKIPPED (time budget: $(elapsed) s used of $budget)"
+        ((have_gpu)) && failed=1
+    fi
     "$khost" report "$results" >"$out/report.tables" 2>&1 || true
 elif [[ -x $khost ]]; then
     matrix_line="matrix: SKIPPED (time budget: $(elapsed) s used of $budget)"
@@ -265,7 +302,7 @@ fi
 sum "$matrix_line"
 if [[ -f $out/matrix.log ]]; then
     while IFS= read -r l; do sum "  $l"; done < <(grep -E '^\[[0-9]+/[0-9]+\]|^matrix: [0-9]+ of' "$out/matrix.log" |
-        grep -v ' \.\.\.$' | sed -E 's/^\[[0-9]+\/[0-9]+\] cntk x //; s/ log: .*//')
+        grep -v ' \.\.\.$' | sed -E 's/^\[[0-9]+\/[0-9]+\] //; s/ log: .*//')
 fi
 rep ""
 rep "## Matrix"

@@ -74,6 +74,8 @@ typedef struct tf_fn {
     void **out;          /* per node: its value's storage */
     const void **in_ptr; /* per input slot (graph->ins order): the input value's storage */
     uint8_t *expensive;  /* per node: run on the pool rather than inline */
+    float **partials;    /* per node: Conv2DBackpropFilter's per-part filter gradients (NULL for other ops):
+                            its own buffer, since two filter gradients may run at once */
     tf_kernel *kernel;   /* per node (CPU) */
     int64_t *flops;      /* per node at max_batch (cost estimate) */
     tf_part parts[2];    /* [0] all nodes; probe: [0] forward (phase 0), [1] backward (phase > 0) */
@@ -96,8 +98,6 @@ typedef struct tf_model {
     float *feed_dy;      /* probe: (max_batch, out_numel) */
     float *im2col;       /* per-thread scratch for convolution: threads x im2col_floats */
     int64_t im2col_floats;
-    float *partials;     /* per-thread filter-gradient partials: threads x partial_floats */
-    int64_t partial_floats;
     uint64_t n_forward;  /* training-mode forwards (dropout counter) */
     uint64_t probe_counter; /* the dropout counter of the last probe forward, reused by its backward */
     int64_t iterations;  /* optimizer steps */
@@ -154,8 +154,10 @@ kh_status tf_exec_run(tf_model *m, tf_fn *f, int part, int64_t n, double lr, uin
 // --- CPU kernels (tf_ops_cpu_*.c) ---------------------------------------------------------------------------
 tf_kernel tf_cpu_kernel(uint32_t op);
 int64_t tf_op_flops(const kh_graph *g, int32_t i); /* cost estimate at max_batch */
-/* Per-thread scratch a function's convolutions need (floats per thread). */
-void tf_cpu_scratch_needs(const kh_graph *g, int64_t *im2col_floats, int64_t *partial_floats);
+/* Per-thread im2col scratch a function's convolutions need (floats per thread), and the filter-gradient
+ * partials of node i (floats per part; 0 for other ops). */
+void tf_cpu_scratch_needs(const kh_graph *g, int64_t *im2col_floats);
+int64_t tf_cpu_filter_partial_floats(const kh_graph *g, int32_t i);
 kh_status tf_run_fail(tf_run *r, int32_t i, kh_status st, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 4, 5)))

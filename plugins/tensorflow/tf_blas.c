@@ -30,7 +30,8 @@ const char *tf_blas_version(char *buf, size_t n) {
         for (const char *p = cfg + 9; *p && *p != ' ' && i + 1 < sizeof ver; p++) ver[i++] = *p;
         ver[i] = 0;
     }
-    snprintf(buf, n, "openblas-%s", ver);
+    const char *core = openblas_get_corename(); /* the kernels in use (see core/blas_tune.c) */
+    snprintf(buf, n, "openblas-%s (%s kernels)", ver, core ? core : "unknown");
     return buf;
 }
 #else

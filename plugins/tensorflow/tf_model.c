@@ -81,11 +81,22 @@ static kh_status alloc_cpu(tf_model *m) {
     if (!m->feed_x || !m->feed_labels || !m->feed_dy) return oom(m, "the staged batch", N * m->mg.input_numel * 4);
     int slots_threads = tf_pool_workers(s->pool) + 1;
     for (int f = 0; f < KH_GFN_COUNT; f++)
-        if (m->fn[f].g) tf_cpu_scratch_needs(m->fn[f].g, &m->im2col_floats, &m->partial_floats);
+        if (m->fn[f].g) tf_cpu_scratch_needs(m->fn[f].g, &m->im2col_floats);
     if (m->im2col_floats > 0) {
         m->im2col = tf_alloc(s, (size_t)(m->im2col_floats * slots_threads) * sizeof(float));
-        m->partials = tf_alloc(s, (size_t)((m->partial_floats + 1) * (s->set.intra_op + 1)) * sizeof(float));
-        if (!m->im2col || !m->partials) return oom(m, "convolution scratch", m->im2col_floats * slots_threads * 4);
+        if (!m->im2col) return oom(m, "convolution scratch", m->im2col_floats * slots_threads * 4);
+    }
+    for (int f = 0; f < KH_GFN_COUNT; f++) {
+        const kh_graph *g = m->fn[f].g;
+        if (!g) continue;
+        m->fn[f].partials = tf_alloc(s, (size_t)g->n_nodes * sizeof *m->fn[f].partials);
+        if (!m->fn[f].partials) return oom(m, "convolution scratch", 0);
+        for (int32_t i = 0; i < g->n_nodes; i++) {
+            int64_t kf = tf_cpu_filter_partial_floats(g, i);
+            if (kf == 0) continue;
+            m->fn[f].partials[i] = tf_alloc(s, (size_t)(kf * s->set.intra_op) * sizeof(float));
+            if (!m->fn[f].partials[i]) return oom(m, "filter-gradient partials", kf * s->set.intra_op * 4);
+        }
     }
     for (int f = 0; f < KH_GFN_COUNT; f++) {
         if (!m->fn[f].g) continue;
@@ -143,6 +154,10 @@ void tf_api_model_free(kh_bmodel *b) {
         if (fn->succ_off || fn->pending) tf_exec_release(m, fn);
         free(fn->out);
         free(fn->in_ptr);
+        if (fn->partials) {
+            for (int32_t i = 0; fn->g && i < fn->g->n_nodes; i++) tf_free(s, fn->partials[i]);
+            tf_free(s, fn->partials);
+        }
         if (m->persistent[f]) {
             for (int32_t k = 0; k < fn->plan.n_persistent; k++) tf_free(s, m->persistent[f][k]);
             tf_free(s, m->persistent[f]);
@@ -162,7 +177,6 @@ void tf_api_model_free(kh_bmodel *b) {
     tf_free(s, m->feed_labels);
     tf_free(s, m->feed_dy);
     tf_free(s, m->im2col);
-    tf_free(s, m->partials);
     kh_model_graphs_free(&m->mg);
     free(b);
 }

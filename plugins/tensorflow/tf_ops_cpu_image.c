@@ -20,6 +20,7 @@ typedef struct conv {
     const float *x, *w, *dy;
     float *y;
     int64_t P, K, chunk;
+    int32_t node;
 } conv;
 
 static kh_status geometry(tf_run *r, int32_t i, int32_t xnode, int32_t wnode, conv *c) {
@@ -135,7 +136,7 @@ static void conv_bwd_filter_range(void *v, int64_t p0, int64_t p1, int slot) {
     const kh_ref_conv2d_dims *d = &c->d;
     float *col = scratch(c->r, slot);
     for (int64_t p = p0; p < p1; p++) {
-    float *part = c->r->m->partials + p * c->r->m->partial_floats;
+    float *part = c->r->f->partials[c->node] + p * c->K * c->d.OC;
     memset(part, 0, (size_t)(c->K * d->OC) * sizeof *part);
     int64_t s1 = (p + 1) * c->chunk < c->r->n ? (p + 1) * c->chunk : c->r->n;
     for (int64_t s = p * c->chunk; s < s1; s++) {
@@ -155,6 +156,7 @@ static kh_status k_conv2d_backprop_filter(tf_run *r, int32_t i) {
     if (st != KH_OK) return st;
     c.x = tf_in(r, i, 0);
     c.dy = tf_in(r, i, 1);
+    c.node = i;
     int parts = r->m->s->set.intra_op;
     if (parts > r->n) parts = (int)r->n;
     if (parts < 1) parts = 1;
@@ -163,9 +165,10 @@ static kh_status k_conv2d_backprop_filter(tf_run *r, int32_t i) {
     tf_parallel_for(r->m->s->pool, parts, 1, parts, conv_bwd_filter_range, &c);
     float *dw = tf_out(r, i);
     int64_t kf = c.K * c.d.OC;
-    memcpy(dw, r->m->partials, (size_t)kf * sizeof *dw);
+    const float *base = r->f->partials[i];
+    memcpy(dw, base, (size_t)kf * sizeof *dw);
     for (int p = 1; p < parts; p++) {
-        const float *q = r->m->partials + (int64_t)p * r->m->partial_floats;
+        const float *q = base + (int64_t)p * kf;
         for (int64_t k = 0; k < kf; k++) dw[k] += q[k];
     }
     return KH_OK;
@@ -275,22 +278,31 @@ tf_kernel tf_cpu_kernel_image(uint32_t op) {
     }
 }
 
-void tf_cpu_scratch_needs(const kh_graph *g, int64_t *im2col_floats, int64_t *partial_floats) {
+static int conv_geom(const kh_graph *g, int32_t i, kh_ref_conv2d_dims *d) {
+    const kh_gnode *nd = &g->nodes[i];
+    const int32_t *in = kh_graph_inputs(g, i);
+    int32_t xn = nd->op == KH_GOP_CONV2D || nd->op == KH_GOP_CONV2D_BACKPROP_FILTER ? in[0] : nd->attr.shape_of;
+    int32_t wn = nd->op == KH_GOP_CONV2D ? in[1] : nd->op == KH_GOP_CONV2D_BACKPROP_INPUT ? in[0] : nd->attr.shape_of;
+    const kh_gnode *X = &g->nodes[xn], *W = &g->nodes[wn];
+    return kh_ref_conv2d_geometry(d, 1, X->dims[1], X->dims[2], X->dims[3], W->dims[0], W->dims[1], W->dims[3],
+                                  nd->attr.strides[0] > 0 ? nd->attr.strides[0] : 1,
+                                  nd->attr.strides[1] > 0 ? nd->attr.strides[1] : 1, nd->attr.padding) == KH_OK;
+}
+
+void tf_cpu_scratch_needs(const kh_graph *g, int64_t *im2col_floats) {
     for (int32_t i = 0; i < g->n_nodes; i++) {
-        const kh_gnode *nd = &g->nodes[i];
-        if (nd->op != KH_GOP_CONV2D && nd->op != KH_GOP_CONV2D_BACKPROP_INPUT && nd->op != KH_GOP_CONV2D_BACKPROP_FILTER)
-            continue;
-        const int32_t *in = kh_graph_inputs(g, i);
-        int32_t xn = nd->op == KH_GOP_CONV2D || nd->op == KH_GOP_CONV2D_BACKPROP_FILTER ? in[0] : nd->attr.shape_of;
-        int32_t wn = nd->op == KH_GOP_CONV2D ? in[1] : nd->op == KH_GOP_CONV2D_BACKPROP_INPUT ? in[0] : nd->attr.shape_of;
-        const kh_gnode *X = &g->nodes[xn], *W = &g->nodes[wn];
+        uint32_t op = g->nodes[i].op;
         kh_ref_conv2d_dims d;
-        if (kh_ref_conv2d_geometry(&d, 1, X->dims[1], X->dims[2], X->dims[3], W->dims[0], W->dims[1], W->dims[3],
-                                   nd->attr.strides[0] > 0 ? nd->attr.strides[0] : 1,
-                                   nd->attr.strides[1] > 0 ? nd->attr.strides[1] : 1, nd->attr.padding) != KH_OK)
+        if ((op != KH_GOP_CONV2D && op != KH_GOP_CONV2D_BACKPROP_INPUT && op != KH_GOP_CONV2D_BACKPROP_FILTER) ||
+            !conv_geom(g, i, &d))
             continue;
-        int64_t pk = d.OH * d.OW * d.KH * d.KW * d.C, kf = d.KH * d.KW * d.C * d.OC;
+        int64_t pk = d.OH * d.OW * d.KH * d.KW * d.C;
         if (pk > *im2col_floats) *im2col_floats = pk;
-        if (nd->op == KH_GOP_CONV2D_BACKPROP_FILTER && kf > *partial_floats) *partial_floats = kf;
     }
+}
+
+int64_t tf_cpu_filter_partial_floats(const kh_graph *g, int32_t i) {
+    kh_ref_conv2d_dims d;
+    if (g->nodes[i].op != KH_GOP_CONV2D_BACKPROP_FILTER || !conv_geom(g, i, &d)) return 0;
+    return d.KH * d.KW * d.C * d.OC;
 }

@@ -21,9 +21,12 @@ static void host_log(kh_log_level level, const char *module, const char *fmt, ..
 }
 static void *host_alloc(size_t n) { return aligned_alloc(64, (n + 63) / 64 * 64); }
 static void host_free(void *p) { free(p); }
+/* Registry values for the module under test come from the environment: KHOST_TEST_CFG_<key>=value. */
 static const char *host_config(const char *section, const char *key) {
-    (void)section, (void)key;
-    return NULL;
+    (void)section;
+    char name[128];
+    snprintf(name, sizeof name, "KHOST_TEST_CFG_%s", key);
+    return getenv(name);
 }
 static void host_progress(const char *what, int64_t done, int64_t total) { (void)what, (void)done, (void)total; }
 

@@ -234,7 +234,7 @@ kh_status kh_graph_plan(const kh_graph *g, int64_t align, kh_gplan *p) {
         kh_gplan_entry *e = &p->e[i];
         uint32_t st = store_of(nd);
         if (c.root[i] != i) { /* a view, or in place */
-            int32_t inplace_of = e->inplace_of;
+            int32_t inplace_of = e->inplace_of; /* e is p->e[i]: keep its own before copying the root's */
             *e = p->e[c.root[i]];
             e->inplace_of = inplace_of;
             e->bytes = kh_graph_numel(g, i, g->max_batch) * 4;

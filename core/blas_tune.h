@@ -1,0 +1,9 @@
+/* core/blas_tune.h — choose OpenBLAS's kernels from the CPU's features before any module loads it. */
+#ifndef KHOST_BLAS_TUNE_H
+#define KHOST_BLAS_TUNE_H
+
+/* Sets OPENBLAS_CORETYPE for this process and its children when neither it nor KHOST_OPENBLAS_CORETYPE=keep
+ * is set (see blas_tune.c). Call before any module is loaded. Returns the core type set, or NULL. */
+const char *kh_blas_tune(void);
+
+#endif

@@ -1,0 +1,116 @@
+/* tf_cuda_exec.h — internals of the tensorflow CUDA executor (tf_cuda_session.c, tf_cuda_model.c,
+ * tf_cuda_ops.c): session and model state, checked-call macros, the per-op launch entry points.
+ *
+ * Execution model (TensorFlow's GPU path with its single-threaded executor): one stream per session, cuBLAS
+ * and cuDNN bound to it; a function runs by launching its nodes in graph order (a valid topological order
+ * that already includes the memory plan's control edges) on that stream, one kernel or library call per op.
+ * Device memory mirrors the CPU model: one arena sized by the largest function plan (offsets from the same
+ * plans), variables with their optimizer slots, the GatherGrad accumulators, device copies of the feeds, and
+ * two doubles per phase for the metrics. Everything is allocated at compile time. */
+#ifndef KHOST_TF_CUDA_EXEC_H
+#define KHOST_TF_CUDA_EXEC_H
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+#include <cudnn.h>
+
+#include "tf.h"
+#include "tf_cuda.h"
+#include "tf_cuda_kernels.h"
+#include "tf_cuda_plan.h"
+
+struct tf_cuda_session {
+    int ordinal;
+    cudaStream_t stream;
+    cublasHandle_t blas;
+    cudnnHandle_t dnn;
+};
+
+/* cuDNN state of one convolution node: descriptors for the current batch, algorithms chosen at compile. */
+typedef struct tfc_conv {
+    tf_cu_geom g;
+    cudnnTensorDescriptor_t xd, yd;
+    cudnnFilterDescriptor_t wd;
+    cudnnConvolutionDescriptor_t cd;
+    int algo;            /* the node's one algorithm (forward, backward data or backward filter) */
+    int asym, Hp, Wp;    /* asymmetric 'same': cuDNN sees the input padded explicitly to (Hp, Wp), 'valid' */
+    int64_t desc_n;      /* batch the tensor descriptors describe */
+} tfc_conv;
+
+typedef struct tfc_fn {
+    void **ptr;          /* per node: device storage (NULL: none) */
+    uint8_t *part;       /* per node: bit p set when the node belongs to part p */
+    tfc_conv **conv;     /* per node: cuDNN state of a convolution, else NULL */
+    void **pers;         /* persistent GatherGrad accumulators */
+    int32_t n_pers;
+    double *met;         /* this function's metric slot (train, eval), else NULL */
+} tfc_fn;
+
+struct tf_cuda_model {
+    tf_cuda_session *cs;
+    tf_cu_layout lay;
+    void *arena;
+    float **w, **s1, **s2;   /* per variable */
+    void *d_feed[3];         /* x, labels, dy */
+    size_t feed_bytes[3];    /* at max_batch */
+    void *pin[2];            /* pinned staging, alternating: x | labels | dy */
+    cudaEvent_t staged[2];   /* the upload from pin[k] has finished */
+    int next_pin;
+    double *d_met;           /* (4): train loss, correct; eval loss, correct */
+    double *h_met;           /* pinned (4) */
+    int64_t samples[2];
+    float *wt;               /* a convolution's filter in cuDNN's NHWC filter layout (F, KH, KW, C) */
+    int64_t wt_floats;
+    float *xpad;             /* an explicitly padded convolution input (or its gradient) */
+    int64_t xpad_floats;
+    void *ws;                /* the shared cuDNN workspace */
+    size_t ws_bytes;
+    int32_t idx_bound;       /* index input must lie in [0, idx_bound) (the smallest Gather table); 0: none */
+    int32_t label_bound;     /* labels in [0, label_bound); 0: no labels */
+    int sync_each;           /* TF_CUDA_SYNC_EACH_OP=1 */
+    tfc_fn fn[KH_GFN_COUNT];
+};
+
+/* --- errors: "tensorflow <op> (node i, layer l) on cuda:N: <NAME> (<call>)" ---------------------------------
+ * g == NULL or node < 0: "tensorflow <what> on cuda:N: ...". Out-of-memory statuses are KH_ERR_NOMEM,
+ * everything else KH_ERR_DEVICE. */
+kh_status tfc_err_cuda(tf_model *m, const kh_graph *g, int32_t node, const char *what, cudaError_t e, const char *call);
+kh_status tfc_err_dnn(tf_model *m, const kh_graph *g, int32_t node, const char *what, cudnnStatus_t e, const char *call);
+kh_status tfc_err_blas(tf_model *m, const kh_graph *g, int32_t node, const char *what, cublasStatus_t e,
+                       const char *call);
+/* A failure that is not a library status, named the same way. */
+kh_status tfc_fail(tf_model *m, const kh_graph *g, int32_t node, const char *what, kh_status st, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 6, 7)))
+#endif
+    ;
+
+#define TFC_CUDA(m, g, i, what, call)                                                     \
+    do {                                                                                  \
+        cudaError_t e_ = (call);                                                          \
+        if (e_ != cudaSuccess) return tfc_err_cuda((m), (g), (i), (what), e_, #call);     \
+    } while (0)
+#define TFC_DNN(m, g, i, what, call)                                                      \
+    do {                                                                                  \
+        cudnnStatus_t e_ = (call);                                                        \
+        if (e_ != CUDNN_STATUS_SUCCESS) return tfc_err_dnn((m), (g), (i), (what), e_, #call); \
+    } while (0)
+#define TFC_BLAS(m, g, i, what, call)                                                     \
+    do {                                                                                  \
+        cublasStatus_t e_ = (call);                                                       \
+        if (e_ != CUBLAS_STATUS_SUCCESS) return tfc_err_blas((m), (g), (i), (what), e_, #call); \
+    } while (0)
+
+/* cudaMalloc with an out-of-memory message naming the buffer, its size and the device's free memory. */
+kh_status tfc_malloc(tf_model *m, void **p, size_t bytes, const char *what);
+void tfc_free_dev(void *p);
+
+/* --- per-op launches (tf_cuda_ops.c) ------------------------------------------------------------------------ */
+/* At compile: check the op has a launch, create cuDNN state and choose algorithms (convolutions), and grow
+ * the shared workspace and filter scratch needs (m->cuda->ws_bytes, wt_floats). */
+kh_status tfc_prepare_node(tf_model *m, int f, int32_t i);
+void tfc_release_node(tf_model *m, int f, int32_t i);
+/* Enqueue node i of function f for a batch of n. */
+kh_status tfc_launch(tf_model *m, int f, int32_t i, int64_t n, double lr, uint64_t counter);
+
+#endif

@@ -1,0 +1,18 @@
+/* tests/tensorflow_gpu/tf_gpu_testlib.h — load the tensorflow plugin as the host does (dlopen of
+ * $KHOST_BUILD/plugins/tensorflow.so) and open sessions on it; the model helpers of tests/cntk (ct_compile,
+ * ct_init_weights, ct_tensor...) work on any backend through the same ct_backend. */
+#ifndef KHOST_TESTS_TF_GPU_TESTLIB_H
+#define KHOST_TESTS_TF_GPU_TESTLIB_H
+
+#include "../cntk/cntk_testlib.h"
+
+/* Load the module (skips, exit 77, when it is missing); no session. */
+void tfg_load_module(ct_backend *b);
+/* Open a cpu session with `threads` threads: NULL with the error printed on failure. */
+kh_bsession *tfg_open_cpu(ct_backend *b, int threads);
+/* Open cuda:$TF_TEST_DEVICE (default 0). Skips (77) when the plugin reports the CUDA kind unavailable; a
+ * failure to open an available device is a test failure (exit 1). */
+kh_bsession *tfg_open_cuda(ct_backend *b);
+void tfg_unload(ct_backend *b);
+
+#endif
