@@ -297,6 +297,7 @@ static void fill_environment(cell *c) {
     snprintf(path, sizeof path, "%s/%s", o->data_dir, c->info->dataset);
     snprintf(buf, sizeof buf, "%lld", (long long)kh_env_tree_bytes(path));
     kh_record_set_env(r, "dataset_bytes", buf);
+    kh_env_add_slurm(r);
 }
 
 /* The record so far, as status "running"; a failure to write it is only warned about here (the final write

@@ -3,10 +3,13 @@
 #include "env.h"
 
 #include <ftw.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+
+#include "results.h"
 
 void kh_env_cpu_model(char *buf, size_t n) {
     snprintf(buf, n, "unknown");
@@ -52,4 +55,15 @@ double kh_now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+void kh_env_add_slurm(kh_cell_record *r) {
+    static const char *const vars[4][2] = {{"SLURM_JOB_ID", "slurm_job_id"},
+                                           {"SLURM_ARRAY_JOB_ID", "slurm_array_job_id"},
+                                           {"SLURM_ARRAY_TASK_ID", "slurm_array_task_id"},
+                                           {"SLURMD_NODENAME", "slurm_node"}};
+    for (int i = 0; i < 4; i++) {
+        const char *v = getenv(vars[i][0]);
+        if (v && *v) kh_record_set_env(r, vars[i][1], v);
+    }
 }

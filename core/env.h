@@ -13,4 +13,8 @@ int64_t kh_env_tree_bytes(const char *path);
 void kh_env_now_iso(char *buf, size_t n);
 /* Monotonic seconds. */
 double kh_now(void);
+/* Inside a Slurm job: its job id, array job and task ids and node name into the record's environment
+ * (slurm_job_id, slurm_array_job_id, slurm_array_task_id, slurm_node); nothing outside one. */
+struct kh_cell_record;
+void kh_env_add_slurm(struct kh_cell_record *r);
 #endif

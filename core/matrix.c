@@ -46,6 +46,7 @@
 #include "git_rev.h"
 #include "host_api.h"
 #include "results.h"
+#include "slurm.h"
 
 #ifndef KHOST_VERSION
 #define KHOST_VERSION "unknown"
@@ -232,6 +233,7 @@ static void mx_usage(FILE *f) {
             "  --timeout S     per cell; 0 = none (default 21600, six hours)\n"
             "  --resume        skip cells already recorded as ok or unsupported; rerun the others\n"
             "  --quiet         print only failed cells and the summary\n"
+            "  --slurm ...     submit the cells as a Slurm job array instead (khost matrix --slurm --help)\n"
             "Exit status: 0 when every cell ended ok or unsupported, 1 otherwise.\n");
 }
 
@@ -514,6 +516,7 @@ static void mx_fill_record(kh_cell_record *r, const mx_cell *c, const char *stat
             kh_record_set_env(r, "hostname", buf);
         }
         kh_record_set_env(r, "started_at", c->started_at);
+        kh_env_add_slurm(r);
     }
     kh_env_now_iso(buf, sizeof buf);
     kh_record_set_env(r, "finished_at", buf);
@@ -619,6 +622,7 @@ static void mx_env_free(char **e, const char *conf_path) {
 
 // --- the command ----------------------------------------------------------------------------------------
 int kh_cmd_matrix(kh_host *h, int argc, char **argv) {
+    if (kh_slurm_wanted(argc, argv)) return kh_cmd_matrix_slurm(h, argc, argv);
     mx_opts o;
     int prc = mx_parse(argc, argv, &o);
     if (prc) return prc > 0 ? KH_EXIT_OK : KH_EXIT_USAGE;
@@ -765,5 +769,59 @@ done:
     free(plugins);
     free(tasks);
     free(devs);
+    return rc;
+}
+
+// --- one cell's record, for the Slurm array task (slurm_cell.c) ----------------------------------------
+static void mx_from_ref(const kh_matrix_cell_ref *ref, mx_mod *p, mx_mod *t, mx_opts *o, mx_cell *c) {
+    *p = (mx_mod){0, ref->plugin, ref->plugin->desc->name, ref->plugin->desc->name};
+    *t = (mx_mod){0, ref->task, ref->task->desc->name, ref->task->desc->name};
+    memset(o, 0, sizeof *o);
+    o->epochs = ref->epochs;
+    o->batch_size = ref->batch_size;
+    o->seed = ref->seed;
+    o->timeout_s = ref->timeout_s;
+    const kh_task_info *info = ref->task->task && ref->task->task->info ? ref->task->task->info() : NULL;
+    *c = (mx_cell){p, t, ref->dev, info, ref->out_dir, o, ref->reg_seed, {0}};
+    snprintf(c->started_at, sizeof c->started_at, "%s", ref->started_at);
+}
+
+void kh_matrix_settle(const kh_matrix_cell_ref *ref, const kh_child_result *res, kh_cell_record *r) {
+    mx_mod p, t;
+    mx_opts o;
+    mx_cell c;
+    mx_from_ref(ref, &p, &t, &o, &c);
+    char json[4200], log[4200];
+    kh_record_path(json, sizeof json, ref->out_dir, t.name, p.name, ref->dev->id, "json");
+    kh_record_path(log, sizeof log, ref->out_dir, t.name, p.name, ref->dev->id, "log");
+    mx_settle(&c, res, json, log, r);
+}
+
+void kh_matrix_fill(const kh_matrix_cell_ref *ref, kh_cell_record *r, const char *status, const char *reason,
+                    int fresh) {
+    mx_mod p, t;
+    mx_opts o;
+    mx_cell c;
+    mx_from_ref(ref, &p, &t, &o, &c);
+    char log[4200];
+    kh_record_path(log, sizeof log, ref->out_dir, t.name, p.name, ref->dev->id, "log");
+    mx_fill_record(r, &c, status, reason, log, fresh);
+}
+
+int kh_matrix_pick_modules(kh_host *h, int kind, const char *list, kh_matrix_pick **out, int *n) {
+    mx_mod *v = NULL;
+    *out = NULL;
+    *n = 0;
+    int rc = mx_modules(h, kind, list, &v, n);
+    if (rc == KH_EXIT_OK && *n > 0) {
+        if (!(*out = calloc((size_t)*n, sizeof **out))) {
+            kh_logf(KH_LOG_ERROR, "matrix: out of memory");
+            rc = KH_EXIT_IO;
+        } else {
+            for (int i = 0; i < *n; i++) (*out)[i] = (kh_matrix_pick){v[i].name, v[i].arg};
+        }
+    }
+    free(v);
+    if (rc != KH_EXIT_OK) *n = 0;
     return rc;
 }

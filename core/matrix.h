@@ -4,6 +4,7 @@
 #define KHOST_CORE_MATRIX_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 typedef enum kh_child_outcome {
     KH_CHILD_EXITED = 0,      /* code = exit status */
@@ -33,4 +34,30 @@ int kh_child_run(char *const argv[], char *const envp[], const char *log_path, d
  * kh_matrix_interrupted() says whether one arrived since installation. */
 void kh_matrix_signals(int on);
 int kh_matrix_interrupted(void);
+
+/* One cell as the Slurm array task runs it (slurm_cell.c): the matrix's own record rules, one cell. */
+struct kh_host;
+struct kh_module;
+struct kh_cell_record;
+typedef struct kh_matrix_cell_ref {
+    struct kh_module *plugin, *task;
+    const struct kh_device *dev;
+    const char *out_dir;
+    const char *epochs, *batch_size, *seed; /* as given to the matrix; NULL: the task's / the registry's */
+    double timeout_s;
+    uint64_t reg_seed;
+    char started_at[32];
+} kh_matrix_cell_ref;
+/* The cell's record after its child ended, exactly as `khost matrix` settles it (written to disk). */
+void kh_matrix_settle(const kh_matrix_cell_ref *c, const kh_child_result *res, struct kh_cell_record *r);
+/* Fill what the matrix knows of a cell into r (fresh: also versions, device, hostname, settings). */
+void kh_matrix_fill(const kh_matrix_cell_ref *c, struct kh_cell_record *r, const char *status, const char *reason,
+                    int fresh);
+
+/* The modules a --plugins/--tasks list selects, sorted by name: the name records use and the argument a
+ * child gets. Pointers stay valid while the host is open. Returns a KH_EXIT_ code (errors logged). */
+typedef struct kh_matrix_pick {
+    const char *name, *arg;
+} kh_matrix_pick;
+int kh_matrix_pick_modules(struct kh_host *h, int kind, const char *list, kh_matrix_pick **out, int *n);
 #endif

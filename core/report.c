@@ -4,7 +4,9 @@
  * by task and prints, per task, the accuracy table (the record's metric: val_acc, or loss for text generation) and
  * the time-per-epoch table (mean over all epochs, the seed's definition) as markdown, backends as rows and
  * devices as columns. A time cell is "245.5 (2.6x)", the factor to the fastest finished cell of its column,
- * which is bold. Cells that did not finish show their status. Everything is sorted, so the output depends
+ * which is bold. Cells that did not finish show their status; cells of a Slurm array name their array task and
+ * node (the records' slurm_* environment), and a cell a Slurm plan under DIR/slurm/ lists without a record
+ * shows "missing". Everything is sorted, so the output depends
  * only on the records (the tests compare it byte for byte).
  * Exit status: 0; KH_EXIT_USAGE for a bad command line; KH_EXIT_IO when DIR cannot be read, holds no record,
  * a file had to be skipped (malformed: named on stderr, the rest is still reported) or the SVG cannot be
@@ -24,6 +26,7 @@
 #include "commands.h"
 #include "exitcodes.h"
 #include "host_api.h"
+#include "slurm.h"
 
 // --- helpers shared with the chart ----------------------------------------------------------------------
 void kh_report_fmt_seconds(double s, char *buf, size_t n) {
@@ -150,6 +153,69 @@ static int read_folder(reader *rd, const char *dir) {
     return rc;
 }
 
+/* Cells a Slurm plan under DIR/slurm/ lists that have no record: shown as "missing" rather than left out,
+ * whether the array is still queued or its collector never ran. Returns -1 when out of memory. */
+static int read_slurm_plans(reader *rd, const char *dir) {
+    char sdir[4096];
+    if ((size_t)snprintf(sdir, sizeof sdir, "%s/slurm", dir) >= sizeof sdir) return 0;
+    names plans = {0};
+    if (list_dir(sdir, 1, &plans) != 0) {
+        names_free(&plans);
+        return errno == ENOMEM ? -1 : 0;
+    }
+    int rc = 0;
+    for (int i = 0; i < plans.n && rc == 0; i++) {
+        char path[4200], jpath[4200], err[4400], job[64] = "";
+        snprintf(path, sizeof path, "%s/%s/cells", sdir, plans.v[i]);
+        snprintf(jpath, sizeof jpath, "%s/%s/job", sdir, plans.v[i]);
+        kh_slurm_plan p;
+        if (kh_slurm_plan_read(path, &p, err, sizeof err) != 0) continue; /* written but never submitted */
+        FILE *jf = fopen(jpath, "r");
+        if (jf) {
+            if (!fgets(job, sizeof job, jf)) job[0] = 0;
+            job[strspn(job, "0123456789")] = 0;
+            fclose(jf);
+        }
+        for (int k = 0; k < p.n && rc == 0; k++) {
+            const kh_slurm_cell *c = &p.cells[k];
+            int have = 0;
+            for (int j = 0; j < rd->n && !have; j++)
+                have = !strcmp(rd->recs[j].task, c->task) && !strcmp(rd->recs[j].plugin, c->plugin) &&
+                       !strcmp(rd->recs[j].device, c->device);
+            if (have) continue;
+            if (rd->n == rd->cap) {
+                int cap = rd->cap ? rd->cap * 2 : 32;
+                kh_cell_record *nv = realloc(rd->recs, (size_t)cap * sizeof *nv);
+                if (!nv) {
+                    rc = -1;
+                    break;
+                }
+                rd->recs = nv;
+                rd->cap = cap;
+            }
+            kh_cell_record *r = &rd->recs[rd->n++];
+            kh_record_init(r);
+            snprintf(r->plugin, sizeof r->plugin, "%s", c->plugin);
+            snprintf(r->task, sizeof r->task, "%s", c->task);
+            snprintf(r->device, sizeof r->device, "%s", c->device);
+            snprintf(r->status, sizeof r->status, "missing");
+            char idx[16];
+            snprintf(idx, sizeof idx, "%d", k);
+            if (job[0]) {
+                kh_record_set_env(r, "slurm_array_job_id", job);
+                kh_record_set_env(r, "slurm_array_task_id", idx);
+            }
+            snprintf(r->reason, sizeof r->reason,
+                     "submitted to Slurm as array task %s_%d, no record yet: still queued or running, or its "
+                     "collector did not run (khost matrix --slurm-collect %s --slurm-plan %s)",
+                     job[0] ? job : "?", k, job[0] ? job : "JOB", path);
+        }
+        kh_slurm_plan_free(&p);
+    }
+    names_free(&plans);
+    return rc;
+}
+
 // --- grouping -------------------------------------------------------------------------------------------
 static int cmp_rec(const void *a, const void *b) {
     const kh_cell_record *x = a, *y = b;
@@ -259,6 +325,22 @@ static void print_header_row(FILE *f, const kh_report_task *t) {
 /* What a cell that did not finish shows: its status ("crashed", "timeout", "unsupported"). */
 static const char *unfinished(const kh_cell_record *r) { return r ? r->status : ""; }
 
+/* Cells a Slurm array ran (or recorded): which array task, on which node. Nothing for local results. */
+static void print_slurm(FILE *f, const kh_report_task *t) {
+    int any = 0;
+    for (int p = 0; p < t->np; p++)
+        for (int d = 0; d < t->nd; d++) {
+            const kh_cell_record *r = t->cells[p * t->nd + d];
+            const char *aj = r ? kh_record_get_env(r, "slurm_array_job_id") : NULL;
+            if (!aj || !*aj) continue;
+            const char *at = kh_record_get_env(r, "slurm_array_task_id"), *node = kh_record_get_env(r, "slurm_node");
+            fprintf(f, "%s %s on %s = %s_%s%s%s", any ? ";" : "Slurm array tasks:", t->plugins[p], t->devices[d], aj,
+                    at ? at : "?", node && *node ? " on " : "", node && *node ? node : "");
+            any = 1;
+        }
+    if (any) fprintf(f, ".\n\n");
+}
+
 static void print_task(FILE *f, const kh_report_task *t) {
     fprintf(f, "## %s\n\n", t->name);
 
@@ -294,6 +376,7 @@ static void print_task(FILE *f, const kh_report_task *t) {
         if (!strcmp(t->devices[d], "cpu") && threads) fprintf(f, " (%s threads)", threads);
     }
     fprintf(f, ".\n\n");
+    print_slurm(f, t);
 
     const char *metric = NULL;
     for (int i = 0; i < t->np * t->nd && !metric; i++)
@@ -472,6 +555,7 @@ int kh_cmd_report(int argc, char **argv) {
         oom = read_folder(&rd, path) != 0;
     }
     names_free(&sub);
+    if (!oom) oom = read_slurm_plans(&rd, dir) != 0;
     kh_report rep;
     if (oom || report_build(&rep, rd.recs, rd.n) != 0) {
         fprintf(stderr, "khost: report: %s: out of memory\n", dir);

@@ -6,6 +6,7 @@
  * {
  *   "khost_record": 1, "plugin": "cntk", "task": "mnist_mlp", "device": "cpu",
  *   "status": "ok" | "diverged" | "unsupported" | "error" | "data" | "crashed" | "timeout",
+ *             from a Slurm array also "cancelled" | "preempted" | "node_fail" | "oom" | "killed" | "missing",
  *   "reason": "" | "unsupported: conv2d padding=same" | "signal 11 (Segmentation fault)" | ...,
  *   "epochs_requested": 20, "batch_size": 128, "seed": 1, "train_samples": 60000, "val_samples": 10000,
  *   "metric": "val_acc", "metric_value": 0.981,         (the task's table metric, last epoch)
@@ -17,7 +18,9 @@
  *   "environment": { "khost_version", "git_rev", "plugin_version", "task_version", "device_name",
  *                    "device_pci_bus_id", "compute_capability", "device_memory_bytes", "driver_version",
  *                    "backend_env" (the plugin's key=value string), "cpu_model", "cpu_threads",
- *                    "hostname", "dataset", "data_dir", "dataset_bytes", "started_at", "finished_at" }
+ *                    "hostname", "dataset", "data_dir", "dataset_bytes", "started_at", "finished_at",
+ *                    inside a Slurm job: "slurm_job_id", "slurm_array_job_id", "slurm_array_task_id",
+ *                    "slurm_node" }
  * }
  */
 #ifndef KHOST_CORE_RESULTS_H

@@ -4,9 +4,11 @@
  * Strides are supported (the rows of a patch follow the output pixel's stride).
  * NHWC with an HWIO kernel makes im2col simple: a patch row is KH*KW runs of C contiguous floats, and the
  * kernel [KH, KW, C, F] is already the (K, F) matrix of the GEMM, so y (P, F) = patches (P, K) x W (K, F)
- * lands directly in NHWC. Work is split over samples; each thread builds one sample's patches in its own
- * scratch (sized at compile time), so nothing is allocated during a step. The filter gradient sums per-part
- * partials in part order, so the result does not depend on which thread ran which part.
+ * lands directly in NHWC — for several consecutive samples at once, whose outputs are consecutive rows: one
+ * GEMM per block of samples (about TF_CONV_BLOCK_FLOATS of patches) packs the kernel once per block instead of
+ * once per sample. Work is split over blocks; each thread builds a block's patches in its own scratch (sized
+ * at compile time), so nothing is allocated during a step. The filter gradient sums per-part partials in part
+ * order, so the result does not depend on which thread ran which part.
  */
 #include <string.h>
 
@@ -14,12 +16,17 @@
 #include "tf.h"
 #include "tf_ops_cpu.h"
 
+/* Patches per GEMM: ~2 MiB of floats per thread keeps a block in L2/L3 while making the GEMM tall. */
+#define TF_CONV_BLOCK_FLOATS ((int64_t)1 << 19)
+
+static int64_t block_samples(int64_t pk) { return pk >= TF_CONV_BLOCK_FLOATS ? 1 : TF_CONV_BLOCK_FLOATS / pk; }
+
 typedef struct conv {
     tf_run *r;
     kh_ref_conv2d_dims d;
     const float *x, *w, *dy;
     float *y;
-    int64_t P, K, chunk;
+    int64_t P, K, chunk, S; /* S: samples per block */
     int32_t node;
 } conv;
 
@@ -32,6 +39,7 @@ static kh_status geometry(tf_run *r, int32_t i, int32_t xnode, int32_t wnode, co
     if (st != KH_OK) return tf_run_fail(r, i, st, "bad convolution geometry");
     c->P = c->d.OH * c->d.OW;
     c->K = c->d.KH * c->d.KW * c->d.C;
+    c->S = block_samples(c->P * c->K);
     c->r = r;
     return KH_OK;
 }
@@ -46,9 +54,14 @@ static void im2col(const kh_ref_conv2d_dims *d, const float *x, float *col) {
                 int64_t ih = oh * d->SH + kh - d->pad_top;
                 for (int64_t kw = 0; kw < d->KW; kw++) {
                     int64_t iw = ow * d->SW + kw - d->pad_left;
-                    float *dst = row + (kh * d->KW + kw) * C;
-                    if (ih < 0 || ih >= d->H || iw < 0 || iw >= d->W) memset(dst, 0, (size_t)C * sizeof *dst);
-                    else memcpy(dst, x + (ih * d->W + iw) * C, (size_t)C * sizeof *dst);
+                    float *restrict dst = row + (kh * d->KW + kw) * C;
+                    /* runs of C floats (3 to 64 here): an inline loop, not a library call per run */
+                    if (ih < 0 || ih >= d->H || iw < 0 || iw >= d->W) {
+                        for (int64_t c = 0; c < C; c++) dst[c] = 0.0f;
+                    } else {
+                        const float *restrict src = x + (ih * d->W + iw) * C;
+                        for (int64_t c = 0; c < C; c++) dst[c] = src[c];
+                    }
                 }
             }
         }
@@ -76,21 +89,24 @@ static void col2im(const kh_ref_conv2d_dims *d, const float *col, float *dx) {
 
 static float *scratch(tf_run *r, int slot) { return r->m->im2col + (int64_t)slot * r->m->im2col_floats; }
 
-static void conv_fwd_range(void *v, int64_t s0, int64_t s1, int slot) {
+/* over blocks [b0, b1) of c->S samples */
+static void conv_fwd_range(void *v, int64_t b0, int64_t b1, int slot) {
     conv *c = v;
     const kh_ref_conv2d_dims *d = &c->d;
     float *col = scratch(c->r, slot);
-    for (int64_t s = s0; s < s1; s++) {
-        const float *xs = c->x + s * d->H * d->W * d->C;
-        float *ys = c->y + s * c->P * d->OC;
-        if (d->KH == 1 && d->KW == 1 && d->SH == 1 && d->SW == 1 && d->pad_top == 0 && d->pad_left == 0) {
-            tf_sgemm(0, 0, c->P, d->OC, c->K, 1.0f, xs, c->K, c->w, d->OC, 0.0f, ys, d->OC);
-            continue;
+    int direct = d->KH == 1 && d->KW == 1 && d->SH == 1 && d->SW == 1 && d->pad_top == 0 && d->pad_left == 0;
+    for (int64_t b = b0; b < b1; b++) {
+        int64_t s0 = b * c->S, ns = s0 + c->S < c->r->n ? c->S : c->r->n - s0;
+        const float *xs = c->x + s0 * d->H * d->W * d->C;
+        if (!direct) {
+            for (int64_t j = 0; j < ns; j++) im2col(d, xs + j * d->H * d->W * d->C, col + j * c->P * c->K);
+            xs = col;
         }
-        im2col(d, xs, col);
-        tf_sgemm(0, 0, c->P, d->OC, c->K, 1.0f, col, c->K, c->w, d->OC, 0.0f, ys, d->OC);
+        tf_sgemm(0, 0, ns * c->P, d->OC, c->K, 1.0f, xs, c->K, c->w, d->OC, 0.0f, c->y + s0 * c->P * d->OC, d->OC);
     }
 }
+
+static int64_t n_blocks(const conv *c) { return (c->r->n + c->S - 1) / c->S; }
 
 static kh_status k_conv2d(tf_run *r, int32_t i) {
     const int32_t *in = kh_graph_inputs(r->f->g, i);
@@ -100,20 +116,20 @@ static kh_status k_conv2d(tf_run *r, int32_t i) {
     c.x = tf_in(r, i, 0);
     c.w = tf_in(r, i, 1);
     c.y = tf_out(r, i);
-    tf_parallel_for(r->m->s->pool, r->n, 1, r->m->s->set.intra_op, conv_fwd_range, &c);
+    tf_parallel_for(r->m->s->pool, n_blocks(&c), 1, r->m->s->set.intra_op, conv_fwd_range, &c);
     return KH_OK;
 }
 
-static void conv_bwd_input_range(void *v, int64_t s0, int64_t s1, int slot) {
+static void conv_bwd_input_range(void *v, int64_t b0, int64_t b1, int slot) {
     conv *c = v;
     const kh_ref_conv2d_dims *d = &c->d;
     float *col = scratch(c->r, slot);
-    for (int64_t s = s0; s < s1; s++) {
-        const float *dys = c->dy + s * c->P * d->OC;
-        float *dxs = c->y + s * d->H * d->W * d->C;
-        memset(dxs, 0, (size_t)(d->H * d->W * d->C) * sizeof *dxs);
-        tf_sgemm(0, 1, c->P, c->K, d->OC, 1.0f, dys, d->OC, c->w, d->OC, 0.0f, col, c->K);
-        col2im(d, col, dxs);
+    int64_t hwc = d->H * d->W * d->C;
+    for (int64_t b = b0; b < b1; b++) {
+        int64_t s0 = b * c->S, ns = s0 + c->S < c->r->n ? c->S : c->r->n - s0;
+        tf_sgemm(0, 1, ns * c->P, c->K, d->OC, 1.0f, c->dy + s0 * c->P * d->OC, d->OC, c->w, d->OC, 0.0f, col, c->K);
+        memset(c->y + s0 * hwc, 0, (size_t)(ns * hwc) * sizeof *c->y);
+        for (int64_t j = 0; j < ns; j++) col2im(d, col + j * c->P * c->K, c->y + (s0 + j) * hwc);
     }
 }
 
@@ -126,7 +142,7 @@ static kh_status k_conv2d_backprop_input(tf_run *r, int32_t i) {
     c.w = tf_in(r, i, 0);
     c.dy = tf_in(r, i, 1);
     c.y = tf_out(r, i);
-    tf_parallel_for(r->m->s->pool, r->n, 1, r->m->s->set.intra_op, conv_bwd_input_range, &c);
+    tf_parallel_for(r->m->s->pool, n_blocks(&c), 1, r->m->s->set.intra_op, conv_bwd_input_range, &c);
     return KH_OK;
 }
 
@@ -139,11 +155,10 @@ static void conv_bwd_filter_range(void *v, int64_t p0, int64_t p1, int slot) {
     float *part = c->r->f->partials[c->node] + p * c->K * c->d.OC;
     memset(part, 0, (size_t)(c->K * d->OC) * sizeof *part);
     int64_t s1 = (p + 1) * c->chunk < c->r->n ? (p + 1) * c->chunk : c->r->n;
-    for (int64_t s = p * c->chunk; s < s1; s++) {
-        const float *xs = c->x + s * d->H * d->W * d->C;
-        const float *dys = c->dy + s * c->P * d->OC;
-        im2col(d, xs, col);
-        tf_sgemm(1, 0, c->K, d->OC, c->P, 1.0f, col, c->K, dys, d->OC, 1.0f, part, d->OC);
+    for (int64_t s = p * c->chunk; s < s1; s += c->S) {
+        int64_t ns = s + c->S < s1 ? c->S : s1 - s;
+        for (int64_t j = 0; j < ns; j++) im2col(d, c->x + (s + j) * d->H * d->W * d->C, col + j * c->P * c->K);
+        tf_sgemm(1, 0, c->K, d->OC, ns * c->P, 1.0f, col, c->K, c->dy + s * c->P * d->OC, d->OC, 1.0f, part, d->OC);
     }
     }
 }
@@ -296,8 +311,8 @@ void tf_cpu_scratch_needs(const kh_graph *g, int64_t *im2col_floats) {
         if ((op != KH_GOP_CONV2D && op != KH_GOP_CONV2D_BACKPROP_INPUT && op != KH_GOP_CONV2D_BACKPROP_FILTER) ||
             !conv_geom(g, i, &d))
             continue;
-        int64_t pk = d.OH * d.OW * d.KH * d.KW * d.C;
-        if (pk > *im2col_floats) *im2col_floats = pk;
+        int64_t pk = d.OH * d.OW * d.KH * d.KW * d.C, need = pk * block_samples(pk);
+        if (need > *im2col_floats) *im2col_floats = need;
     }
 }
 

@@ -12,9 +12,9 @@ echo "$out"
 [ $rc -eq 0 ] || { echo "FAIL: verify exit $rc"; exit 1; }
 summary=$(echo "$out" | grep '^summary:')
 # every task must have been checked (none skipped), and nothing may fail
-echo "$summary" | grep -q ' 0 failed' || { echo "FAIL: $summary"; exit 1; }
-echo "$summary" | grep -q ' 0 skipped' || { echo "FAIL: tasks skipped: $summary"; exit 1; }
+grep -q ' 0 failed' <<<"$summary" || { echo "FAIL: $summary"; exit 1; }
+grep -q ' 0 skipped' <<<"$summary" || { echo "FAIL: tasks skipped: $summary"; exit 1; }
 for t in mnist_mlp mnist_cnn cifar10_cnn imdb_bidirectional_lstm imdb_fasttext lstm_text_generation; do
-  echo "$out" | grep -q "^$t: batch" || { echo "FAIL: task $t not verified"; exit 1; }
+  grep -q "^$t: batch" <<<"$out" || { echo "FAIL: task $t not verified"; exit 1; }
 done
 echo "test_${plugin}_verify: 1 passed, 0 failed"
