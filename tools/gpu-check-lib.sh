@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # tools/gpu-check-lib.sh — sourced by tools/gpu-check.sh (not run by itself): the prerequisite check that
 # runs before anything else, the time box of the whole run, and a summary that is on disk at every moment.
 #
