@@ -316,7 +316,9 @@ for p in $gpu_plugins; do
             timeout "$to" "$khost" "${args[@]}" >"$tmp" 2>&1
             vrc=$?
             { echo "== khost ${args[*]} (rc $vrc)"; cat "$tmp"; } >>"$out/verify.log"
-            verify_line="verify $p cuda:0: $(grep -E '^summary:' "$tmp" | tail -1) (rc $vrc)"
+            vsum=$(grep -E '^summary:' "$tmp" | tail -1)
+            [[ -n $vsum ]] || vsum=$(grep -v '^ *$' "$tmp" | tail -1) # refused before comparing: its reason
+            verify_line="verify $p cuda:0: $vsum (rc $vrc)"
             ((vrc != 0)) && failed=1
             fails=$(grep -E ' FAIL$' "$tmp" | head -6)
             [[ -n $fails ]] && verify_line="$verify_line"$'\n'"$(sed 's/^/  /' <<<"$fails")"
@@ -360,6 +362,10 @@ for p in $mx_plugins; do
         --limit-train "$plt" --limit-val "$plv" --timeout "$pct" --out "$results" >>"$out/matrix.log" 2>&1
     mrc=$?
     ((have_gpu && mrc != 0)) && failed=1
+    # on the GPU every cell must train: "unsupported" there means the GPU path is not usable
+    if ((have_gpu)) && ! tail -1 "$out/matrix.log" | grep -qE '^matrix: ([0-9]+) of \1 cell\(s\) done: \1 ok'; then
+        failed=1
+    fi
     sum "matrix $p (6 tasks x $mx_devices, 2 epochs, <= $plt train / $plv val samples): rc $mrc$( ((mrc == 124)) && echo ' (time box)')"
     while IFS= read -r l; do sum "  $l"; done < <(grep -E "^\[[0-9]+/[0-9]+\] $p x |^matrix: [0-9]+ of" "$out/matrix.log" |
         grep -v ' \.\.\.$' | sed -E 's/^\[[0-9]+\/[0-9]+\] //; s/ log: .*//' | tail -7)
