@@ -6,9 +6,13 @@
 
 #include "khost/kit.h"
 
+void kh_caps_unavailable_reason(const kh_caps *c, char *why, size_t n) {
+    snprintf(why, n, "device kind not available: %s", c->note[0] ? c->note : "no reason given");
+}
+
 int kh_caps_check(const kh_caps *c, const kh_model_spec *spec, char *why, size_t n) {
     if (!c->available) {
-        snprintf(why, n, "device kind not available: %s", c->note[0] ? c->note : "no reason given");
+        kh_caps_unavailable_reason(c, why, n);
         return -1;
     }
     for (int i = 0; i < spec->n_layers; i++) {

@@ -353,6 +353,14 @@ static int run(cell *c) {
     c->caps.struct_size = sizeof c->caps;
     if (c->b->get_caps(o->dev->kind, &c->caps) != KH_OK)
         return fail(c, "error", KH_EXIT_MODULE, "get_caps failed");
+    /* an unavailable device kind (no BLAS, no driver) is known before any data set is read */
+    char why[256];
+    if (!c->caps.available) {
+        kh_caps_unavailable_reason(&c->caps, why, sizeof why);
+        snprintf(rec->status, sizeof rec->status, "unsupported");
+        snprintf(rec->reason, sizeof rec->reason, "unsupported: %s", why);
+        return KH_EXIT_UNSUPPORTED;
+    }
 
     kh_load_opts lo = {.struct_size = sizeof lo, .data_dir = o->data_dir, .limit_train = o->limit_train,
                        .limit_val = o->limit_val, .seed = o->seed};
@@ -368,7 +376,6 @@ static int run(cell *c) {
         return fail(c, "error", KH_EXIT_DATA, "task model spec: %s", c->t->last_error(c->data));
     if (kh_spec_infer(&c->spec, &c->shapes, err, sizeof err) != KH_OK)
         return fail(c, "error", KH_EXIT_DATA, "task model spec: %s", err);
-    char why[256];
     if (kh_caps_check(&c->caps, &c->spec, why, sizeof why) != 0) {
         snprintf(rec->status, sizeof rec->status, "unsupported");
         snprintf(rec->reason, sizeof rec->reason, "%s", why);
@@ -439,6 +446,17 @@ static int run(cell *c) {
             kh_logf(KH_LOG_WARN, "%s: after-training step failed: %s", o->task->desc->name, c->t->last_error(c->data));
     }
     return KH_EXIT_OK;
+}
+
+int kh_cell_device_unavailable(const kh_backend_api *b, uint32_t device_kind, char *why, size_t n) {
+    kh_caps caps;
+    memset(&caps, 0, sizeof caps);
+    caps.struct_size = sizeof caps;
+    if (!b || !b->get_caps || b->get_caps(device_kind, &caps) != KH_OK || caps.available) return 0;
+    char r[200];
+    kh_caps_unavailable_reason(&caps, r, sizeof r);
+    snprintf(why, n, "unsupported: %s", r);
+    return 1;
 }
 
 int kh_cell_run(const kh_cell_opts *o, kh_cell_record *rec) {

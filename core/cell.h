@@ -31,6 +31,10 @@ typedef struct kh_cell_opts {
  * every failure after the modules are known becomes rec->status. */
 int kh_cell_run(const kh_cell_opts *o, kh_cell_record *rec);
 
+/* 1 when backend b reports device_kind unavailable (why: "unsupported: device kind not available: ..."),
+ * else 0: asked before a cell is scheduled or its data loaded, so a cell that cannot run costs nothing. */
+int kh_cell_device_unavailable(const kh_backend_api *b, uint32_t device_kind, char *why, size_t n);
+
 /* Weights for a compiled model from the run's seed (Keras initialisers, canonical layouts). */
 int kh_cell_init_weights(const kh_backend_api *b, kh_bsession *s, kh_bmodel *m, const kh_model_spec *spec,
                          uint64_t seed, char *err, size_t errlen);

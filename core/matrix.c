@@ -39,6 +39,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cell.h"
 #include "commands.h"
 #include "env.h"
 #include "exitcodes.h"
@@ -699,6 +700,17 @@ int kh_cmd_matrix(kh_host *h, int argc, char **argv) {
                 if (kh_mkdirs(dir) != 0)
                     kh_logf(KH_LOG_WARN, "matrix: %s: cannot create: %s", dir, strerror(errno));
 
+                if (kh_cell_device_unavailable(c.plugin->m->backend, c.dev->kind, err, sizeof err)) {
+                    kh_record_init(&r); /* not scheduled: the plugin cannot use this device kind */
+                    mx_fill_record(&r, &c, "unsupported", err, NULL, 1);
+                    if (kh_record_write(&r, out_dir, err, sizeof err) != 0)
+                        kh_logf(KH_LOG_ERROR, "matrix: cannot write the record of %s x %s x %s: %s", c.plugin->name,
+                                c.task->name, c.dev->id, err);
+                    n_done++, n_final++, n_by[1]++;
+                    mx_print_end(&c, idx, total, &r, -1, NULL);
+                    kh_record_free(&r);
+                    continue;
+                }
                 char *args[24];
                 int a = 0;
                 args[a++] = h->exe_path;

@@ -1,55 +1,84 @@
 #!/usr/bin/env bash
 # tools/gpu-check.sh [OUTDIR] — the one prepared command for a lent GPU machine (../shared/device/README.md).
 #
+#   0. checks its prerequisites first (cmake, a compiler, pkg-config, inih, libjpeg, zlib, libpng, cJSON from
+#      the carried .devdeps/ or the system, the data from the carried .cache/gpu-data/ or an installed data
+#      folder) and stops within seconds, naming what is missing and the command that prepares it
+#      (tools/gpu-check-lib.sh); OpenBLAS is optional (without it the cpu device kind is unavailable);
 #   1. finds the CUDA toolkit (nvcc), cuDNN and cuBLAS (the toolkit's, else NVIDIA's pip wheels under the
 #      Python's site-packages, else a file search) and says which it used;
-#   2. builds khost for sm_90 (+ compute_90 PTX; KHOST_CUDA_ARCHS to change) in build-gpucheck/, against the
-#      carried .devdeps/ prefix when present (inih, cJSON, libjpeg, zlib, libpng, pkgconf; see
-#      tools/make-devdeps-extra.sh), and installs the carried data (.cache/gpu-data) with tools/fetch-datasets;
-#   3. prints `khost --list-devices`, runs the GPU tests (ctest -L gpu, plus the CPU-side mapping/caps/layout tests
-#      of both GPU paths), `khost verify --plugin cntk --device cuda:0` and
-#      `khost verify --plugin tensorflow --device cuda:0 --task all`;
-#   4. runs a short matrix: cntk x the six tasks x cuda:0 and cpu, then tensorflow x the six tasks x cuda:0, 2
-#      epochs each on real data, training and validation sets cut to fit the time box
-#      (GPU_CHECK_LIMIT_TRAIN / GPU_CHECK_LIMIT_VAL; tensorflow: GPU_CHECK_TF_LIMIT_TRAIN / GPU_CHECK_TF_LIMIT_VAL);
-#   5. writes report.md, summary.txt, build.log, tests.log, verify.log, matrix.log and results.tar.gz (JSON/CSV
-#      records and per-cell logs) into OUTDIR (default $OUT, else out/gpu-check) — 7 files, within what the
-#      device tool brings back — and prints the compact summary last.
-# Time box: well under 8 minutes on the H200 (16 cores); each step has its own timeout and steps that would
-# start after GPU_CHECK_BUDGET seconds (default 420) are skipped and reported as such.
+#   2. installs the carried data (tools/fetch-datasets) and builds khost for sm_90 (+ compute_90 PTX;
+#      KHOST_CUDA_ARCHS to change) in build-gpucheck/, against .devdeps when present;
+#   3. prints `khost --list-devices`, runs the GPU tests (ctest -L gpu) and, separately, the CPU-side tests of
+#      the GPU paths (each ctest on its own: a failure in one never hides the other's results), then
+#      `khost verify --device cuda:0` for every plugin whose GPU path was built;
+#   4. runs a short matrix of those plugins x the six tasks on cuda:0 (2 epochs, sets cut to fit:
+#      GPU_CHECK_LIMIT_TRAIN / GPU_CHECK_LIMIT_VAL; tensorflow GPU_CHECK_TF_LIMIT_TRAIN / _VAL, smaller: its
+#      unrolled LSTMs launch thousands of kernels per batch), and the PyTorch reference on the same GPU for the
+#      same tasks and cntk's sizes (tools/reference/pytorch --device cuda:0; skipped where PyTorch has no CUDA);
+#   5. writes report.md, summary.txt, build.log, tests.log, verify.log, matrix.log, reference.log and
+#      results.tar.gz (JSON/CSV records of khost and the reference, per-cell logs) into OUTDIR (default $OUT,
+#      else out/gpu-check), and prints the compact summary last.
+# Time box: one GPU run is killed at 600 s. Every step gets at most the time left before GPU_CHECK_LIMIT
+# (default 560 s) minus a reserve for the summary, whatever its own timeout; a step with too little time left
+# is skipped and reported. summary.txt is rewritten after every step ("in progress" until the end), so a
+# run killed at any point still leaves what it found.
 #
-# Without a usable CUDA device (any CPU machine: the rehearsal) it still builds everything and runs the
-# CPU-side tests; the GPU tests report "skipped", verify on cuda:0 is skipped, and the matrix runs only tiny
-# cpu cells (256 samples, cntk and tensorflow) to prove the pipeline end to end. It then says "no CUDA device" and exits 0.
-# Exit status with a GPU: 0 when the build, every test, verify and every matrix cell succeeded; 1 otherwise.
+# Without a usable CUDA device (any CPU machine: the rehearsal, tools/gpu-rehearse) it still builds
+# everything and runs the CPU-side tests; the GPU tests report "skipped", verify and the GPU matrix are
+# skipped, and tiny cpu cells prove the pipeline end to end (recorded "unsupported" where the build has no
+# BLAS). It then says "no CUDA device" and exits 0.
+# Rehearse it on a CPU machine, as the GPU machine will see it (fresh copy, no system inih/libjpeg/OpenBLAS,
+# no data mirror):  tools/gpu-rehearse
+# Exit status with a GPU: 0 when the build, every test, verify and every matrix cell succeeded; 1 otherwise;
+# 2 when prerequisites are missing.
 # Environment: CUDNN_ROOT / CUBLAS_ROOT override the search; GPU_CHECK_BUILD the build folder;
-# GPU_CHECK_SYSTEM_DEPS=1 ignores .devdeps (GPU_CHECK_DEVDEPS: another prefix); KHOST_DATA the data folder (default <repo>/data).
+# GPU_CHECK_SYSTEM_DEPS=1 ignores .devdeps (GPU_CHECK_DEVDEPS: another prefix); KHOST_DATA the data folder
+# (default <repo>/data, or .cache/khost-data when that is a dangling link); GPU_CHECK_LIMIT the time box.
 set -uo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 out=${1:-${OUT:-$repo/out/gpu-check}}
 mkdir -p "$out" && out=$(cd "$out" && pwd) || { echo "gpu-check: cannot create $out" >&2; exit 2; }
 build=${GPU_CHECK_BUILD:-$repo/build-gpucheck}
-budget=${GPU_CHECK_BUDGET:-420}
-t_start=$(date +%s)
+# shellcheck source=tools/gpu-check-lib.sh
+source "$repo/tools/gpu-check-lib.sh"
 report=$out/report.md
 : >"$report"
-for f in summary.txt build.log tests.log verify.log matrix.log results.tar.gz; do rm -f "$out/$f"; done
-rm -f "$out/verify-tensorflow.log" # older runs (now appended to verify.log)
-summary=()
+for f in summary.txt build.log tests.log verify.log matrix.log reference.log results.tar.gz; do rm -f "$out/$f"; done
+gc_init "$out"
 failed=0
+have_gpu=0
 
-elapsed() { echo $(($(date +%s) - t_start)); }
 say() { echo "gpu-check: $*"; }
 rep() { printf '%s\n' "$*" >>"$report"; }
-sum() { summary+=("$*"); }
-# over_budget RESERVE — true when fewer than RESERVE seconds of the budget remain
-over_budget() { (($(elapsed) + $1 > budget)); }
+sum() { gc_sum "$@"; }
+# skipped STEP — the line for a step the time box did not allow; a failure where a GPU is there
+skipped() { sum "$1: SKIPPED (time box: $(gc_elapsed) s used of $gc_limit)"; ((have_gpu)) && failed=1; return 0; }
 
 rep "# khost GPU check"
 rep ""
 rep "- date: $(date -u '+%Y-%m-%d %H:%M:%S UTC'), host $(hostname 2>/dev/null || echo '?'), $(nproc) cores"
 rep "- revision: $(git -C "$repo" rev-parse --short=12 HEAD 2>/dev/null || echo unknown)$(git -C "$repo" status --porcelain 2>/dev/null | grep -q . && echo ' (+ uncommitted changes)')"
+
+# --- 0. prerequisites: seconds, before anything else ---------------------------------------------------------
+dd=${GPU_CHECK_DEVDEPS:-$repo/.devdeps}
+[[ -n ${GPU_CHECK_SYSTEM_DEPS:-} ]] && dd=/nonexistent/.devdeps
+data=${KHOST_DATA:-$repo/data}
+if [[ -L $data && ! -e $data ]]; then # a link to a folder that did not travel
+    data=$repo/.cache/khost-data
+fi
+if ! missing=$(gc_prereqs "$repo" "$dd" "$data"); then
+    sum "prerequisites MISSING — nothing was built:"
+    while IFS= read -r l; do sum "  $l"; done <<<"$missing"
+    gc_finish "FAILED: prerequisites missing (see above)"
+    rep ""
+    rep '```'
+    cat "$out/summary.txt" >>"$report"
+    rep '```'
+    cat "$out/summary.txt"
+    exit 2
+fi
 
 # --- 1. toolkit, cuDNN, cuBLAS ------------------------------------------------------------------------------
 gpu_line="none"
@@ -89,23 +118,29 @@ if [[ -z $cudnn_lib && -f /usr/include/cudnn.h ]] || [[ -z $cudnn_lib && -f /usr
         cudnn_lib=$l cudnn_from="the system"
 fi
 if [[ -z $cudnn_lib ]]; then
-    l=$(find / -name 'libcudnn.so*' -not -path '/proc/*' 2>/dev/null | head -1)
+    l=$(timeout 20 find / -name 'libcudnn.so*' -not -path '/proc/*' 2>/dev/null | head -1)
     [[ -n $l ]] && pick_cudnn "$(dirname "$(dirname "$l")")" "a file search"
 fi
 rep "- cuDNN: ${cudnn_lib:-not found}${cudnn_from:+ (from $cudnn_from; headers $cudnn_inc)}"
 
-cublas_root="" cublas_from="the CUDA toolkit"
+# cuBLAS: the toolkit's when one of its library folders has it (each folder tested on its own)
+cublas_root="" cublas_from="" cublas_dir=""
 if [[ -n ${CUBLAS_ROOT:-} ]]; then
-    cublas_root=$CUBLAS_ROOT cublas_from="CUBLAS_ROOT"
-elif [[ -z $cuda_root ]] || ! ls "$cuda_root"/lib64/libcublas.so* "$cuda_root"/lib/libcublas.so* >/dev/null 2>&1; then
+    cublas_root=$CUBLAS_ROOT cublas_from="CUBLAS_ROOT ($CUBLAS_ROOT)"
+elif [[ -n $cuda_root ]] && cublas_dir=$(gc_cublas_dir "$cuda_root"); then
+    cublas_from="the CUDA toolkit ($cublas_dir)"
+else
     l=$(find "${site:-/nonexistent}/nvidia/" -name 'libcublas.so.*' 2>/dev/null | head -1)
     if [[ -n $l ]]; then cublas_root=$(dirname "$(dirname "$l")") cublas_from="pip ($cublas_root)"; fi
 fi
-rep "- cuBLAS: from $cublas_from"
+rep "- cuBLAS: from ${cublas_from:-nowhere (not found)}"
+gc_head="gpu: $gpu_line; cuDNN ${cudnn_lib:-none} (${cudnn_from:-not found}); cuBLAS from ${cublas_from:-nowhere}"
+gc_write "in progress"
 
 ldp=""
 [[ -n $cudnn_lib ]] && ldp=$(dirname "$cudnn_lib")
 [[ -n $cublas_root ]] && ldp=$ldp:$cublas_root/lib
+[[ -n $cublas_dir ]] && ldp=$ldp:$cublas_dir
 [[ -n $cuda_root ]] && ldp=$ldp:$cuda_root/lib64
 
 # --- 2. dependencies, data, build -------------------------------------------------------------------------
@@ -119,8 +154,7 @@ else
 fi
 command -v ninja >/dev/null 2>&1 && cm_args+=(-G Ninja)
 deps="the system"
-dd=${GPU_CHECK_DEVDEPS:-$repo/.devdeps}
-if [[ -d $dd/usr && -z ${GPU_CHECK_SYSTEM_DEPS:-} ]]; then
+if [[ -d $dd/usr ]]; then
     dd=$(cd "$dd" && pwd)
     arch_lib=$dd/usr/lib/x86_64-linux-gnu
     deps=".devdeps (carried)"
@@ -130,6 +164,8 @@ if [[ -d $dd/usr && -z ${GPU_CHECK_SYSTEM_DEPS:-} ]]; then
     export PKG_CONFIG_LIBDIR=$arch_lib/pkgconfig:$dd/usr/share/pkgconfig:$dd/usr/lib/pkgconfig
     export PKG_CONFIG_PATH=$PKG_CONFIG_LIBDIR
     export PKG_CONFIG_ALLOW_SYSTEM_CFLAGS=1 PKG_CONFIG_ALLOW_SYSTEM_LIBS=1
+    # Debian's multiarch headers (jconfig.h beside jpeglib.h, ...) are found by the compiler only under /usr
+    export CPATH=$dd/usr/include/x86_64-linux-gnu${CPATH:+:$CPATH}
     ldp=$ldp:$arch_lib:$dd/usr/lib
     if ! command -v pkg-config >/dev/null 2>&1 && ! command -v pkgconf >/dev/null 2>&1 && [[ -x $dd/usr/bin/pkgconf ]]; then
         cm_args+=("-DPKG_CONFIG_EXECUTABLE=$dd/usr/bin/pkgconf")
@@ -138,180 +174,242 @@ if [[ -d $dd/usr && -z ${GPU_CHECK_SYSTEM_DEPS:-} ]]; then
 fi
 export LD_LIBRARY_PATH=${ldp#:}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 rep "- build dependencies: $deps"
+sum "prerequisites: ok (build dependencies from $deps)"
 
-data=${KHOST_DATA:-$repo/data}
 mirror=""
 for m in "$repo/.cache/gpu-data" "$repo/../shared/datasets"; do
     [[ -z $mirror && -f $m/SHA256SUMS ]] && mirror=$m
 done
 data_state="not installed"
-if [[ -n $mirror ]]; then
+to=$(gc_timeout 90)
+if [[ -n $mirror ]] && ((to > 0)); then
     say "installing data from $mirror into $data"
-    if KHOST_FETCH_OFFLINE=1 "$repo/tools/fetch-datasets" --mirror "$mirror" --data "$data" mnist cifar10 imdb nietzsche \
-        >>"$out/build.log" 2>&1; then
+    mkdir -p "$data"
+    if KHOST_FETCH_OFFLINE=1 timeout "$to" "$repo/tools/fetch-datasets" --mirror "$mirror" --data "$data" mnist cifar10 \
+        imdb nietzsche >>"$out/build.log" 2>&1; then
         data_state="from $mirror"
     else
         data_state="fetch-datasets FAILED (see build.log)"
+        failed=1
     fi
 elif [[ -d $data ]]; then
     data_state="already in $data"
 fi
 export KHOST_DATA=$data
 rep "- data: $data ($data_state)"
+sum "data: $data ($data_state, $(gc_elapsed) s)"
 
 t0=$(date +%s)
-say "configuring and building in $build ($(nproc) jobs)"
-{
-    echo "cmake ${cm_args[*]}"
-    timeout 180 cmake -S "$repo" -B "$build" "${cm_args[@]}" && timeout 300 cmake --build "$build" -j "$(nproc)"
-} >>"$out/build.log" 2>&1
-build_rc=$?
-build_s=$(($(date +%s) - t0))
-cuda_built=$(grep -o 'cntk: GPU path with[^,]*' "$out/build.log" | head -1)
-tf_built=$(grep -q 'tensorflow: GPU path with' "$out/build.log" && echo "tensorflow GPU path built" || echo "tensorflow GPU path NOT built")
 khost=$build/khost
+to_cfg=$(gc_timeout 120)
+build_rc=124
+if ((to_cfg > 0)); then
+    say "configuring and building in $build ($(nproc) jobs)"
+    {
+        echo "cmake ${cm_args[*]}"
+        timeout "$to_cfg" cmake -S "$repo" -B "$build" "${cm_args[@]}"
+    } >>"$out/build.log" 2>&1
+    build_rc=$?
+    to_bld=$(gc_timeout 330)
+    if ((build_rc == 0 && to_bld > 0)); then
+        timeout "$to_bld" cmake --build "$build" -j "$(nproc)" >>"$out/build.log" 2>&1
+        build_rc=$?
+    elif ((build_rc == 0)); then
+        build_rc=124
+    fi
+fi
+build_s=$(($(date +%s) - t0))
+# plugins whose GPU path was built ("<plugin>: GPU path with ..." at configure time)
+gpu_plugins=$(grep -oE '^-- [a-z_]+: GPU path with' "$out/build.log" | awk '{print $2}' | tr -d ':' | sort -u | tr '\n' ' ')
+gpu_plugins=${gpu_plugins% }
 if ((build_rc != 0)) || [[ ! -x $khost ]]; then
-    sum "build: FAILED after ${build_s} s (rc $build_rc) — see build.log:"
+    sum "build: FAILED after ${build_s} s (rc $build_rc$( ((build_rc == 124)) && echo ', time box')) — see build.log:"
     while IFS= read -r l; do sum "  $l"; done < <(grep -E 'error|Error|FATAL' "$out/build.log" | head -8)
     failed=1
 else
-    sum "build: ok in ${build_s} s, sm_${KHOST_CUDA_ARCHS:-90}; ${cuda_built:-GPU path NOT built (no CUDA toolkit/cuDNN)}; $tf_built"
+    sum "build: ok in ${build_s} s, sm_${KHOST_CUDA_ARCHS:-90}; GPU paths built: ${gpu_plugins:-none (no CUDA toolkit/cuDNN)}"
 fi
-rep "- build: rc $build_rc in ${build_s} s; ${cuda_built:-GPU path not built}; $tf_built"
+rep "- build: rc $build_rc in ${build_s} s; GPU paths: ${gpu_plugins:-none}"
 
 # --- 3. devices, tests, verify ----------------------------------------------------------------------------
-have_gpu=0
 devices="(khost not built)"
 if [[ -x $khost ]]; then
     devices=$("$khost" --list-devices 2>&1)
     grep -q '^cuda:0' <<<"$devices" && have_gpu=1
-    # the plugin must agree: its caps line for cuda
-    caps=$("$khost" --list 2>&1 | sed -n '/^  cntk /,/^  [a-z]/p' | grep -E '^ +cuda ' | head -1 | sed 's/^ *//')
-    tf_caps=$("$khost" --list 2>&1 | sed -n '/^  tensorflow /,/^  [a-z]/p' | grep -E '^ +cuda ' | head -1 | sed 's/^ *//')
     rep ""
     rep "## Devices"
     rep '```'
     rep "$devices"
-    rep "cntk: $caps"
-    rep "tensorflow: $tf_caps"
+    for p in $gpu_plugins; do # each plugin must agree: its caps line for cuda
+        rep "$p: $("$khost" --list 2>&1 | sed -n "/^  $p /,/^  [a-z]/p" | grep -E '^ +cuda ' | head -1 | sed 's/^ *//')"
+    done
     rep '```'
     echo "$devices"
 fi
 if ((have_gpu)); then
     sum "device: $(grep '^cuda:0' <<<"$devices" | head -1 | sed 's/  */ /g')"
+    [[ -n $gpu_plugins ]] || { sum "no plugin's GPU path was built (see build.log): nothing to test on the GPU"; failed=1; }
 else
     sum "device: no CUDA device — $(grep -o '(no CUDA device[^)]*)' <<<"$devices" | head -1)"
 fi
 
+# run_ctest NAME TIMEOUT ARGS... — one ctest invocation, appended to tests.log; its status alone
+run_ctest() {
+    local name=$1 to=$2 rc
+    shift 2
+    {
+        echo "== ctest $* ($name)"
+        (cd "$build" && timeout "$to" ctest "$@" --output-on-failure --timeout "$to")
+    } >>"$out/tests.log" 2>&1
+    rc=$?
+    echo "== rc $rc" >>"$out/tests.log"
+    return $rc
+}
+names() { grep -E "Test +#[0-9]+: .*$1" "$out/tests.log" | sed -E 's/.*: ([A-Za-z0-9_]+) .*/\1/' | sort -u | tr '\n' ' '; }
 tests_line="tests: skipped (no build)"
-if [[ -x $khost ]] && ! over_budget 60; then
-    cpu_side='test_cntk_rnnmap|test_cntk_gpu_caps|test_tf_cuda_plan|test_tf_cuda_geom|test_tf_gpu_caps'
-    say "ctest -L gpu (but verify); ctest -R '$cpu_side'"
-    # test_cntk_gpu_verify and test_tf_gpu_verify are khost verify, which step 3b runs itself (with its own log)
-    (cd "$build" && timeout 300 ctest -L gpu -E 'test_cntk_gpu_verify|test_tf_gpu_verify' --output-on-failure \
-        --timeout 240 && timeout 60 ctest -R "$cpu_side" --output-on-failure) >"$out/tests.log" 2>&1
-    trc=$?
-    names() { grep -E "Test +#[0-9]+: .*$1" "$out/tests.log" | sed -E 's/.*: ([A-Za-z0-9_]+) .*/\1/' | tr '\n' ' '; }
+if [[ -x $khost ]]; then
+    : >"$out/tests.log"
+    # the khost verify tests are step 3b (with their own log)
+    to=$(gc_timeout 240)
+    if ((to > 0)); then
+        say "ctest -L gpu (but the verify tests)"
+        run_ctest "GPU tests" "$to" -L gpu -E '_gpu_verify$' || failed=1
+    else
+        skipped "GPU tests (ctest -L gpu)"
+    fi
+    # the CPU-side tests of the GPU paths: weight mapping, caps without a device, the lazy GPU half, layouts
+    cpu_side='test_cntk_rnnmap|test_cntk_gpu_caps|test_cntk_cpu_maps|test_cntk_gpu_half_missing|test_tf_cuda_plan|test_tf_cuda_geom|test_tf_gpu_caps'
+    to=$(gc_timeout 60)
+    if ((to > 0)); then
+        say "ctest -R '$cpu_side'"
+        run_ctest "CPU-side tests of the GPU paths" "$to" -R "$cpu_side" || failed=1
+    else
+        skipped "CPU-side tests"
+    fi
     t_pass=$(names ' Passed') t_fail=$(names 'Failed|Timeout|Exception') t_skip=$(names 'Skipped|Not Run')
-    gpu_ok=$(grep -oE 'test_(cntk|tf)_gpu_ref' <<<"$t_pass" | tr '\n' ' ')
-    tests_line="tests (ctest -L gpu; rnnmap, gpu caps, tensorflow layout/geometry): passed: ${t_pass:-none}; failed: ${t_fail:-none}; skipped: ${t_skip:-none}"
-    ((trc != 0)) && failed=1
-    ((have_gpu)) && { [[ $gpu_ok != *test_cntk_gpu_ref* ]] || [[ $gpu_ok != *test_tf_gpu_ref* ]]; } && failed=1
-    grep -E '^FAIL|Failed|out-of-memory message|seed ' "$out/tests.log" | head -12 >>"$out/tests.excerpt" || true
+    tests_line="tests (ctest -L gpu; CPU-side of the GPU paths): passed: ${t_pass:-none}; failed: ${t_fail:-none}; skipped: ${t_skip:-none}"
+    if ((have_gpu)); then # with a device, every built GPU path's reference test must have run and passed
+        for p in $gpu_plugins; do
+            t=test_${p/tensorflow/tf}_gpu_ref
+            [[ " $t_pass " == *" $t "* ]] || { failed=1; tests_line="$tests_line; $t did NOT pass"; }
+        done
+    fi
 fi
 sum "$tests_line"
-if [[ -f $out/tests.excerpt ]]; then
-    while IFS= read -r l; do sum "  $l"; done <"$out/tests.excerpt"
-    rm -f "$out/tests.excerpt"
-fi
+while IFS= read -r l; do sum "  $l"; done < <(grep -E '^FAIL|Failed|out-of-memory message|seed ' "$out/tests.log" 2>/dev/null | head -12)
 rep ""
 rep "## Tests"
 rep "$tests_line"
 
-# verify_on PLUGIN TIMEOUT ARGS... — khost verify on cuda:0, appended to verify.log; sets verify_line
-verify_on() {
-    local plugin=$1 to=$2 vrc fails tmp=$out/verify.part
-    shift 2
-    say "khost verify --plugin $plugin --device cuda:0 $*"
-    timeout "$to" "$khost" verify --plugin "$plugin" --device cuda:0 "$@" >"$tmp" 2>&1
-    vrc=$?
-    { echo "== khost verify --plugin $plugin --device cuda:0 $*"; cat "$tmp"; } >>"$out/verify.log"
-    verify_line="verify $plugin cuda:0: $(grep -E '^summary:' "$tmp" | tail -1) (rc $vrc)"
-    ((vrc != 0)) && failed=1
-    fails=$(grep -E ' FAIL$' "$tmp" | head -6)
-    [[ -n $fails ]] && verify_line="$verify_line"$'\n'"$(sed 's/^/  /' <<<"$fails")"
-    rm -f "$tmp"
-}
-verify_lines=()
-for v in cntk tensorflow; do
-    verify_line="verify $v cuda:0: skipped (no CUDA device)"
-    if ((have_gpu)) && ! over_budget 150; then
-        if [[ $v == cntk ]]; then verify_on cntk 200; else verify_on tensorflow 200 --task all; fi
-    elif ((have_gpu)); then
-        verify_line="verify $v cuda:0: SKIPPED (time budget)"
-        failed=1
-    fi
-    sum "$verify_line"
-    verify_lines+=("$verify_line")
-done
 rep ""
-rep "## khost verify --device cuda:0 (cntk; tensorflow --task all)"
+rep "## khost verify --device cuda:0"
 rep '```'
-for l in "${verify_lines[@]}"; do rep "$l"; done
+for p in $gpu_plugins; do
+    verify_line="verify $p cuda:0: skipped (no CUDA device)"
+    if ((have_gpu)); then
+        to=$(gc_timeout 150)
+        if ((to > 0)); then
+            args=(verify --plugin "$p" --device cuda:0)
+            [[ $p == tensorflow ]] && args+=(--task all)
+            say "khost ${args[*]}"
+            tmp=$out/verify.part
+            timeout "$to" "$khost" "${args[@]}" >"$tmp" 2>&1
+            vrc=$?
+            { echo "== khost ${args[*]} (rc $vrc)"; cat "$tmp"; } >>"$out/verify.log"
+            vsum=$(grep -E '^summary:' "$tmp" | tail -1)
+            [[ -n $vsum ]] || vsum=$(grep -v '^ *$' "$tmp" | tail -1) # refused before comparing: its reason
+            verify_line="verify $p cuda:0: $vsum (rc $vrc)"
+            ((vrc != 0)) && failed=1
+            fails=$(grep -E ' FAIL$' "$tmp" | head -6)
+            [[ -n $fails ]] && verify_line="$verify_line"$'\n'"$(sed 's/^/  /' <<<"$fails")"
+            rm -f "$tmp"
+        else
+            verify_line="verify $p cuda:0: SKIPPED (time box)"
+            failed=1
+        fi
+    fi
+    while IFS= read -r l; do sum "$l"; done <<<"$verify_line"
+    rep "$verify_line"
+done
 rep '```'
 
-# --- 4. the short matrix ----------------------------------------------------------------------------------
+# --- 4. the short matrix and the reference on the same GPU -------------------------------------------------
 results=$build/gpu-check-results
 rm -rf "$results"
+# per plugin: the train/val samples of its cells (tensorflow smaller: an unrolled LSTM is thousands of
+# launches per batch) and the share of the time box it may take
+lt=${GPU_CHECK_LIMIT_TRAIN:-4000} lv=${GPU_CHECK_LIMIT_VAL:-1000} cell_to=60
 if ((have_gpu)); then
-    mx_devices="cuda:0,cpu" lt=${GPU_CHECK_LIMIT_TRAIN:-10000} lv=${GPU_CHECK_LIMIT_VAL:-2000} cell_to=75
-else
-    mx_devices="cpu" lt=256 lv=128 cell_to=60 # rehearsal: prove the pipeline, quickly
+    mx_plugins=$gpu_plugins mx_devices="cuda:0"
+else # rehearsal: prove the pipeline, quickly, on the cpu (cells "unsupported" where the build has no BLAS)
+    mx_plugins="cntk tensorflow" mx_devices="cpu" lt=256 lv=128
 fi
-# tensorflow's cells: cuda:0 only on a GPU (its CPU path is verified elsewhere and would not fit the box);
-# the rehearsal's tiny cpu cells for both plugins
-# (smaller sets: an unrolled LSTM is thousands of launches per batch)
-tf_devices=$( ((have_gpu)) && echo "cuda:0" || echo "cpu")
-tlt=$( ((have_gpu)) && echo "${GPU_CHECK_TF_LIMIT_TRAIN:-2000}" || echo "$lt")
-tlv=$( ((have_gpu)) && echo "${GPU_CHECK_TF_LIMIT_VAL:-500}" || echo "$lv")
-matrix_line="matrix: skipped"
-if [[ -x $khost ]] && ! over_budget 120; then
-    : >"$out/matrix.log"
-    say "khost matrix --plugins cntk --tasks all --devices $mx_devices --epochs 2 --limit-train $lt --limit-val $lv"
-    timeout 330 "$khost" matrix --plugins cntk --tasks all --devices "$mx_devices" --epochs 2 --limit-train "$lt" \
-        --limit-val "$lv" --timeout "$cell_to" --out "$results" >>"$out/matrix.log" 2>&1
-    mrc=$?
-    matrix_line="matrix (cntk x 6 tasks x $mx_devices, 2 epochs, <= $lt train / $lv val samples): rc $mrc"
-    ((have_gpu && mrc != 0)) && failed=1
-    if ! over_budget 60; then
-        say "khost matrix --plugins tensorflow --tasks all --devices $tf_devices --epochs 2 --limit-train $tlt --limit-val $tlv"
-        timeout 240 "$khost" matrix --plugins tensorflow --tasks all --devices "$tf_devices" --epochs 2 \
-            --limit-train "$tlt" --limit-val "$tlv" --timeout "$cell_to" --out "$results" >>"$out/matrix.log" 2>&1
-        trc=$?
-        matrix_line="$matrix_line; tensorflow x 6 tasks x $tf_devices (<= $tlt train / $tlv val): rc $trc"
-        ((have_gpu && trc != 0)) && failed=1
-    else
-        matrix_line="$matrix_line; tensorflow: SKIPPED (time budget: $(elapsed) s used of $budget)"
-        ((have_gpu)) && failed=1
+: >"$out/matrix.log"
+for p in $mx_plugins; do
+    plt=$lt plv=$lv
+    if [[ $p == tensorflow ]] && ((have_gpu)); then plt=${GPU_CHECK_TF_LIMIT_TRAIN:-2000} plv=${GPU_CHECK_TF_LIMIT_VAL:-500}; fi
+    [[ -x $khost ]] || break
+    to=$(gc_timeout 150)
+    if ((to <= 0)); then
+        skipped "matrix $p"
+        continue
     fi
-    "$khost" report "$results" >"$out/report.tables" 2>&1 || true
-elif [[ -x $khost ]]; then
-    matrix_line="matrix: SKIPPED (time budget: $(elapsed) s used of $budget)"
-    ((have_gpu)) && failed=1
+    pct=$((cell_to < to ? cell_to : to))
+    sum "matrix $p: running since $(gc_elapsed) s (each cell is in matrix.log as soon as it ends)"
+    say "khost matrix --plugins $p --tasks all --devices $mx_devices --epochs 2 --limit-train $plt --limit-val $plv"
+    # each finished cell is a record and a line in matrix.log at once; --timeout bounds a hung cell
+    timeout "$to" "$khost" matrix --plugins "$p" --tasks all --devices "$mx_devices" --epochs 2 \
+        --limit-train "$plt" --limit-val "$plv" --timeout "$pct" --out "$results" >>"$out/matrix.log" 2>&1
+    mrc=$?
+    ((have_gpu && mrc != 0)) && failed=1
+    # on the GPU every cell must train: "unsupported" there means the GPU path is not usable
+    if ((have_gpu)) && ! tail -1 "$out/matrix.log" | grep -qE '^matrix: ([0-9]+) of \1 cell\(s\) done: \1 ok'; then
+        failed=1
+    fi
+    sum "matrix $p (6 tasks x $mx_devices, 2 epochs, <= $plt train / $plv val samples): rc $mrc$( ((mrc == 124)) && echo ' (time box)')"
+    while IFS= read -r l; do sum "  $l"; done < <(grep -E "^\[[0-9]+/[0-9]+\] $p x |^matrix: [0-9]+ of" "$out/matrix.log" |
+        grep -v ' \.\.\.$' | sed -E 's/^\[[0-9]+\/[0-9]+\] //; s/ log: .*//' | tail -7)
+done
+
+# the PyTorch reference: same tasks, same sizes, same GPU (strict FP32), records beside khost's
+ref_line="reference (PyTorch cuda:0): skipped (no CUDA device)"
+if ((have_gpu)); then
+    py=${GPU_CHECK_PYTHON:-python3}
+    if ! "$py" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' >/dev/null 2>&1; then
+        ref_line="reference (PyTorch cuda:0): skipped ($py has no PyTorch with CUDA)"
+    else
+        ref_ok=0 ref_n=0
+        for t in mnist_mlp mnist_cnn cifar10_cnn imdb_fasttext imdb_bidirectional_lstm lstm_text_generation; do
+            to=$(gc_timeout 60)
+            ((to > 0)) || { ref_line_tail=" (time box: stopped before $t)"; break; }
+            ref_n=$((ref_n + 1))
+            say "reference pytorch $t on cuda:0"
+            {
+                echo "== pytorch $t --device cuda:0"
+                timeout "$to" "$py" "$repo/tools/reference/pytorch/$t.py" --device cuda:0 --epochs 2 --limit-train "$lt" \
+                    --limit-val "$lv" --data "$data" --out "$results" --quiet
+                echo "== rc $?"
+            } >>"$out/reference.log" 2>&1
+            grep -q '^== rc 0$' <(tail -1 "$out/reference.log") && ref_ok=$((ref_ok + 1))
+        done
+        ref_line="reference (PyTorch cuda:0, 2 epochs, same sizes): $ref_ok of $ref_n tasks ok${ref_line_tail:-}"
+    fi
 fi
-sum "$matrix_line"
-if [[ -f $out/matrix.log ]]; then
-    while IFS= read -r l; do sum "  $l"; done < <(grep -E '^\[[0-9]+/[0-9]+\]|^matrix: [0-9]+ of' "$out/matrix.log" |
-        grep -v ' \.\.\.$' | sed -E 's/^\[[0-9]+\/[0-9]+\] //; s/ log: .*//')
+sum "$ref_line"
+if [[ -d $results ]]; then
+    "$khost" report "$results" >"$out/report.tables" 2>&1 || true
 fi
 rep ""
 rep "## Matrix"
 rep '```'
-[[ -f $out/matrix.log ]] && cat "$out/matrix.log" >>"$report"
+cat "$out/matrix.log" >>"$report"
 rep '```'
+rep ""
+rep "## Reference"
+rep "$ref_line"
 if [[ -f $out/report.tables ]]; then
     rep ""
-    rep "## khost report"
+    rep "## khost report (khost plugins and the PyTorch reference)"
     rep '```'
     cat "$out/report.tables" >>"$report"
     rep '```'
@@ -320,19 +418,13 @@ fi
 [[ -d $results ]] && tar -czf "$out/results.tar.gz" -C "$(dirname "$results")" "$(basename "$results")" 2>/dev/null
 
 # --- 5. summary -------------------------------------------------------------------------------------------
-total=$(elapsed)
 if ((have_gpu)); then
     verdict=$( ((failed)) && echo "FAILED" || echo "PASSED")
 else
     verdict="no CUDA device: GPU tests skipped, CPU parts built and run (rehearsal)"
     ((failed)) && verdict="FAILED before reaching the GPU steps (no CUDA device)"
 fi
-{
-    echo "== gpu-check summary ($total s; files in $out) =="
-    echo "gpu: $gpu_line; cuDNN ${cudnn_lib:-none} (${cudnn_from:-not found}); cuBLAS from $cublas_from"
-    printf '%s\n' "${summary[@]}"
-    echo "result: $verdict"
-} >"$out/summary.txt"
+gc_finish "$verdict"
 {
     echo ""
     echo "## Summary"

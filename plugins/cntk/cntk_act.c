@@ -1,6 +1,6 @@
 /* cntk_act.c — element-wise activation passes over (rows, cols) tensors, bias addition fused with the
- * activation, column sums for bias gradients, and the NCHW <-> NHWC copies. Every formula comes from
- * khost/formulas.h; large tensors are split over the pool by rows. */
+ * activation and column sums for bias gradients. Every formula comes from khost/formulas.h; large tensors
+ * are split over the pool by rows. */
 #include <string.h>
 
 #include "cntk_cpu.h"
@@ -162,26 +162,5 @@ void cntk_colsum(const float *dz, int64_t rows, int64_t cols, float *db) {
     for (int64_t r = 0; r < rows; r++) {
         const float *d = dz + r * cols;
         for (int64_t c = 0; c < cols; c++) db[c] += d[c];
-    }
-}
-
-// --- layouts ---------------------------------------------------------------------------------------------
-void cntk_nchw_to_nhwc(const float *src, float *dst, int64_t n, int64_t c, int64_t h, int64_t w) {
-    int64_t hw = h * w;
-    for (int64_t s = 0; s < n; s++) {
-        const float *a = src + s * c * hw;
-        float *b = dst + s * c * hw;
-        for (int64_t ch = 0; ch < c; ch++)
-            for (int64_t p = 0; p < hw; p++) b[p * c + ch] = a[ch * hw + p];
-    }
-}
-
-void cntk_nhwc_to_nchw(const float *src, float *dst, int64_t n, int64_t c, int64_t h, int64_t w) {
-    int64_t hw = h * w;
-    for (int64_t s = 0; s < n; s++) {
-        const float *a = src + s * c * hw;
-        float *b = dst + s * c * hw;
-        for (int64_t p = 0; p < hw; p++)
-            for (int64_t ch = 0; ch < c; ch++) b[ch * hw + p] = a[p * c + ch];
     }
 }

@@ -1,7 +1,8 @@
 /* cntk_cuda.h — the CUDA executor of the cntk backend as the ABI glue (cntk_entry.c, cntk_api.c) sees it.
  *
  * Built from cntk_cuda_session.c, cntk_cuda_model.c, cntk_cuda_layers.c, cntk_cuda_lstm.c and
- * cntk_cuda_kernels.cu when CMake finds the CUDA toolkit and cuDNN (CNTK_HAVE_CUDA); otherwise
+ * cntk_cuda_kernels.cu into the GPU half (cntk_cuda.so; cntk.so reaches it through cntk_cuda_lazy.c) when
+ * CMake finds the CUDA toolkit and cuDNN; otherwise
  * cntk_cuda_stub.c provides the same functions, each answering "built without CUDA".
  * The entry points mirror the CPU executor's (cntk.h) and run from the same device-independent plan.
  */

@@ -100,11 +100,15 @@ struct cntk_cuda_model {
     int64_t iterations;
     int last_n, have_fwd, have_grad;
     int poison;                  /* CNTK_CUDA_POISON=1: NaN-fill activations at compile and each forward */
+    int check_layers;            /* CNTK_CUDA_CHECK_LAYERS=1: synchronise and check after every layer */
+    int verbose;                 /* CNTK_CUDA_VERBOSE=1: log the convolution algorithms chosen */
+    int ws_final;                /* ws_bytes is the allocated workspace (compile has finished sizing it) */
 };
 
 /* --- errors ------------------------------------------------------------------------------------------- */
-/* "cntk <kind>[i] <op> on cuda:N: <NAME> (<call>)" (L NULL: "cntk <op> on cuda:N: ..."); out-of-memory
- * statuses map to KH_ERR_NOMEM, everything else to KH_ERR_DEVICE. */
+/* "cntk <kind>[i] <op> on cuda:N: <NAME> (<call>)" (L NULL: "cntk <op> on cuda:N: ..."), for cuDNN followed
+ * by cuDNN's own last error text when it has one; out-of-memory statuses map to KH_ERR_NOMEM, everything
+ * else to KH_ERR_DEVICE. */
 kh_status ccu_err_cuda(ccu_model *m, const ccu_layer *L, const char *op, cudaError_t e, const char *call);
 kh_status ccu_err_dnn(ccu_model *m, const ccu_layer *L, const char *op, cudnnStatus_t e, const char *call);
 kh_status ccu_err_blas(ccu_model *m, const ccu_layer *L, const char *op, cublasStatus_t e, const char *call);
@@ -134,6 +138,10 @@ void ccu_free_dev(void *p);
 kh_status ccu_gemm(ccu_model *m, const ccu_layer *L, const char *op, int trans_a, int trans_b, int64_t M,
                    int64_t N, int64_t K, float alpha, const float *A, int64_t lda, const float *B, int64_t ldb,
                    float beta, float *C, int64_t ldc);
+
+/* CNTK_CUDA_CHECK_LAYERS=1: wait for the stream and check for a device fault after layer L's `op`, so an
+ * asynchronous fault is reported with the layer that caused it (not at the next synchronisation). */
+kh_status ccu_check_layer(ccu_model *m, const ccu_layer *L, const char *op);
 
 /* The largest cuDNN workspace any layer needs (bytes); layers call it from setup. */
 void ccu_need_ws(ccu_model *m, size_t bytes);

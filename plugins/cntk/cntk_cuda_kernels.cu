@@ -222,10 +222,22 @@ extern "C" cudaError_t ccuk_embed_fwd(cudaStream_t s, const int32_t *idx, const 
     return launched();
 }
 
+/* Deterministic variant: one thread per embedding column adds the rows in index order, so every sum has
+ * the same order run to run (the atomic one adds in whatever order the threads arrive). Slower (D threads,
+ * rows sequential adds each): only for deterministic runs. */
+__global__ void k_embed_bwd_ordered(const int32_t *idx, const float *dy, float *dtable, int64_t rows, int64_t D) {
+    int64_t d = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (d >= D) return;
+    for (int64_t r = 0; r < rows; r++) dtable[(int64_t)idx[r] * D + d] += dy[r * D + d];
+}
+
 extern "C" cudaError_t ccuk_embed_bwd(cudaStream_t s, const int32_t *idx, const float *dy, float *dtable, int64_t rows,
-                                      int64_t D) {
+                                      int64_t D, int deterministic) {
     if (rows * D <= 0) return cudaSuccess;
-    k_embed_bwd<<<grid_for(rows * D), TPB, 0, s>>>(idx, dy, dtable, rows, D);
+    if (deterministic)
+        k_embed_bwd_ordered<<<(unsigned)((D + 63) / 64), 64, 0, s>>>(idx, dy, dtable, rows, D);
+    else
+        k_embed_bwd<<<grid_for(rows * D), TPB, 0, s>>>(idx, dy, dtable, rows, D);
     return launched();
 }
 

@@ -50,8 +50,10 @@ cudaError_t ccuk_dropout(cudaStream_t s, const float *x, float *y, int64_t n, in
                          float rate, uint64_t key);
 /* y (rows, D) = table[idx[r]] */
 cudaError_t ccuk_embed_fwd(cudaStream_t s, const int32_t *idx, const float *table, float *y, int64_t rows, int64_t D);
-/* dtable[idx[r]] += dy[r] (atomic; dtable zeroed beforehand by the gradient discipline) */
-cudaError_t ccuk_embed_bwd(cudaStream_t s, const int32_t *idx, const float *dy, float *dtable, int64_t rows, int64_t D);
+/* dtable[idx[r]] += dy[r] (dtable zeroed beforehand by the gradient discipline): atomic adds, or with
+ * `deterministic` the rows added in index order (same result bit for bit on every run, slower) */
+cudaError_t ccuk_embed_bwd(cudaStream_t s, const int32_t *idx, const float *dy, float *dtable, int64_t rows, int64_t D,
+                           int deterministic);
 /* y (n, C) = mean over T of x (n, T, C); dx (n, T, C) = dy (n, C) / T */
 cudaError_t ccuk_gap1d_fwd(cudaStream_t s, const float *x, float *y, int64_t n, int64_t T, int64_t C);
 cudaError_t ccuk_gap1d_bwd(cudaStream_t s, const float *dy, float *dx, int64_t n, int64_t T, int64_t C);

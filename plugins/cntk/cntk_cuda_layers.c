@@ -67,23 +67,12 @@ typedef struct ccu_conv {
     cudnnTensorDescriptor_t xd, yd, bd;
     cudnnFilterDescriptor_t wd;
     cudnnConvolutionDescriptor_t cd;
-    cudnnConvolutionFwdAlgo_t fa;
-    cudnnConvolutionBwdFilterAlgo_t bfa;
-    cudnnConvolutionBwdDataAlgo_t bda;
+    cudnnConvolutionFwdAlgo_t fa, fa0; /* in use for desc_n samples; fa0.. chosen at compile for max_batch */
+    cudnnConvolutionBwdFilterAlgo_t bfa, bfa0;
+    cudnnConvolutionBwdDataAlgo_t bda, bda0;
     int desc_n;
+    int xp_holds_dx; /* the last backward left the padded dx in xp: the padded input must be rebuilt */
 } ccu_conv;
-
-static kh_status conv_descs(ccu_model *m, ccu_layer *L, int n) {
-    ccu_conv *c = L->st;
-    if (c->desc_n == n) return KH_OK;
-    int hin = c->asym ? c->Hp : c->H, win = c->asym ? c->Wp : c->W;
-    CCU_DNN(m, L, "descriptors",
-            cudnnSetTensor4dDescriptor(c->xd, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, n, c->C, hin, win));
-    CCU_DNN(m, L, "descriptors",
-            cudnnSetTensor4dDescriptor(c->yd, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, n, c->F, c->OH, c->OW));
-    c->desc_n = n;
-    return KH_OK;
-}
 
 static int math_ok(cudnnMathType_t t) { return t == CUDNN_FMA_MATH || t == CUDNN_DEFAULT_MATH; }
 
@@ -105,6 +94,117 @@ static int bwf_ok(cudnnConvolutionBwdFilterAlgo_t a) {
 static int bwd_ok(cudnnConvolutionBwdDataAlgo_t a) {
     return any_algo() || (a != CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT && a != CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT_TILING &&
                           a != CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD_NONFUSED);
+}
+
+/* Deterministic runs (compile option `deterministic`) take only algorithms cuDNN reports deterministic; the
+ * fallbacks below are: forward IMPLICIT_GEMM (deterministic, no workspace), backward filter ALGO_1 and
+ * backward data ALGO_1 (deterministic; ALGO_0 of both accumulates with atomics). */
+typedef struct conv_pick {
+    cudnnConvolutionFwdAlgo_t fa;
+    cudnnConvolutionBwdFilterAlgo_t bfa;
+    cudnnConvolutionBwdDataAlgo_t bda;
+    size_t need; /* workspace bytes of the three together (the largest) */
+} conv_pick;
+
+static int det_ok(const ccu_model *m, cudnnDeterminism_t d) {
+    return !m->plan->deterministic || d == CUDNN_DETERMINISTIC;
+}
+
+/* The heuristics' first choice per direction that succeeds with FMA math (no TF32), an accurate algorithm,
+ * the determinism asked for and a workspace within cap, for the descriptors as they are now set. */
+static kh_status conv_choose(ccu_model *m, ccu_layer *L, size_t cap, conv_pick *pk) {
+    ccu_conv *c = L->st;
+    cudnnHandle_t h = m->cs->dnn;
+    int got = 0;
+    size_t ws = 0;
+    cudnnConvolutionFwdAlgoPerf_t fp[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+    CCU_DNN(m, L, "compile",
+            cudnnGetConvolutionForwardAlgorithm_v7(h, c->xd, c->wd, c->cd, c->yd, CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
+                                                   &got, fp));
+    pk->fa = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
+    for (int i = 0; i < got; i++)
+        if (fp[i].status == CUDNN_STATUS_SUCCESS && math_ok(fp[i].mathType) && fp[i].memory <= cap &&
+            fwd_ok(fp[i].algo) && det_ok(m, fp[i].determinism)) {
+            pk->fa = fp[i].algo;
+            break;
+        }
+    CCU_DNN(m, L, "compile", cudnnGetConvolutionForwardWorkspaceSize(h, c->xd, c->wd, c->cd, c->yd, pk->fa, &ws));
+    pk->need = ws;
+    cudnnConvolutionBwdFilterAlgoPerf_t bp[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
+    CCU_DNN(m, L, "compile",
+            cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, c->xd, c->yd, c->cd, c->wd,
+                                                          CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &got, bp));
+    pk->bfa = CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1;
+    for (int i = 0; i < got; i++)
+        if (bp[i].status == CUDNN_STATUS_SUCCESS && math_ok(bp[i].mathType) && bp[i].memory <= cap &&
+            bwf_ok(bp[i].algo) && det_ok(m, bp[i].determinism)) {
+            pk->bfa = bp[i].algo;
+            break;
+        }
+    CCU_DNN(m, L, "compile",
+            cudnnGetConvolutionBackwardFilterWorkspaceSize(h, c->xd, c->yd, c->cd, c->wd, pk->bfa, &ws));
+    if (ws > pk->need) pk->need = ws;
+    cudnnConvolutionBwdDataAlgoPerf_t dp[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+    CCU_DNN(m, L, "compile",
+            cudnnGetConvolutionBackwardDataAlgorithm_v7(h, c->wd, c->yd, c->cd, c->xd,
+                                                        CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &got, dp));
+    pk->bda = CUDNN_CONVOLUTION_BWD_DATA_ALGO_1;
+    for (int i = 0; i < got; i++)
+        if (dp[i].status == CUDNN_STATUS_SUCCESS && math_ok(dp[i].mathType) && dp[i].memory <= cap &&
+            bwd_ok(dp[i].algo) && det_ok(m, dp[i].determinism)) {
+            pk->bda = dp[i].algo;
+            break;
+        }
+    CCU_DNN(m, L, "compile", cudnnGetConvolutionBackwardDataWorkspaceSize(h, c->wd, c->yd, c->cd, c->xd, pk->bda, &ws));
+    if (ws > pk->need) pk->need = ws;
+    return KH_OK;
+}
+
+/* The workspace the current algorithms need at the descriptors' batch size; SIZE_MAX when one of them does
+ * not support it. */
+static size_t conv_ws_now(ccu_model *m, ccu_layer *L) {
+    ccu_conv *c = L->st;
+    cudnnHandle_t h = m->cs->dnn;
+    size_t a = 0, b = 0, d = 0;
+    if (cudnnGetConvolutionForwardWorkspaceSize(h, c->xd, c->wd, c->cd, c->yd, c->fa, &a) != CUDNN_STATUS_SUCCESS ||
+        cudnnGetConvolutionBackwardFilterWorkspaceSize(h, c->xd, c->yd, c->cd, c->wd, c->bfa, &b) !=
+            CUDNN_STATUS_SUCCESS ||
+        cudnnGetConvolutionBackwardDataWorkspaceSize(h, c->wd, c->yd, c->cd, c->xd, c->bda, &d) != CUDNN_STATUS_SUCCESS)
+        return SIZE_MAX;
+    size_t w = a > b ? a : b;
+    return w > d ? w : d;
+}
+
+/* Descriptors for n samples. The algorithms were chosen for max_batch; cuDNN's workspace sizes (and an
+ * algorithm's support) depend on the batch, so for another n (the last, partial batch) they are checked
+ * against the allocated workspace once per batch size and chosen again within it when they no longer fit. */
+static kh_status conv_descs(ccu_model *m, ccu_layer *L, int n) {
+    ccu_conv *c = L->st;
+    if (c->desc_n == n) return KH_OK;
+    int hin = c->asym ? c->Hp : c->H, win = c->asym ? c->Wp : c->W;
+    CCU_DNN(m, L, "descriptors",
+            cudnnSetTensor4dDescriptor(c->xd, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, n, c->C, hin, win));
+    CCU_DNN(m, L, "descriptors",
+            cudnnSetTensor4dDescriptor(c->yd, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, n, c->F, c->OH, c->OW));
+    c->desc_n = n;
+    c->fa = c->fa0, c->bfa = c->bfa0, c->bda = c->bda0;
+    if (n == m->plan->max_batch || !m->ws_final) return KH_OK; /* compile time: conv_setup chooses */
+    if (conv_ws_now(m, L) <= m->ws_bytes) return KH_OK;
+    conv_pick pk;
+    kh_status st = conv_choose(m, L, m->ws_bytes, &pk);
+    if (st != KH_OK) return st;
+    c->fa = pk.fa, c->bfa = pk.bfa, c->bda = pk.bda;
+    size_t need = conv_ws_now(m, L);
+    if (need > m->ws_bytes) {
+        c->desc_n = 0; /* not usable: ask again next time rather than run with a short workspace */
+        return cntk_layer_fail(m->s, KH_ERR_INTERNAL, L->p->spec.kind, L->p->index, "descriptors",
+                               "no convolution algorithm for a batch of %d fits the %zu-byte workspace (needs %zu)", n,
+                               m->ws_bytes, need);
+    }
+    if (m->verbose && m->s->host && m->s->host->log)
+        m->s->host->log(KH_LOG_INFO, "cntk", "conv2d[%d]: batch %d: algorithms fwd %d, bwd filter %d, bwd data %d",
+                        L->p->index, n, (int)c->fa, (int)c->bfa, (int)c->bda);
+    return KH_OK;
 }
 
 static kh_status conv_setup(ccu_model *m, ccu_layer *L) {
@@ -156,54 +256,15 @@ static kh_status conv_setup(ccu_model *m, ccu_layer *L) {
                                "cuDNN output %dx%dx%dx%d, the plan says %dx%dx%dx%d", on, oc, oh, ow, N, c->F, c->OH,
                                c->OW);
 
-    /* algorithms: the heuristics' first choice that succeeds with FMA math and a bounded workspace */
-    cudnnHandle_t h = m->cs->dnn;
-    int got = 0;
-    size_t need = 0, ws = 0;
-    cudnnConvolutionFwdAlgoPerf_t fp[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
-    CCU_DNN(m, L, "compile",
-            cudnnGetConvolutionForwardAlgorithm_v7(h, c->xd, c->wd, c->cd, c->yd, CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
-                                                   &got, fp));
-    c->fa = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM; /* needs no workspace: the fallback */
-    for (int i = 0; i < got; i++)
-        if (fp[i].status == CUDNN_STATUS_SUCCESS && math_ok(fp[i].mathType) && fp[i].memory <= CCU_WS_CAP &&
-            fwd_ok(fp[i].algo)) {
-            c->fa = fp[i].algo;
-            break;
-        }
-    CCU_DNN(m, L, "compile", cudnnGetConvolutionForwardWorkspaceSize(h, c->xd, c->wd, c->cd, c->yd, c->fa, &ws));
-    need = ws;
-    cudnnConvolutionBwdFilterAlgoPerf_t bp[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
-    CCU_DNN(m, L, "compile",
-            cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, c->xd, c->yd, c->cd, c->wd,
-                                                          CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &got, bp));
-    c->bfa = CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0;
-    for (int i = 0; i < got; i++)
-        if (bp[i].status == CUDNN_STATUS_SUCCESS && math_ok(bp[i].mathType) && bp[i].memory <= CCU_WS_CAP &&
-            bwf_ok(bp[i].algo)) {
-            c->bfa = bp[i].algo;
-            break;
-        }
-    CCU_DNN(m, L, "compile",
-            cudnnGetConvolutionBackwardFilterWorkspaceSize(h, c->xd, c->yd, c->cd, c->wd, c->bfa, &ws));
-    if (ws > need) need = ws;
-    cudnnConvolutionBwdDataAlgoPerf_t dp[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
-    CCU_DNN(m, L, "compile",
-            cudnnGetConvolutionBackwardDataAlgorithm_v7(h, c->wd, c->yd, c->cd, c->xd,
-                                                        CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &got, dp));
-    c->bda = CUDNN_CONVOLUTION_BWD_DATA_ALGO_0;
-    for (int i = 0; i < got; i++)
-        if (dp[i].status == CUDNN_STATUS_SUCCESS && math_ok(dp[i].mathType) && dp[i].memory <= CCU_WS_CAP &&
-            bwd_ok(dp[i].algo)) {
-            c->bda = dp[i].algo;
-            break;
-        }
-    CCU_DNN(m, L, "compile", cudnnGetConvolutionBackwardDataWorkspaceSize(h, c->wd, c->yd, c->cd, c->xd, c->bda, &ws));
-    if (ws > need) need = ws;
-    ccu_need_ws(m, need);
-    if (getenv("CNTK_CUDA_VERBOSE") && m->s->host && m->s->host->log)
-        m->s->host->log(KH_LOG_INFO, "cntk", "conv2d[%d]: algorithms fwd %d, bwd filter %d, bwd data %d; workspace %zu B%s",
-                        L->p->index, (int)c->fa, (int)c->bfa, (int)c->bda, need, c->asym ? " (explicit padding)" : "");
+    /* algorithms for max_batch (conv_descs re-checks other batch sizes) */
+    conv_pick pk;
+    if ((st = conv_choose(m, L, CCU_WS_CAP, &pk)) != KH_OK) return st;
+    c->fa = c->fa0 = pk.fa, c->bfa = c->bfa0 = pk.bfa, c->bda = c->bda0 = pk.bda;
+    ccu_need_ws(m, pk.need);
+    if (m->verbose && m->s->host && m->s->host->log)
+        m->s->host->log(KH_LOG_INFO, "cntk", "conv2d[%d]: algorithms fwd %d, bwd filter %d, bwd data %d; workspace %zu B%s%s",
+                        L->p->index, (int)c->fa, (int)c->bfa, (int)c->bda, pk.need,
+                        c->asym ? " (explicit padding)" : "", m->plan->deterministic ? " (deterministic)" : "");
     return KH_OK;
 }
 
@@ -232,6 +293,7 @@ static kh_status conv_forward(ccu_model *m, ccu_layer *L, int n, int train) {
         KCHECK(m, L, "forward",
                ccuk_pad_nchw(STREAM(m), L->x, c->xp, (int64_t)n * c->C, c->H, c->W, c->Hp, c->Wp, c->PT, c->PL));
         xin = c->xp;
+        c->xp_holds_dx = 0;
     }
     CCU_DNN(m, L, "forward",
             cudnnConvolutionForward(m->cs->dnn, &k_one, c->xd, xin, c->wd, ccu_w(m, L, 0), c->cd, c->fa, m->ws,
@@ -248,7 +310,14 @@ static kh_status conv_backward(ccu_model *m, ccu_layer *L, int n, float *dy, flo
     if (st != KH_OK) return st;
     if (!fused)
         KCHECK(m, L, "backward", ccuk_act_grad(STREAM(m), L->p->act, L->y, dy, (int64_t)n * c->F * c->OH * c->OW, 1));
-    const float *xin = c->asym ? c->xp : L->x; /* xp still holds the padded input of this forward */
+    /* xp holds the padded input of the last forward, unless a backward since then put the padded dx there
+     * (backward may run twice after one forward): then pad the input again, it is still in L->x */
+    if (c->asym && c->xp_holds_dx) {
+        KCHECK(m, L, "backward",
+               ccuk_pad_nchw(STREAM(m), L->x, c->xp, (int64_t)n * c->C, c->H, c->W, c->Hp, c->Wp, c->PT, c->PL));
+        c->xp_holds_dx = 0;
+    }
+    const float *xin = c->asym ? c->xp : L->x;
     cudnnHandle_t h = m->cs->dnn;
     CCU_DNN(m, L, "backward", cudnnConvolutionBackwardBias(h, &k_one, c->yd, dy, &k_zero, c->bd, ccu_g(m, L, 1)));
     CCU_DNN(m, L, "backward",
@@ -256,6 +325,7 @@ static kh_status conv_backward(ccu_model *m, ccu_layer *L, int n, float *dy, flo
                                            &k_zero, c->wd, ccu_g(m, L, 0)));
     if (!dx) return KH_OK;
     float *dxin = c->asym ? c->xp : dx; /* the padded input is no longer needed: reuse it for dx padded */
+    c->xp_holds_dx = c->asym;
     CCU_DNN(m, L, "backward",
             cudnnConvolutionBackwardData(h, &k_one, c->wd, ccu_w(m, L, 0), c->yd, dy, c->cd, c->bda, m->ws,
                                          m->ws_bytes, &k_zero, c->xd, dxin));
@@ -550,7 +620,8 @@ static kh_status embed_forward(ccu_model *m, ccu_layer *L, int n, int train) {
 static kh_status embed_backward(ccu_model *m, ccu_layer *L, int n, float *dy, float *dx, float *spare, int fused) {
     (void)dx, (void)spare, (void)fused;
     KCHECK(m, L, "backward",
-           ccuk_embed_bwd(STREAM(m), L->xi, dy, ccu_g(m, L, 0), (int64_t)n * L->p->in_numel, L->p->spec.units));
+           ccuk_embed_bwd(STREAM(m), L->xi, dy, ccu_g(m, L, 0), (int64_t)n * L->p->in_numel, L->p->spec.units,
+                          m->plan->deterministic));
     return KH_OK;
 }
 

@@ -14,8 +14,12 @@
  * on the host by cntk_cuda_rnnmap.c from the offsets cudnnGetRNNWeightParams reports (see that header for
  * the gate order and the transposition). CUDNN_RNN_DOUBLE_BIAS: the Keras bias goes into the input bias,
  * the recurrent bias stays zero — its gradient is cleared after every backward, so no optimizer moves it.
- * Math: FP32 data and compute, CUDNN_FMA_MATH (no TF32), falling back to CUDNN_DEFAULT_MATH if refused.
+ * Math: FP32 data and compute, CUDNN_FMA_MATH (no TF32). If cuDNN refuses it the layer does not compile:
+ * its default math allows TF32 on sm_80 and newer, which would break parity with the reference silently.
+ * Reserve space: cudnnRNNBackwardData_v8 writes into it (cuDNN documents it as input/output), so a second
+ * backward after one forward (allowed by backend.h) first runs the training forward again.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -36,7 +40,8 @@ typedef struct ccu_lstm {
     void *reserve;
     float *yseq;       /* (N, T, dirs*u) when !seq (else the layer's y) */
     float *hy, *dhy;   /* (dirs, N, u) when !seq */
-    float *dyseq;      /* (N, T, dirs*u) zero sequence gradient when !seq */
+    float *dyseq;      /* (N, T, dirs*u) zero sequence gradient when !seq: cleared once, never written */
+    int reserve_fresh; /* the reserve space holds the last training forward, untouched by a backward */
     cntk_rnn_layout map;
     int n_rb;
     int64_t rb_off[8], rb_len[8]; /* recurrent-bias ranges whose gradient is cleared */
@@ -110,9 +115,12 @@ static kh_status lstm_setup(ccu_model *m, ccu_layer *L) {
     CCU_DNN(m, L, "compile", cudnnCreateTensorDescriptor(&r->hd));
     /* no dropout inside the RNN (Keras's LSTM dropout arguments are 0 in every task): no RNG states needed */
     CCU_DNN(m, L, "compile", cudnnSetDropoutDescriptor(r->drop, h, 0.0f, NULL, 0, 0));
-    if (set_rnn(m, L, CUDNN_FMA_MATH) != KH_OK) {
-        st = set_rnn(m, L, CUDNN_DEFAULT_MATH);
-        if (st != KH_OK) return st;
+    if ((st = set_rnn(m, L, CUDNN_FMA_MATH)) != KH_OK) {
+        char why[CNTK_ERRLEN];
+        snprintf(why, sizeof why, "%s", m->s->err);
+        return cntk_layer_fail(m->s, KH_ERR_UNSUPPORTED, L->p->spec.kind, L->p->index, "compile",
+                               "cuDNN refuses strict FP32 (CUDNN_FMA_MATH) for this RNN; its default math may use "
+                               "TF32 and break parity, so the layer is refused [%s]", why);
     }
     if ((st = lstm_descs(m, L, N, 0)) != KH_OK) return st;
     CCU_DNN(m, L, "compile", cudnnGetRNNWeightSpaceSize(h, r->rnn, &r->w_bytes));
@@ -128,6 +136,8 @@ static kh_status lstm_setup(ccu_model *m, ccu_layer *L) {
     if (!r->seq) {
         if ((st = ccu_malloc(m, L, (void **)&r->yseq, seq_bytes, "the output sequence")) != KH_OK) return st;
         if ((st = ccu_malloc(m, L, (void **)&r->dyseq, seq_bytes, "the output sequence gradient")) != KH_OK) return st;
+        /* only the final states carry a gradient (dhy); cuDNN reads dy without writing it */
+        CCU_CUDA(m, L, "compile", cudaMemsetAsync(r->dyseq, 0, seq_bytes, m->cs->stream));
         if ((st = ccu_malloc(m, L, (void **)&r->hy, h_bytes, "the final states")) != KH_OK) return st;
         if ((st = ccu_malloc(m, L, (void **)&r->dhy, h_bytes, "the final state gradients")) != KH_OK) return st;
     }
@@ -235,6 +245,7 @@ static kh_status lstm_forward(ccu_model *m, ccu_layer *L, int n, int train) {
                             r->hd, NULL, NULL, r->w_bytes, ccu_w(m, L, 0), m->ws_bytes, m->ws,
                             train ? r->rs_bytes : 0, train ? r->reserve : NULL));
     if (!r->seq) CCU_CUDA(m, L, "forward", ccuk_hy_to_y(m->cs->stream, r->hy, L->y, n, r->dirs, r->u));
+    r->reserve_fresh = train;
     return KH_OK;
 }
 
@@ -244,11 +255,13 @@ static kh_status lstm_backward(ccu_model *m, ccu_layer *L, int n, float *dy, flo
     kh_status st = lstm_descs(m, L, n, 1);
     if (st != KH_OK) return st;
     cudaStream_t s = m->cs->stream;
+    /* a previous backward consumed the reserve space: rebuild it from the same input and weights (the outputs
+     * it rewrites come out identical) */
+    if (!r->reserve_fresh && (st = lstm_forward(m, L, n, 1)) != KH_OK) return st;
+    r->reserve_fresh = 0;
     const float *y = r->seq ? L->y : r->yseq;
     const float *dyseq = dy, *dhy = NULL;
     if (!r->seq) {
-        CCU_CUDA(m, L, "backward",
-                 cudaMemsetAsync(r->dyseq, 0, (size_t)n * r->T * r->dirs * r->u * sizeof(float), s));
         CCU_CUDA(m, L, "backward", ccuk_dy_to_dhy(s, dy, r->dhy, n, r->dirs, r->u));
         dyseq = r->dyseq;
         dhy = r->dhy;

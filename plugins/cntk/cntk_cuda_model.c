@@ -90,8 +90,11 @@ kh_status cntk_cuda_compile(cntk_model *mm) {
     m->s = s;
     m->cs = s->cuda;
     m->plan = p;
-    const char *pe = getenv("CNTK_CUDA_POISON");
+    const char *pe = getenv("CNTK_CUDA_POISON"), *ce = getenv("CNTK_CUDA_CHECK_LAYERS"),
+               *ve = getenv("CNTK_CUDA_VERBOSE");
     m->poison = pe && *pe && *pe != '0';
+    m->check_layers = ce && *ce && *ce != '0';
+    m->verbose = ve && *ve && *ve != '0';
     cudaStream_t st_ = m->cs->stream;
     int64_t N = p->max_batch;
     kh_status st;
@@ -169,6 +172,7 @@ kh_status cntk_cuda_compile(cntk_model *mm) {
                              "activation gradients")) != KH_OK)
             return st;
     if (m->ws_bytes > 0 && (st = ccu_malloc(m, NULL, &m->ws, m->ws_bytes, "the cuDNN workspace")) != KH_OK) return st;
+    m->ws_final = 1;
     if ((st = ccu_malloc(m, NULL, (void **)&m->d_met, 4 * sizeof(double), "metrics")) != KH_OK) return st;
     CCU_CUDA(m, NULL, "compile", cudaMemsetAsync(m->d_met, 0, 4 * sizeof(double), st_));
     if (cudaHostAlloc((void **)&m->h_met, 4 * sizeof(double), cudaHostAllocDefault) != cudaSuccess) {
@@ -269,8 +273,10 @@ static kh_status release_stage(ccu_model *m, const char *op) {
 static kh_status forward_all(ccu_model *m, int n, int train) {
     kh_status st;
     if (m->poison && (st = poison_activations(m, n)) != KH_OK) return st;
-    for (int i = 0; i < m->n_layers; i++)
+    for (int i = 0; i < m->n_layers; i++) {
         if ((st = m->L[i].ops->forward(m, &m->L[i], n, train)) != KH_OK) return st;
+        if ((st = ccu_check_layer(m, &m->L[i], "forward")) != KH_OK) return st;
+    }
     m->n_forward++;
     return KH_OK;
 }
@@ -288,6 +294,7 @@ static kh_status backward_all(ccu_model *m, int n, int fused, int want_dx, int *
         float *dx = (i > 0 || want_dx) && !L->p->index_in ? m->gb[1 - cur] : NULL;
         float *spare = dx ? NULL : m->gb[1 - cur];
         if ((st = L->ops->backward(m, L, n, m->gb[cur], dx, spare, fused && i == m->n_layers - 1)) != KH_OK) return st;
+        if ((st = ccu_check_layer(m, L, "backward")) != KH_OK) return st;
         cur = 1 - cur;
     }
     if (dx_buf) *dx_buf = cur;
@@ -326,8 +333,10 @@ kh_status cntk_cuda_train(cntk_model *mm, const kh_tensor *x, const kh_tensor *y
     int C = p->loss == KH_LOSS_CATEGORICAL_CROSSENTROPY ? (int)p->out_numel : 1;
     CCU_CUDA(m, &m->L[m->n_layers - 1], "loss",
              ccuk_loss(m->cs->stream, (int)p->loss, model_output(m), m->d_lab[m->cur_stage], n, C, m->gb[0], m->d_met));
+    if ((st = ccu_check_layer(m, &m->L[m->n_layers - 1], "loss")) != KH_OK) return st;
     if ((st = backward_all(m, n, 1, 0, NULL)) != KH_OK) return st;
     if ((st = optimizer_step(m)) != KH_OK) return st;
+    if ((st = ccu_check_layer(m, NULL, "optimizer")) != KH_OK) return st;
     m->samples[KH_PHASE_TRAIN] += n;
     return release_stage(m, "train_batch");
 }

@@ -154,7 +154,22 @@ kh_status ccu_err_cuda(ccu_model *m, const ccu_layer *L, const char *op, cudaErr
 
 kh_status ccu_err_dnn(ccu_model *m, const ccu_layer *L, const char *op, cudnnStatus_t e, const char *call) {
     kh_status st = e == CUDNN_STATUS_ALLOC_FAILED ? KH_ERR_NOMEM : KH_ERR_DEVICE;
-    return report(m, L, op, st, cudnnGetErrorString(e), call);
+    /* cuDNN 9 keeps a detailed message for the last failure (which argument, which limit): append it */
+    char last[256] = "", name[400];
+    cudnnGetLastErrorString(last, sizeof last);
+    if (last[0])
+        snprintf(name, sizeof name, "%s: %s", cudnnGetErrorString(e), last);
+    else
+        snprintf(name, sizeof name, "%s", cudnnGetErrorString(e));
+    return report(m, L, op, st, name, call);
+}
+
+kh_status ccu_check_layer(ccu_model *m, const ccu_layer *L, const char *op) {
+    if (!m->check_layers) return KH_OK;
+    cudaError_t e = cudaStreamSynchronize(m->cs->stream);
+    if (e == cudaSuccess) e = cudaGetLastError();
+    if (e != cudaSuccess) return ccu_err_cuda(m, L, op, e, "cudaStreamSynchronize(after the layer)");
+    return KH_OK;
 }
 
 kh_status ccu_err_blas(ccu_model *m, const ccu_layer *L, const char *op, cublasStatus_t e, const char *call) {

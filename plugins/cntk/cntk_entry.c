@@ -1,5 +1,4 @@
 /* cntk_entry.c — the module's one exported symbol, its descriptor, capabilities and device sessions. */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,31 +7,6 @@
 #include "cntk_cuda.h"
 
 static const kh_host_api *g_host; /* set once by the entry point; read-only afterwards */
-
-// --- errors ----------------------------------------------------------------------------------------------
-kh_status cntk_fail(cntk_session *s, kh_status st, const char *what, const char *fmt, ...) {
-    if (!s) return st;
-    char why[384];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(why, sizeof why, fmt, ap);
-    va_end(ap);
-    snprintf(s->err, sizeof s->err, "cntk %s on %s: %s", what, s->dev.id[0] ? s->dev.id : "cpu", why);
-    return st;
-}
-
-kh_status cntk_layer_fail(cntk_session *s, kh_status st, uint32_t kind, int32_t index, const char *op,
-                          const char *fmt, ...) {
-    if (!s) return st;
-    char why[384];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(why, sizeof why, fmt, ap);
-    va_end(ap);
-    snprintf(s->err, sizeof s->err, "cntk %s[%d] %s on %s: %s", kh_layer_kind_name(kind), index, op,
-             s->dev.id[0] ? s->dev.id : "cpu", why);
-    return st;
-}
 
 // --- memory ----------------------------------------------------------------------------------------------
 void *cntk_alloc(cntk_session *s, size_t bytes) {

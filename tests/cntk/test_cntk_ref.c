@@ -1,7 +1,7 @@
 /* tests/cntk/test_cntk_ref.c — a CPU backend against the reference kit (khost/ref.h), model by model
  * (cntk by default; KHOST_TEST_PLUGIN=tensorflow runs the same checks on tensorflow):
  *   1. probes: training-mode forward (dropout off), output, input gradient and every parameter gradient
- *      from the same random output gradient;
+ *      from the same random output gradient, then backward once more after the same forward (same result);
  *   2. whole training steps (forward, fused loss, backward, optimizer) from the same weights, comparing the
  *      loss and every weight after each step; once with dropout on, from the same seed, where the masks must
  *      agree element for element (cntk draws them in NHWC order although it stores NCHW).
@@ -76,22 +76,30 @@ static void check_probes(const kh_model_spec *sp) {
         tdx.data = dx;
         pdx = &tdx;
     }
-    st = B.api->backward(cm, &tdy, pdx);
-    CHECK(st == KH_OK, "%s backward: %s", sp->name, B.api->last_error(B.s));
     CHECK(kh_ref_model_backward(rm, dyd) == KH_OK, "%s ref backward", sp->name);
-    if (dx) ct_compare(sp->name, "input gradient", dx, kh_ref_model_input_grad(rm), bt.n * bt.per, PROBE_TOL, 0);
-    for (int l = 0; l < sh->n_layers; l++)
-        for (int s = 0; s < sh->layers[l].n_params; s++) {
-            const kh_param_shape *ps = &sh->layers[l].params[s];
-            float *g = malloc((size_t)ps->numel * sizeof(float));
-            kh_tensor tg = ct_tensor(KH_F32, KH_LAYOUT_ANY, ps->rank, ps->dims, g);
-            st = B.api->get_grad(cm, l, s, &tg);
-            CHECK(st == KH_OK, "%s get_grad %d/%d: %s", sp->name, l, s, B.api->last_error(B.s));
-            char what[96];
-            snprintf(what, sizeof what, "grad %s[%d].%s", kh_layer_kind_name(sp->layers[l].kind), l, ps->name);
-            ct_compare(sp->name, what, g, kh_ref_model_grad(rm, l, s), ps->numel, PROBE_TOL, 0);
-            free(g);
-        }
+    /* backend.h allows backward() again after one forward(): the second must give the same gradients (a
+     * backend that reuses a forward buffer as backward scratch fails here) */
+    for (int pass = 0; pass < 2; pass++) {
+        const char *tag = pass ? " (2nd backward)" : "";
+        for (int64_t i = 0; i < on; i++) dy[i] = (float)dyd[i]; /* the same dy, whatever the first pass did */
+        st = B.api->backward(cm, &tdy, pdx);
+        CHECK(st == KH_OK, "%s backward%s: %s", sp->name, tag, B.api->last_error(B.s));
+        char what[128];
+        snprintf(what, sizeof what, "input gradient%s", tag);
+        if (dx) ct_compare(sp->name, what, dx, kh_ref_model_input_grad(rm), bt.n * bt.per, PROBE_TOL, 0);
+        for (int l = 0; l < sh->n_layers; l++)
+            for (int s = 0; s < sh->layers[l].n_params; s++) {
+                const kh_param_shape *ps = &sh->layers[l].params[s];
+                float *g = malloc((size_t)ps->numel * sizeof(float));
+                kh_tensor tg = ct_tensor(KH_F32, KH_LAYOUT_ANY, ps->rank, ps->dims, g);
+                st = B.api->get_grad(cm, l, s, &tg);
+                CHECK(st == KH_OK, "%s get_grad %d/%d: %s", sp->name, l, s, B.api->last_error(B.s));
+                snprintf(what, sizeof what, "grad %s[%d].%s%s", kh_layer_kind_name(sp->layers[l].kind), l, ps->name,
+                         tag);
+                ct_compare(sp->name, what, g, kh_ref_model_grad(rm, l, s), ps->numel, PROBE_TOL, 0);
+                free(g);
+            }
+    }
     free(out);
     free(dy);
     free(dyd);

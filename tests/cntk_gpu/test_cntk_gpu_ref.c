@@ -1,12 +1,16 @@
 /* tests/cntk_gpu/test_cntk_gpu_ref.c — the cntk GPU path (cuDNN / cuBLAS / own kernels) against the reference
  * kit (khost/ref.h, float64), on cuda:0. Skips (exit 77) visibly where no CUDA device is usable.
  *   1. per kernel: a one-layer (or minimal) model per layer kind, activation and input path: the training-mode
- *      forward output, the input gradient and every parameter gradient (probes, dropout off);
+ *      forward output, the input gradient and every parameter gradient (probes, dropout off), from two
+ *      backward calls after the one forward;
  *   2. the small models of tests/cntk: probes, then whole training steps (fused loss, backward, the fused
  *      optimizer over the arena) comparing the loss, the metrics and every weight after each step, then an
  *      evaluation batch;
  *   3. dropout on the device: the kept fraction, the inverted scaling, and the backward using the same mask;
- *   4. running out of device memory is KH_ERR_NOMEM with a message, and the session still works after it.
+ *   4. deterministic = 1 gives bit-identical weights run to run (conv with asymmetric 'same' padding, the
+ *      embedding backward), and CNTK_CUDA_CHECK_LAYERS=1 (synchronise and check after every layer) trains
+ *      to the same results;
+ *   5. running out of device memory is KH_ERR_NOMEM with a message, and the session still works after it.
  * Every run draws fresh inputs (seed from the clock unless CNTK_GPU_TEST_SEED is set; printed) and poisons
  * every output buffer with NaN first, on the host and (CNTK_CUDA_POISON=1) on the device, so an element a
  * kernel forgets to write fails the comparison. Tolerances: FP32 (FMA, no TF32) against float64, normalised by
@@ -92,30 +96,39 @@ static void check_probes(const kh_model_spec *sp, int64_t n) {
     ct_fill_uniform(dy, on, -1.0f, 1.0f, &r);
     for (int64_t i = 0; i < on; i++) dyd[i] = dy[i];
     kh_tensor tdy = ct_tensor(KH_F32, last->out_rank == 3 ? KH_LAYOUT_NHWC : KH_LAYOUT_ANY, last->out_rank + 1, od, dy);
+    CHECK(kh_ref_model_backward(rm, dyd) == KH_OK, "%s ref backward", sp->name);
     float *dx = NULL;
     kh_tensor tdx, *pdx = NULL;
-    if (sp->input_dtype == KH_F32) {
-        dx = poisoned(bt.n * bt.per);
-        tdx = bt.x_nhwc;
-        tdx.data = dx;
-        pdx = &tdx;
-    }
-    st = B.api->backward(cm, &tdy, pdx);
-    CHECK(st == KH_OK, "%s backward: %s", sp->name, B.api->last_error(B.s));
-    CHECK(kh_ref_model_backward(rm, dyd) == KH_OK, "%s ref backward", sp->name);
-    if (dx) ct_compare(sp->name, "input gradient", dx, kh_ref_model_input_grad(rm), bt.n * bt.per, PROBE_TOL, g_seed);
-    for (int l = 0; l < sh->n_layers; l++)
-        for (int s = 0; s < sh->layers[l].n_params; s++) {
-            const kh_param_shape *ps = &sh->layers[l].params[s];
-            float *g = poisoned(ps->numel);
-            kh_tensor tg = ct_tensor(KH_F32, KH_LAYOUT_ANY, ps->rank, ps->dims, g);
-            st = B.api->get_grad(cm, l, s, &tg);
-            CHECK(st == KH_OK, "%s get_grad %d/%d: %s", sp->name, l, s, B.api->last_error(B.s));
-            char what[96];
-            snprintf(what, sizeof what, "grad %s[%d].%s", kh_layer_kind_name(sp->layers[l].kind), l, ps->name);
-            ct_compare(sp->name, what, g, kh_ref_model_grad(rm, l, s), ps->numel, PROBE_TOL, g_seed);
-            free(g);
+    /* backward twice after one forward (backend.h allows it): the second must not see the first's scratch
+     * (a padded-input buffer reused for the padded dx, a consumed RNN reserve space) */
+    for (int pass = 0; pass < 2; pass++) {
+        const char *tag = pass ? " (2nd backward)" : "";
+        for (int64_t i = 0; i < on; i++) dy[i] = (float)dyd[i];
+        if (sp->input_dtype == KH_F32) {
+            free(dx);
+            dx = poisoned(bt.n * bt.per);
+            tdx = bt.x_nhwc;
+            tdx.data = dx;
+            pdx = &tdx;
         }
+        st = B.api->backward(cm, &tdy, pdx);
+        CHECK(st == KH_OK, "%s backward%s: %s", sp->name, tag, B.api->last_error(B.s));
+        char what[128];
+        snprintf(what, sizeof what, "input gradient%s", tag);
+        if (dx) ct_compare(sp->name, what, dx, kh_ref_model_input_grad(rm), bt.n * bt.per, PROBE_TOL, g_seed);
+        for (int l = 0; l < sh->n_layers; l++)
+            for (int s = 0; s < sh->layers[l].n_params; s++) {
+                const kh_param_shape *ps = &sh->layers[l].params[s];
+                float *g = poisoned(ps->numel);
+                kh_tensor tg = ct_tensor(KH_F32, KH_LAYOUT_ANY, ps->rank, ps->dims, g);
+                st = B.api->get_grad(cm, l, s, &tg);
+                CHECK(st == KH_OK, "%s get_grad %d/%d: %s", sp->name, l, s, B.api->last_error(B.s));
+                snprintf(what, sizeof what, "grad %s[%d].%s%s", kh_layer_kind_name(sp->layers[l].kind), l, ps->name,
+                         tag);
+                ct_compare(sp->name, what, g, kh_ref_model_grad(rm, l, s), ps->numel, PROBE_TOL, g_seed);
+                free(g);
+            }
+    }
     free(out);
     free(dy);
     free(dyd);
@@ -187,6 +200,98 @@ static void check_steps(const kh_model_spec *sp, int steps) {
 done:
     if (cm) B.api->model_free(cm);
     kh_ref_model_free(rm);
+}
+
+// --- deterministic = 1: bit-identical runs --------------------------------------------------------------
+/* Train a fresh model from the same weights on the same batches (a short one in the middle); every weight
+ * after the steps, as raw bits, into *out (malloc'ed; *n floats). */
+static int train_fixed(const kh_model_spec *sp, uint64_t seed, float **out, int64_t *n) {
+    *out = NULL;
+    *n = 0;
+    kh_bmodel *cm = ct_compile(&B, sp, 6, 1);
+    if (!cm) return -1;
+    if (ct_init_weights(&B, cm, sp, 99, NULL) != 0) {
+        B.api->model_free(cm);
+        return -1;
+    }
+    kh_rng r;
+    kh_rng_seed(&r, seed);
+    int rc = 0;
+    for (int step = 0; step < 3 && rc == 0; step++) {
+        ct_batch bt;
+        ct_make_batch(&bt, sp, step == 1 ? 3 : 6, &r);
+        int64_t yd[1] = {bt.n};
+        kh_tensor ty = ct_tensor(KH_I32, KH_LAYOUT_NC, 1, yd, bt.labels);
+        if (B.api->train_batch(cm, &bt.x_backend, &ty) != KH_OK) rc = -1;
+        ct_free_batch(&bt);
+    }
+    kh_model_shapes shp;
+    char err[256];
+    if (rc == 0 && kh_spec_infer(sp, &shp, err, sizeof err) == KH_OK) {
+        int64_t total = 0;
+        for (int l = 0; l < shp.n_layers; l++)
+            for (int s = 0; s < shp.layers[l].n_params; s++) total += shp.layers[l].params[s].numel;
+        float *all = malloc((size_t)(total > 0 ? total : 1) * sizeof(float));
+        int64_t at = 0;
+        for (int l = 0; all && l < shp.n_layers && rc == 0; l++)
+            for (int s = 0; s < shp.layers[l].n_params && rc == 0; s++) {
+                const kh_param_shape *ps = &shp.layers[l].params[s];
+                kh_tensor tw = ct_tensor(KH_F32, KH_LAYOUT_ANY, ps->rank, ps->dims, all + at);
+                if (B.api->get_weight(cm, l, s, &tw) != KH_OK) rc = -1;
+                at += ps->numel;
+            }
+        *out = all;
+        *n = total;
+        kh_model_shapes_free(&shp);
+    } else {
+        rc = -1;
+    }
+    B.api->model_free(cm);
+    return rc;
+}
+
+/* deterministic = 1 promises the same bits run to run: conv algorithms reported deterministic by cuDNN and
+ * the ordered embedding backward (the atomic one sums in arrival order). */
+static void check_deterministic(void) {
+    static const kh_layer_spec conv[] = {
+        CT_L(.kind = KH_LAYER_CONV2D, .units = 8, .kernel = {3, 3}, .padding = KH_PAD_SAME, .activation = KH_ACT_RELU),
+        CT_L(.kind = KH_LAYER_CONV2D, .units = 8, .kernel = {4, 4}, .strides = {2, 2}, .padding = KH_PAD_SAME,
+             .activation = KH_ACT_RELU),
+        CT_L(.kind = KH_LAYER_FLATTEN),
+        CT_L(.kind = KH_LAYER_DENSE, .units = 5, .activation = KH_ACT_SOFTMAX),
+    };
+    static const kh_layer_spec emb[] = {
+        CT_L(.kind = KH_LAYER_EMBEDDING, .input_dim = 7, .units = 16), /* 7 rows, 24 steps: many repeats */
+        CT_L(.kind = KH_LAYER_GAP1D),
+        CT_L(.kind = KH_LAYER_DENSE, .units = 1, .activation = KH_ACT_SIGMOID),
+    };
+    kh_model_spec specs[2] = {
+        ct_spec("det_conv", KH_F32, 3, 12, 12, 3, 0, conv, CT_N(conv), KH_LOSS_CATEGORICAL_CROSSENTROPY,
+                ct_opt(KH_OPT_ADAM, 1e-2f, 0), 5),
+        ct_spec("det_embedding", KH_I32, 1, 24, 0, 0, 0, emb, CT_N(emb), KH_LOSS_BINARY_CROSSENTROPY,
+                ct_opt(KH_OPT_ADAM, 1e-2f, 0), 2),
+    };
+    for (int i = 0; i < 2; i++) {
+        float *a = NULL, *b = NULL;
+        int64_t na = 0, nb = 0;
+        int ra = train_fixed(&specs[i], g_seed ^ 0xde7, &a, &na), rb = train_fixed(&specs[i], g_seed ^ 0xde7, &b, &nb);
+        CHECK(ra == 0 && rb == 0, "%s: training failed: %s", specs[i].name, B.api->last_error(B.s));
+        if (ra == 0 && rb == 0) {
+            int64_t diff = 0;
+            for (int64_t k = 0; k < na && k < nb; k++) diff += memcmp(&a[k], &b[k], sizeof(float)) != 0;
+            CHECK(na == nb && diff == 0, "%s: two deterministic runs differ in %lld of %lld weights", specs[i].name,
+                  (long long)diff, (long long)na);
+        }
+        free(a);
+        free(b);
+    }
+}
+
+// --- CNTK_CUDA_CHECK_LAYERS=1: the same results, checked after every layer ---------------------------------
+static void check_layer_checks(const kh_model_spec *sp) {
+    setenv("CNTK_CUDA_CHECK_LAYERS", "1", 1);
+    check_steps(sp, 2);
+    unsetenv("CNTK_CUDA_CHECK_LAYERS");
 }
 
 // --- dropout on the device --------------------------------------------------------------------------------
@@ -316,6 +421,8 @@ int main(void) {
         check_steps(&models[i], 3);
     }
     check_dropout();
+    check_deterministic();
+    check_layer_checks(&models[0]);
     check_oom();
     /* the session survives all of that: one more small model trains */
     check_steps(&models[0], 1);

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "results.h"
 #include "testutil.h"
@@ -179,6 +180,32 @@ int main(int argc, char **argv) {
     kh_record_path(hang_json, sizeof hang_json, idir, "fixture_blobs", "fixture_hang", "cpu", "json");
     CHECK(stat(hang_json, &st) != 0, "the interrupted cell has a record");
     CHECK(alive_with(idir) == 0, "a process of the interrupted cell is still running");
+
+    /* 4b. A device kind the plugin cannot use: the cell is recorded "unsupported" without being scheduled
+     * (no child, so no log) and, run directly, stops before its task loads any data. */
+    char ndir[4096], mark[4200], nlog[4200];
+    snprintf(ndir, sizeof ndir, "%s/nodev", tmp);
+    snprintf(mark, sizeof mark, "%s/loaded", tmp);
+    snprintf(args, sizeof args, "matrix --plugins fixture_nodev,fixture --tasks fixture_blobs --devices cpu "
+             "--epochs 1 --out '%s'", ndir);
+    setenv("FIXTURE_LOAD_MARK", mark, 1);
+    rc = khost(args);
+    CHECK(rc == 0 && strstr(out, "fixture_nodev x fixture_blobs x cpu ... unsupported: device kind not available: "
+                                 "fixture_nodev has no device\n"),
+          "unavailable device in the matrix: %d\n%s", rc, out);
+    if (record(ndir, "fixture_blobs", "fixture_nodev", &r) == 0) {
+        CHECK(!strcmp(r.status, "unsupported"), "status %s", r.status);
+        kh_record_free(&r);
+    }
+    kh_record_path(nlog, sizeof nlog, ndir, "fixture_blobs", "fixture_nodev", "cpu", "log");
+    CHECK(stat(nlog, &st) != 0, "the unavailable cell was scheduled (it has a log)");
+    CHECK(stat(mark, &st) == 0, "the runnable cell did not load its data: the marker is not written");
+    unlink(mark);
+    snprintf(args, sizeof args, "run --plugin fixture_nodev --task fixture_blobs --device cpu --out '%s' --quiet", ndir);
+    rc = khost(args);
+    CHECK(rc == 6, "run on an unavailable device kind exited %d:\n%s", rc, out);
+    CHECK(stat(mark, &st) != 0, "the task loaded its data before the device kind was found unavailable");
+    unsetenv("FIXTURE_LOAD_MARK");
 
     /* 5. The matrix cannot start: documented exit codes, named culprits. */
     snprintf(args, sizeof args, "matrix --plugins no_such_backend --tasks fixture_blobs --out '%s'", tmp);

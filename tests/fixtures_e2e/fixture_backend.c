@@ -2,7 +2,8 @@
  * regression (Dense + softmax, categorical cross-entropy, SGD/RMSprop) on the cpu, in plain C.
  * FIXTURE_MODE selects a misbehaving variant from the same source: 1 segfaults in train_batch of the second
  * epoch (after the 32 batches of the first, so the per-epoch checkpoint has something to keep), 2 hangs
- * there, 3 produces a NaN loss (divergence). Names: fixture, fixture_segv, fixture_hang, fixture_nan. */
+ * there, 3 produces a NaN loss (divergence), 4 reports every device kind unavailable (as a backend built
+ * without BLAS does on the cpu). Names: fixture, fixture_segv, fixture_hang, fixture_nan, fixture_nodev. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <signal.h>
@@ -35,8 +36,9 @@ struct kh_bmodel {
 };
 
 static kh_status caps(uint32_t kind, kh_caps *c) {
-    c->available = kind == KH_DEVICE_CPU;
-    if (!c->available) snprintf(c->note, sizeof c->note, "fixture backend is cpu-only");
+    c->available = kind == KH_DEVICE_CPU && FIXTURE_MODE != 4;
+    if (!c->available)
+        snprintf(c->note, sizeof c->note, "%s", FIXTURE_MODE == 4 ? "fixture_nodev has no device" : "fixture backend is cpu-only");
     c->layer_kinds = 1u << KH_LAYER_DENSE;
     c->activations = (1u << KH_ACT_LINEAR) | (1u << KH_ACT_SOFTMAX);
     c->losses = 1u << KH_LOSS_CATEGORICAL_CROSSENTROPY;

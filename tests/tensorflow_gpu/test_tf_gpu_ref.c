@@ -5,7 +5,8 @@
  * For the small models of tests/cntk (every layer kind, activation, loss, optimizer and input path) and the
  * six benchmark models at a small batch, dropout ON:
  *   1. weights set on the device read back bit-identical;
- *   2. probes on a partial batch: the training-mode forward output, the input gradient, every weight gradient;
+ *   2. probes on a partial batch: the training-mode forward output, the input gradient, every weight gradient,
+ *      from two backward calls after the one forward;
  *   3. three training steps (the last one on a partial batch): every weight after each step, then the
  *      accumulated loss sum, correct count and sample count;
  *   4. an evaluation batch (metrics) and predict;
@@ -170,23 +171,31 @@ static void probes(const char *name, const kh_model_spec *sp, const kh_model_sha
     kh_tensor tdxc = ct_tensor(KH_F32, KH_LAYOUT_NC, 2, idims, dxc), tdxg = ct_tensor(KH_F32, KH_LAYOUT_NC, 2, idims, dxg);
     CHECK(CPU.api->backward(mc, &tdy, f32_in ? &tdxc : NULL) == KH_OK, "%s cpu backward: %s", name,
           CPU.api->last_error(CPU.s));
-    CHECK(GPU.api->backward(mg, &tdy, f32_in ? &tdxg : NULL) == KH_OK, "%s gpu backward: %s", name,
-          GPU.api->last_error(GPU.s));
-    if (f32_in) compare(name, "probe d_input", dxg, dxc, n * in, PROBE_TOL);
-    for (int l = 0; l < sh->n_layers; l++)
-        for (int s = 0; s < sh->layers[l].n_params; s++) {
-            const kh_param_shape *ps = &sh->layers[l].params[s];
-            float *a = nan_buf(ps->numel), *b = nan_buf(ps->numel);
-            kh_tensor ta = ct_tensor(KH_F32, KH_LAYOUT_ANY, ps->rank, ps->dims, a);
-            kh_tensor tb = ct_tensor(KH_F32, KH_LAYOUT_ANY, ps->rank, ps->dims, b);
-            CHECK(GPU.api->get_grad(mg, l, s, &ta) == KH_OK, "%s gpu get_grad: %s", name, GPU.api->last_error(GPU.s));
-            CHECK(CPU.api->get_grad(mc, l, s, &tb) == KH_OK, "%s cpu get_grad", name);
-            char what[64];
-            snprintf(what, sizeof what, "probe grad[%d][%d]", l, s);
-            compare(name, what, a, b, ps->numel, PROBE_TOL);
-            free(a);
-            free(b);
-        }
+    /* backward twice after one forward (backend.h allows it): the device's second must match the cpu too */
+    for (int pass = 0; pass < 2; pass++) {
+        const char *tag = pass ? " (2nd backward)" : "";
+        if (dxg)
+            for (int64_t i = 0; i < n * in; i++) dxg[i] = NAN;
+        CHECK(GPU.api->backward(mg, &tdy, f32_in ? &tdxg : NULL) == KH_OK, "%s gpu backward%s: %s", name, tag,
+              GPU.api->last_error(GPU.s));
+        char what[64];
+        snprintf(what, sizeof what, "probe d_input%s", tag);
+        if (f32_in) compare(name, what, dxg, dxc, n * in, PROBE_TOL);
+        for (int l = 0; l < sh->n_layers; l++)
+            for (int s = 0; s < sh->layers[l].n_params; s++) {
+                const kh_param_shape *ps = &sh->layers[l].params[s];
+                float *a = nan_buf(ps->numel), *b = nan_buf(ps->numel);
+                kh_tensor ta = ct_tensor(KH_F32, KH_LAYOUT_ANY, ps->rank, ps->dims, a);
+                kh_tensor tb = ct_tensor(KH_F32, KH_LAYOUT_ANY, ps->rank, ps->dims, b);
+                CHECK(GPU.api->get_grad(mg, l, s, &ta) == KH_OK, "%s gpu get_grad: %s", name,
+                      GPU.api->last_error(GPU.s));
+                CHECK(CPU.api->get_grad(mc, l, s, &tb) == KH_OK, "%s cpu get_grad", name);
+                snprintf(what, sizeof what, "probe grad[%d][%d]%s", l, s, tag);
+                compare(name, what, a, b, ps->numel, PROBE_TOL);
+                free(a);
+                free(b);
+            }
+    }
     free(yc), free(yg), free(dy), free(dxc), free(dxg);
     free_feed(&fd);
 }

@@ -55,9 +55,10 @@ if rc == 0 and MODEL and not args.quiet and not args.json:
     window = [int(c) for c in text[start:start + 40]]
     out = "".join(alphabet[i] for i in window)
     print("\n----- diversity: 0.5\n----- Generating with seed: \"%s\"" % out)
+    dev = next(m.parameters()).device
     with torch.no_grad():
         for _ in range(400):
-            p = torch.softmax(m(torch.tensor([window], dtype=torch.long)), dim=1)[0].double().numpy()
+            p = torch.softmax(m(torch.tensor([window], dtype=torch.long, device=dev)), dim=1)[0].double().cpu().numpy()
             w = np.log(np.maximum(p, 1e-300)) / 0.5
             w = np.exp(w - w.max())
             nxt = int(rng.choice(len(w), p=w / w.sum()))

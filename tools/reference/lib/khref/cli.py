@@ -52,7 +52,9 @@ def _parser(task, framework):
                     help="N untimed training steps before epoch 1 (warm-up; not recorded)")
     ap.add_argument("--threads", type=int, default=0, help="intra-op threads (default: online CPUs)")
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--out", default="results", help="results folder: <out>/<task>/%s__cpu.json" % framework)
+    ap.add_argument("--out", default="results", help="results folder: <out>/<task>/%s__<device>.json" % framework)
+    ap.add_argument("--device", default="cpu",
+                    help="cpu, or cuda:N (PyTorch only: strict FP32, TF32 off, as khost's GPU paths)")
     ap.add_argument("--data", default=None, help="data folder (default $KHOST_DATA, else <repo>/data)")
     ap.add_argument("--json", action="store_true", help="print the record as one JSON line on stdout")
     ap.add_argument("--quiet", action="store_true")
@@ -75,6 +77,8 @@ def setup(task, framework):
     theirs when their libraries are loaded)."""
     args = _parser(task, framework).parse_args()
     args.task, args.framework = task, framework
+    if args.device != "cpu" and (framework != "pytorch" or not args.device.startswith("cuda:")):
+        sys.exit("%s: --device %s: only the PyTorch reference runs on cuda:N" % (task, args.device))
     if args.threads <= 0:
         args.threads = os.cpu_count() or 1
     env = os.environ
@@ -152,7 +156,7 @@ class Record:
         self.rows = []
         self.env = {}
         self.status, self.reason = "error", ""
-        self.head = {"khost_record": 1, "plugin": args.framework, "task": args.task, "device": "cpu",
+        self.head = {"khost_record": 1, "plugin": args.framework, "task": args.task, "device": getattr(args, "device", "cpu"),
                      "epochs_requested": args.epochs, "batch_size": args.batch_size, "seed": args.seed,
                      "train_samples": train_samples, "val_samples": val_samples, "metric": t["metric"]}
         self.target, self.target_is_max = t.get("target", 0), t.get("target_is_max", False)
@@ -201,10 +205,10 @@ class Record:
         return out
 
     def write(self, out_dir):
-        """<out>/<task>/<plugin>__cpu.json and .csv, each atomically (temp file, fsync, rename)."""
+        """<out>/<task>/<plugin>__<device>.json and .csv, each atomically (temp file, fsync, rename)."""
         d = os.path.join(out_dir, self.head["task"])
         os.makedirs(d, exist_ok=True)
-        base = os.path.join(d, "%s__cpu" % self.head["plugin"])
+        base = os.path.join(d, "%s__%s" % (self.head["plugin"], self.head["device"]))
         rec = self.to_dict()
         lines = ["epoch,elapsed,loss,acc,val_loss,val_acc,train_s,val_s"]
         for r in rec["epochs"]:

@@ -2,6 +2,7 @@
 clipping, the RMSprop / Adam / Adadelta update rules exactly as Keras 2 wrote them (epsilon placement,
 bias correction, `decay`), and the Runner the shared loop drives. Import only after cli.setup()."""
 import os
+import sys
 import platform
 
 import numpy as np
@@ -220,7 +221,7 @@ class KerasOptimizer:
         vals2 = vals * vals
         R = self.block_rows
         n = p.shape[0]
-        starts = torch.arange(0, n + R, R, dtype=rows.dtype).clamp_(max=n)
+        starts = torch.arange(0, n + R, R, dtype=rows.dtype, device=rows.device).clamp_(max=n)
         cut = torch.searchsorted(rows, starts).tolist()  # coalesced indices are sorted
         for k in range(len(starts) - 1):
             a, b = k * R, min((k + 1) * R, n)
@@ -270,10 +271,17 @@ def tokens_prepare(x, train, rng):
 
 # --- the runner -------------------------------------------------------------------------------------------------
 class Runner:
-    def __init__(self, model, loss, opt):
+    def __init__(self, model, loss, opt, device=None):
         self.model, self.loss, self.opt = model, loss, opt
         self.sums = {"train": [0.0, 0, 0], "eval": [0.0, 0, 0]}
         self.mode = None
+        self.device = device  # None: cpu, inputs used as they come
+
+    def _to(self, x, y):
+        y = torch.from_numpy(y)
+        if self.device is None:
+            return x, y
+        return x.to(self.device, non_blocking=True), y.to(self.device, non_blocking=True)
 
     def _mode(self, train):
         if self.mode != train:
@@ -282,7 +290,7 @@ class Runner:
 
     def train_batch(self, x, y):
         self._mode(True)
-        y = torch.from_numpy(y)
+        x, y = self._to(x, y)
         out = self.model(x)
         loss, correct = self.loss(out, y)
         self.opt.zero_grad()
@@ -296,7 +304,7 @@ class Runner:
     @torch.no_grad()
     def eval_batch(self, x, y):
         self._mode(False)
-        y = torch.from_numpy(y)
+        x, y = self._to(x, y)
         loss, correct = self.loss(self.model(x), y)
         s = self.sums["eval"]
         s[0] += loss.item() * len(y)
@@ -309,7 +317,8 @@ class Runner:
         return tuple(s)
 
     def sync(self):
-        pass
+        if self.device is not None:
+            torch.cuda.synchronize(self.device)
 
 
 def blas_name():
@@ -339,11 +348,25 @@ def main(args, build, loss, prepare, extra_env=None):
     except RuntimeError:
         pass
     torch.manual_seed(args.seed)
+    device, extra = None, dict(extra_env or {})
+    if args.device != "cpu":
+        if not torch.cuda.is_available():
+            print("error: --device %s: torch %s sees no CUDA device" % (args.device, torch.__version__), file=sys.stderr)
+            return 5
+        device = torch.device(args.device)
+        # strict FP32 like khost's GPU paths (cuBLAS default math, cuDNN FMA math): no TF32 anywhere
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+        extra["device_name"] = torch.cuda.get_device_name(device)
+        extra["backend_env"] = "torch %s; CUDA %s; cuDNN %s; TF32 off" % (
+            torch.__version__, torch.version.cuda, torch.backends.cudnn.version())
 
     def go():
         data = loop.load_task_data(args)
         model, params = build(data)
+        if device is not None:
+            model.to(device)  # moves the parameters in place: `params` stays valid
         opt = KerasOptimizer(params, cli.TASKS[args.task]["opt"])
-        r = Runner(model, loss, opt)
-        return loop.run(args, data, r, prepare, environment(args, extra_env))
+        r = Runner(model, loss, opt, device)
+        return loop.run(args, data, r, prepare, environment(args, extra))
     return loop.main_guard(go)

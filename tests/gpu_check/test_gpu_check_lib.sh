@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# tests/gpu_check/test_gpu_check_lib.sh REPO — tools/gpu-check-lib.sh on fabricated folders (no GPU needed).
+set -uo pipefail
+repo=$1
+source "$repo/tools/gpu-check-lib.sh"
+pass=0 fail=0
+ok() { if eval "$1"; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: $2"; fi; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# cuBLAS: each library folder on its own (a toolkit with only lib64, only lib, or targets/<arch>/lib)
+mkdir -p "$tmp/tk1/lib64" "$tmp/tk1/lib" "$tmp/tk2/lib" "$tmp/tk3/targets/x86_64-linux/lib" "$tmp/tk4/lib64"
+touch "$tmp/tk1/lib64/libcublas.so.13" "$tmp/tk2/lib/libcublas.so.13" "$tmp/tk3/targets/x86_64-linux/lib/libcublas.so.13"
+ok '[[ $(gc_cublas_dir "$tmp/tk1") == "$tmp/tk1/lib64" ]]' "cuBLAS in lib64 while lib exists without it"
+ok '[[ $(gc_cublas_dir "$tmp/tk2") == "$tmp/tk2/lib" ]]' "cuBLAS in lib only"
+ok '[[ $(gc_cublas_dir "$tmp/tk3") == "$tmp/tk3/targets/x86_64-linux/lib" ]]' "cuBLAS under targets/"
+ok '! gc_cublas_dir "$tmp/tk4" >/dev/null' "no cuBLAS in the toolkit: not found"
+
+# the time box: a step never gets more than the limit minus the reserve minus what is used
+mkdir -p "$tmp/out"
+GPU_CHECK_LIMIT=100 GC_RESERVE=15 gc_init "$tmp/out"
+ok '[[ $(gc_timeout 300) -le 85 && $(gc_timeout 300) -ge 80 ]]' "a 300 s step is capped at what is left ($(gc_timeout 300))"
+ok '[[ $(gc_timeout 30) == 30 ]]' "a short step keeps its own timeout"
+gc_t0=$(($(date +%s) - 80)) # 80 s used: 5 left, under the minimum
+ok '[[ $(gc_timeout 300) == 0 ]]' "no time left: the step does not start"
+
+# the summary is on disk after every line, marked in progress until the verdict
+gc_init "$tmp/out"
+ok 'grep -q "in progress" "$tmp/out/summary.txt"' "summary written at start"
+gc_sum "build: ok"
+ok 'grep -q "^build: ok$" "$tmp/out/summary.txt"' "a line is on disk as soon as it is summed"
+gc_finish "PASSED"
+ok 'grep -q "^result: PASSED$" "$tmp/out/summary.txt" && grep -q "(finished;" "$tmp/out/summary.txt"' "final verdict"
+
+# prerequisites: a carried prefix lacking inih and cJSON, no data: each named with its command
+mkdir -p "$tmp/dd/usr/include" "$tmp/dd/usr/lib/x86_64-linux-gnu" "$tmp/repo" "$tmp/data"
+touch "$tmp/dd/usr/include/jpeglib.h" "$tmp/dd/usr/include/zlib.h" "$tmp/dd/usr/include/png.h"
+touch "$tmp/dd/usr/lib/x86_64-linux-gnu/"{libjpeg.a,libz.a,libpng.a}
+t0=$(date +%s)
+msg=$(gc_prereqs "$tmp/repo" "$tmp/dd" "$tmp/data")
+rc=$?
+ok '[[ $rc == 1 ]]' "missing prerequisites: status 1"
+ok '(( $(date +%s) - t0 <= 5 ))' "the check takes seconds"
+ok 'grep -q "^inih: .*make-devdeps.sh" <<<"$msg"' "inih named with make-devdeps.sh"
+ok 'grep -q "^cJSON: .*make-devdeps-extra.sh" <<<"$msg"' "cJSON named with make-devdeps-extra.sh"
+ok 'grep -q "^data: .*make-devdeps-extra.sh" <<<"$msg"' "the data named with make-devdeps-extra.sh"
+ok '! grep -q "^libjpeg\|^zlib\|^libpng" <<<"$msg"' "present pieces are not reported"
+# the carried mirror with a file missing
+mkdir -p "$tmp/repo/.cache/gpu-data"
+echo "0000  nietzsche.txt" >"$tmp/repo/.cache/gpu-data/SHA256SUMS"
+msg=$(gc_prereqs "$tmp/repo" "$tmp/dd" "$tmp/data")
+ok 'grep -q "nietzsche.txt listed in SHA256SUMS but missing" <<<"$msg"' "a mirror file that did not travel"
+
+echo "test_gpu_check_lib: $pass passed, $fail failed"
+((fail == 0))

@@ -1,0 +1,112 @@
+# shellcheck shell=bash
+# tools/gpu-check-lib.sh — sourced by tools/gpu-check.sh (not run by itself): the prerequisite check that
+# runs before anything else, the time box of the whole run, and a summary that is on disk at every moment.
+#
+# Time box: one GPU run is killed at 600 s. gc_timeout WANT gives a step min(WANT, what is left before
+# GPU_CHECK_LIMIT (default 560 s) minus GC_RESERVE for the final summary); a step that would get less than
+# GC_MIN_STEP seconds does not start. So the sum of the steps can never pass the limit, whatever each wants.
+# Summary: gc_sum appends a line and rewrites summary.txt at once (temporary file + rename), marked "in
+# progress" until gc_finish writes the verdict — a run killed at any point leaves what it had learned.
+
+GC_RESERVE=${GC_RESERVE:-15}
+GC_MIN_STEP=${GC_MIN_STEP:-10}
+gc_summary=()
+gc_head=""
+
+gc_init() { # OUTDIR
+    gc_out=$1
+    gc_t0=$(date +%s)
+    gc_limit=${GPU_CHECK_LIMIT:-560}
+    gc_summary=()
+    gc_write "in progress"
+}
+
+gc_elapsed() { echo $(($(date +%s) - gc_t0)); }
+
+# gc_timeout WANT — seconds the next step may take (0: too little time left, skip it)
+gc_timeout() {
+    local left=$((gc_limit - GC_RESERVE - $(gc_elapsed)))
+    local t=$1
+    ((left < t)) && t=$left
+    ((t < GC_MIN_STEP)) && t=0
+    echo "$t"
+}
+
+gc_write() { # STATE — rewrite summary.txt atomically
+    local tmp=$gc_out/.summary.txt.tmp
+    {
+        echo "== gpu-check summary ($1; $(gc_elapsed) s of a $gc_limit s limit; files in $gc_out) =="
+        if [[ -n $gc_head ]]; then echo "$gc_head"; fi
+        if ((${#gc_summary[@]})); then printf '%s\n' "${gc_summary[@]}"; fi
+    } >"$tmp" && mv -f "$tmp" "$gc_out/summary.txt"
+}
+
+gc_sum() { # LINE... — one summary line each, written to disk at once
+    local l
+    for l in "$@"; do gc_summary+=("$l"); done
+    gc_write "in progress"
+}
+
+gc_finish() { # VERDICT
+    gc_summary+=("result: $1")
+    gc_write "finished"
+}
+
+# gc_prereqs REPO DEVDEPS DATA — what the build and the data need, checked in seconds before anything runs.
+# Prints one line per missing piece with the command that prepares it; returns 1 when something is missing.
+# Uses the carried prefix DEVDEPS (.devdeps) when present, else the system (pkg-config); the data must be
+# either the carried mirror (.cache/gpu-data with its checksums) or already installed in DATA.
+gc_prereqs() {
+    local repo=$1 dd=$2 data=$3 miss=() have_pc=0 f
+    command -v cmake >/dev/null 2>&1 || miss+=("cmake: not found (the GPU machine has it; here: apt-get install cmake)")
+    command -v cc >/dev/null 2>&1 || command -v gcc >/dev/null 2>&1 ||
+        miss+=("a C compiler (cc/gcc): not found (apt-get install gcc)")
+    command -v pkg-config >/dev/null 2>&1 || command -v pkgconf >/dev/null 2>&1 ||
+        [[ -x $dd/usr/bin/pkgconf ]] && have_pc=1
+    ((have_pc)) || miss+=("pkg-config: neither on PATH nor $dd/usr/bin/pkgconf (tools/make-devdeps-extra.sh)")
+    local need=("inih:usr/include/ini.h:usr/lib/x86_64-linux-gnu/libinih.a:../shared/device/make-devdeps.sh"
+                "libjpeg:usr/include/jpeglib.h:usr/lib/x86_64-linux-gnu/libjpeg.a:../shared/device/make-devdeps.sh"
+                "zlib:usr/include/zlib.h:usr/lib/x86_64-linux-gnu/libz.a:../shared/device/make-devdeps.sh"
+                "libpng:usr/include/png.h:usr/lib/x86_64-linux-gnu/libpng.a:../shared/device/make-devdeps.sh"
+                "cJSON:usr/include/cjson/cJSON.h:usr/lib/x86_64-linux-gnu/libcjson.so:tools/make-devdeps-extra.sh")
+    local item name hdr lib how
+    for item in "${need[@]}"; do
+        IFS=: read -r name hdr lib how <<<"$item"
+        if [[ -d $dd/usr ]]; then
+            [[ -f $dd/$hdr && -e $dd/$lib ]] && continue
+            miss+=("$name: not in $dd (missing $hdr or $lib); prepare it with $how .devdeps on a networked machine and carry .devdeps")
+        else
+            [[ -f /$hdr || -f /usr/include/x86_64-linux-gnu/${hdr##*/} ]] && continue
+            miss+=("$name: no $dd and not installed (/$hdr); prepare .devdeps with $how on a networked machine and carry it")
+        fi
+    done
+    local mirror=$repo/.cache/gpu-data ds ok_data=1
+    if [[ -f $mirror/SHA256SUMS ]]; then
+        while read -r _ f; do
+            [[ -n $f ]] || continue
+            f=${f#\*}
+            [[ -f $mirror/$f ]] || { miss+=("data: $mirror/$f listed in SHA256SUMS but missing (rerun tools/make-devdeps-extra.sh)"); ok_data=0; }
+        done < <(grep -E 'mnist/|cifar-10-jpg|aclImdb-labeled|nietzsche' "$mirror/SHA256SUMS")
+    else
+        for ds in mnist cifar10 imdb nietzsche; do
+            [[ -f $data/$ds/.khost-installed ]] || ok_data=0
+        done
+        ((ok_data)) || miss+=("data: no carried mirror ($mirror/SHA256SUMS) and $data lacks some of mnist cifar10 imdb nietzsche; run tools/make-devdeps-extra.sh and carry .cache/gpu-data")
+    fi
+    if ((${#miss[@]})); then
+        printf '%s\n' "${miss[@]}"
+        return 1
+    fi
+    return 0
+}
+
+# gc_cublas_dir CUDA_ROOT — the directory of the toolkit's cuBLAS (lib64 or lib, or targets/*/lib), empty
+# when the toolkit has none. Each candidate is tested on its own: a glob over two directories fails as a
+# whole when either lacks the file.
+gc_cublas_dir() {
+    local root=$1 d
+    for d in "$root/lib64" "$root/lib" "$root"/targets/*/lib; do
+        compgen -G "$d/libcublas.so*" >/dev/null && { echo "$d"; return 0; }
+    done
+    return 1
+}
