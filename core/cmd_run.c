@@ -1,5 +1,6 @@
 /* core/cmd_run.c — `khost [run] --plugin P --task T ...`: one cell in this process. */
 #define _POSIX_C_SOURCE 200809L
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +10,8 @@
 #include "commands.h"
 #include "exitcodes.h"
 #include "host_api.h"
+#include "lockfile.h"
+#include "procguard.h"
 
 typedef struct run_args {
     const char *plugin, *task, *device, *out;
@@ -80,6 +83,18 @@ int kh_cmd_run(kh_host *h, int argc, char **argv) {
         return KH_EXIT_DEVICE;
     }
     const char *out_dir = r.out ? r.out : h->reg.results_dir;
+    /* One writer per results directory; a matrix cell writes under its parent's lock (lockfile.h). */
+    kh_lock lock = {-1, NULL};
+    if (!kh_procguard_is_child()) {
+        if (kh_mkdirs(out_dir) != 0) {
+            kh_logf(KH_LOG_ERROR, "results: %s: cannot create: %s", out_dir, strerror(errno));
+            return KH_EXIT_IO;
+        }
+        if (kh_lock_acquire(&lock, out_dir, err, sizeof err) != 0) {
+            kh_logf(KH_LOG_ERROR, "results: %s", err);
+            return KH_EXIT_IO;
+        }
+    }
 
     kh_cell_record rec;
     kh_record_init(&rec);
@@ -123,5 +138,6 @@ int kh_cmd_run(kh_host *h, int argc, char **argv) {
         }
     }
     kh_record_free(&rec);
+    kh_lock_release(&lock);
     return code;
 }
