@@ -123,8 +123,7 @@ int kh_scan_child_main(const char *path) {
 
 // --- the parent's side ----------------------------------------------------------------------------------
 
-/* Parse the helper's report into e; -1 (with e->message) when it is not a complete, valid report. */
-static int parse_report(char *text, size_t len, const char *path, kh_modcache_entry *e) {
+int kh_scan_parse_report(char *text, size_t len, const char *path, kh_modcache_entry *e) {
     if (memchr(text, 0, len)) {
         set_message(e, "%s: returned garbage while being inspected (NUL byte in the report); not loaded", path);
         return -1;
@@ -337,14 +336,14 @@ int kh_scan_inspect(const char *path, double timeout_s, kh_modcache_entry *e) {
                     sig_abbrev(s, sig, sizeof sig), desc ? desc : "unknown signal", *last ? ": " : "", last);
     } else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || !rlen) {
         int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-        if (rlen && code != 0 && parse_report(report, rlen, path, e) == 0 && e->status != KH_SCAN_OK) {
+        if (rlen && code != 0 && kh_scan_parse_report(report, rlen, path, e) == 0 && e->status != KH_SCAN_OK) {
             /* a clean refusal, then a failure while unloading: the refusal is the useful part */
         } else {
             set_message(e, "%s: exited with status %d while being inspected, before reporting (a constructor "
                            "that calls exit?)%s%s; not loaded", path, code, *last ? ": " : "", last);
         }
     } else {
-        parse_report(report, rlen, path, e);
+        kh_scan_parse_report(report, rlen, path, e);
     }
     rc = 0;
     goto done;

@@ -28,6 +28,10 @@ const char *kh_scan_helper(void);
  * (e->message says why; do not cache). */
 int kh_scan_inspect(const char *path, double timeout_s, kh_modcache_entry *e);
 
+/* Parse a helper's report (text[len] must be NUL; modified in place) into e's status and fields; -1, with
+ * e->message saying so, when it is not a complete, valid report. Public for the fuzz target. */
+int kh_scan_parse_report(char *text, size_t len, const char *path, kh_modcache_entry *e);
+
 /* The helper's side (`khost --scan-module PATH`): load, report on stdout, unload. Returns the exit code. */
 int kh_scan_child_main(const char *path);
 #endif
