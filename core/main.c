@@ -27,7 +27,7 @@ static const char usage[] =
     "               [--batch-size N] [--limit-train N] [--limit-val N] [--seed N] [--out DIR]\n"
     "               [--timeout SECONDS] [--memory-limit BYTES[K|M|G]] [--resume] [--quiet]\n"
     "      every selected cell, each in a fresh child process with a timeout (and an address-space\n"
-    "      limit: a cell over it is recorded as oom); LIST is comma-separated. Cells die with matrix.\n"
+    "      limit: a cell over it is recorded as oom); LIST is comma-separated; cells die with the matrix.\n"
     "  khost report DIR [--svg FILE] [--published]\n"
     "      the original benchmark's tables (accuracy; time per epoch with factors) from stored results.\n"
     "  khost describe --task T [--limit-train N] [--limit-val N]\n"
