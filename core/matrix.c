@@ -18,7 +18,7 @@
  *                     any other signal stays "crashed", the limit noted in the reason
  * Process safety: cells get KHOST_PARENT_PID (procguard.h: they die with this process, their group with
  * them) and KHOST_MEMORY_LIMIT (RLIMIT_AS, set by the child before it loads anything); the results
- * folder is locked for the whole matrix (lockfile.h; cells inherit the lock); a cell's leftover temporary
+ * folder is locked exclusively for the whole matrix (lockfile.h; cells inherit the lock); a cell's leftover temporary
  * record files (a cell killed mid-write) are removed before it runs again.
  * The child's stdout and stderr go to <out>/<task>/<plugin>__<device>.log, kept for post-mortems.
  * --resume skips a cell whose record has a final status, "ok" or "unsupported" (rerunning them would give
@@ -718,7 +718,9 @@ int kh_cmd_matrix(kh_host *h, int argc, char **argv) {
         rc = KH_EXIT_IO;
         goto done;
     }
-    if (kh_lock_acquire(&lock, out_dir, err0, sizeof err0) != 0) {
+    char lock_path[4200];
+    snprintf(lock_path, sizeof lock_path, "%s/%s", out_dir, KH_LOCK_NAME);
+    if (kh_lock_acquire(&lock, lock_path, 1, out_dir, err0, sizeof err0) != 0) {
         kh_logf(KH_LOG_ERROR, "matrix: %s", err0);
         rc = KH_EXIT_IO;
         goto done;

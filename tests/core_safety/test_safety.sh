@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # tests/core_safety/test_safety.sh — nothing a kill or a full disk does loses or duplicates a result.
-#  1. lock: a second matrix on the same results folder is refused naming the live holder's pid; a stale
-#     lock file (dead pid, no flock) is taken over.
+#  1. locks: a second matrix or a run on a folder a matrix writes to is refused naming the live holder's
+#     pid; stale lock files (dead pid, no flock) are taken over; two runs of one cell exclude each other,
+#     runs of different cells work side by side, and a matrix is refused while a run writes there.
 #  2. SIGKILL of `khost matrix` in the middle of a cell: no child survives after 2 s; `--resume` then
 #     records every cell exactly once (one .json and one .csv each, no temporary files), skips the cell
 #     finished before the kill and re-runs the killed one.
@@ -85,11 +86,30 @@ for c in "${cells[@]}"; do
 done
 check "no partial files left" test "$(find "$out" -name '*.tmp.*' | wc -l)" -eq 0
 check "4 records in all" test "$(find "$out" -name '*.json' | wc -l)" -eq 4
-# a stale lock with a dead pid and no flock is taken over by run
+# stale locks (a dead pid, no flock) are taken over: the folder's by a matrix, a cell's by a run
 echo 999999 >"$out/.khost.lock"
-o=$(k -v run --plugin fixture --task fixture_blobs --epochs 1 --out "$out"); rc=$?
-check "stale lock (dead pid) taken over by run ($rc)" test $rc -eq 0
+o=$(k -v matrix --plugins fixture --tasks fixture_blobs --epochs 3 --out "$out" --resume); rc=$?
+check "stale folder lock taken over by matrix ($rc)" test $rc -eq 0
 check "... saying so: $o" has "$o" "taking over the lock of pid 999999"
+echo 999998 >"$out/fixture_blobs/.fixture__cpu.lock"
+o=$(k -v run --plugin fixture --task fixture_blobs --epochs 1 --out "$out"); rc=$?
+check "stale cell lock taken over by run ($rc)" test $rc -eq 0
+check "... saying so: $o" has "$o" "taking over the lock of pid 999998"
+# runs: one writer per cell, different cells side by side, no matrix beside them
+KHOST_FIXTURE_SLOW_MS=40 "$bin" run --plugin fixture_faults --task fixture_blobs --epochs 2 --out "$out" >/dev/null 2>&1 &
+rpid=$!
+bgpids+=("$rpid")
+for i in $(seq 1 200); do [ "$(head -1 "$out/fixture_blobs/.fixture_faults__cpu.lock" 2>/dev/null)" = "$rpid" ] && break; sleep 0.05; done
+o=$(k run --plugin fixture_faults --task fixture_blobs --epochs 1 --out "$out"); rc=$?
+check "a second run of the same cell is refused with exit 8 ($rc)" test $rc -eq 8
+check "... naming the running one's pid: $o" has "$o" "in use by khost pid $rpid"
+o=$(k run --plugin fixture --task fixture_blobs --epochs 1 --out "$out"); rc=$?
+check "a run of another cell works beside it ($rc): $o" test $rc -eq 0
+o=$(k matrix --plugins fixture --tasks fixture_blobs --epochs 1 --out "$out"); rc=$?
+check "a matrix is refused while a run writes there ($rc)" test $rc -eq 8
+check "... saying why: $o" has "$o" "in use by running khost run processes"
+wait "$rpid"
+check "the slow run finished ok" test "$(json_status "$out/fixture_blobs/fixture_faults__cpu.json")" = ok
 fi
 
 # --- 3: memory limit -------------------------------------------------------------------------------------
