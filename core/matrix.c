@@ -503,8 +503,7 @@ static int mx_speaks_of_memory(const char *path) {
     tail[got] = 0;
     for (size_t i = 0; i < got; i++)
         if (tail[i] >= 'A' && tail[i] <= 'Z') tail[i] = (char)(tail[i] - 'A' + 'a');
-    static const char *const words[] = {"out of memory", "bad_alloc", "cannot allocate memory", "memory exhausted",
-                                        "oom"};
+    static const char *const words[] = {"out of memory", "bad_alloc", "cannot allocate memory", "memory exhausted"};
     for (size_t i = 0; i < sizeof words / sizeof *words; i++)
         if (strstr(tail, words[i])) return 1;
     return 0;
