@@ -22,6 +22,7 @@
 #include "khost/kit.h"
 #include "layout.h"
 #include "peak.h"
+#include "procguard.h"
 #include "progress.h"
 
 typedef struct cell {
@@ -54,6 +55,17 @@ static int fail(cell *c, const char *status, int code, const char *fmt, ...) {
     vsnprintf(c->rec->reason, sizeof c->rec->reason, fmt, ap);
     va_end(ap);
     return code;
+}
+
+/* Out of memory is its own status, "oom", with the limit the cell ran under (procguard.h) when there is one,
+ * so a matrix cell over --memory-limit reads as what it is. Returns code. */
+static int fail_status(cell *c, kh_status st, const char *status, int code, const char *what, const char *why) {
+    if (st != KH_ERR_NOMEM) return fail(c, status, code, "%s: %s", what, why);
+    uint64_t lim = kh_procguard_memory_limit();
+    if (lim)
+        return fail(c, "oom", KH_EXIT_TRAIN, "%s: out of memory under the memory limit of %llu MiB: %s", what,
+                    (unsigned long long)(lim >> 20), why);
+    return fail(c, "oom", KH_EXIT_TRAIN, "%s: out of memory: %s", what, why);
 }
 
 static const char *berr(cell *c) {
@@ -160,7 +172,8 @@ static int run_epoch(cell *c, int epoch, int epochs, int64_t *order, int64_t n_t
             const char *e = c->t->last_error(c->data);
             return fail(c, "data", KH_EXIT_DATA, "batch: %s", e && *e ? e : "bad input index for one-hot");
         }
-        if (c->b->train_batch(c->model, &xb, &y) != KH_OK) return fail(c, "error", KH_EXIT_TRAIN, "train_batch: %s", berr(c));
+        kh_status ts = c->b->train_batch(c->model, &xb, &y);
+        if (ts != KH_OK) return fail_status(c, ts, "error", KH_EXIT_TRAIN, "train_batch", berr(c));
         done += n;
         if (kh_progress_due(&pr)) {
             if (c->b->read_metrics(c->model, KH_PHASE_TRAIN, &m, 0) != KH_OK)
@@ -201,9 +214,10 @@ static int run_epoch(cell *c, int epoch, int epochs, int64_t *order, int64_t n_t
                 free(vidx);
                 return fail(c, "data", KH_EXIT_DATA, "validation batch: %s", c->t->last_error(c->data));
             }
-            if (c->b->eval_batch(c->model, &xb, &y) != KH_OK) {
+            kh_status es = c->b->eval_batch(c->model, &xb, &y);
+            if (es != KH_OK) {
                 free(vidx);
-                return fail(c, "error", KH_EXIT_TRAIN, "eval_batch: %s", berr(c));
+                return fail_status(c, es, "error", KH_EXIT_TRAIN, "eval_batch", berr(c));
             }
         }
         free(vidx);
@@ -368,7 +382,7 @@ static int run(cell *c) {
     kh_status st = c->t->load(kh_host_api_get(), &lo, &c->data, err, sizeof err);
     if (st != KH_OK) {
         c->data = NULL;
-        return fail(c, "data", KH_EXIT_DATA, "%s", err[0] ? err : kh_status_name(st));
+        return fail_status(c, st, "data", KH_EXIT_DATA, "load", err[0] ? err : kh_status_name(st));
     }
     memset(&c->spec, 0, sizeof c->spec);
     c->spec.struct_size = sizeof c->spec;
@@ -392,26 +406,29 @@ static int run(cell *c) {
                             ? c->info->train_samples_per_epoch
                             : n_train;
     if (o->steps > 0 && o->steps * c->batch < per_epoch) per_epoch = o->steps * c->batch;
-    if (alloc_buffers(c) != 0) return fail(c, "error", KH_EXIT_TRAIN, "out of host memory for batches");
+    if (alloc_buffers(c) != 0)
+        return fail_status(c, KH_ERR_NOMEM, "error", KH_EXIT_TRAIN, "batch buffers", "host allocation failed");
     count_work(c, per_epoch, rec->val_samples);
 
     err[0] = 0;
-    if (c->b->open(kh_host_api_get(), o->dev, &c->sess, err, sizeof err) != KH_OK) {
+    kh_status os = c->b->open(kh_host_api_get(), o->dev, &c->sess, err, sizeof err);
+    if (os != KH_OK) {
         c->sess = NULL;
-        return fail(c, "error", KH_EXIT_DEVICE, "open session: %s", err[0] ? err : "no reason given");
+        return fail_status(c, os, "error", KH_EXIT_DEVICE, "open session", err[0] ? err : "no reason given");
     }
     if (c->b->environment && c->b->environment(c->sess, err, sizeof err) == KH_OK)
         kh_record_set_env(rec, "backend_env", err);
     kh_compile_opts co = {.struct_size = sizeof co, .max_batch = c->batch, .seed = o->seed, .deterministic = 0};
-    if (c->b->compile(c->sess, &c->spec, &co, &c->model) != KH_OK) {
+    kh_status cs = c->b->compile(c->sess, &c->spec, &co, &c->model);
+    if (cs != KH_OK) {
         c->model = NULL;
-        return fail(c, "error", KH_EXIT_TRAIN, "compile: %s", berr(c));
+        return fail_status(c, cs, "error", KH_EXIT_TRAIN, "compile", berr(c));
     }
     if (kh_cell_init_weights(c->b, c->sess, c->model, &c->spec, o->seed, err, sizeof err) != 0)
         return fail(c, "error", KH_EXIT_TRAIN, "%s", err);
 
     int64_t *order = malloc((size_t)n_train * sizeof *order);
-    if (!order) return fail(c, "error", KH_EXIT_TRAIN, "out of memory");
+    if (!order) return fail_status(c, KH_ERR_NOMEM, "error", KH_EXIT_TRAIN, "shuffle order", "host allocation failed");
     if (o->warmup_steps > 0) {
         int wc = warmup(c, order, n_train);
         if (wc != KH_EXIT_OK) {

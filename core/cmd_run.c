@@ -1,5 +1,6 @@
 /* core/cmd_run.c — `khost [run] --plugin P --task T ...`: one cell in this process. */
 #define _POSIX_C_SOURCE 200809L
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +10,8 @@
 #include "commands.h"
 #include "exitcodes.h"
 #include "host_api.h"
+#include "lockfile.h"
+#include "procguard.h"
 
 typedef struct run_args {
     const char *plugin, *task, *device, *out;
@@ -80,6 +83,31 @@ int kh_cmd_run(kh_host *h, int argc, char **argv) {
         return KH_EXIT_DEVICE;
     }
     const char *out_dir = r.out ? r.out : h->reg.results_dir;
+    /* Beside no matrix, and one writer per cell; a matrix cell writes under its parent's lock (lockfile.h). */
+    kh_lock dir_lock = {-1, NULL}, cell_lock = {-1, NULL};
+    if (!kh_procguard_is_child()) {
+        char path[4200], task_dir[4200];
+        snprintf(task_dir, sizeof task_dir, "%s/%s", out_dir, t->desc->name);
+        if (kh_mkdirs(task_dir) != 0) {
+            kh_logf(KH_LOG_ERROR, "results: %s: cannot create: %s", task_dir, strerror(errno));
+            return KH_EXIT_IO;
+        }
+        snprintf(path, sizeof path, "%s/%s", out_dir, KH_LOCK_NAME);
+        if (kh_lock_acquire(&dir_lock, path, 0, out_dir, err, sizeof err) != 0) {
+            kh_logf(KH_LOG_ERROR, "results: %s", err);
+            return KH_EXIT_IO;
+        }
+        char rec_path[4200];
+        kh_record_path(rec_path, sizeof rec_path, out_dir, t->desc->name, b->desc->name, dev->id, "json");
+        char *base = strrchr(rec_path, '/');
+        snprintf(path, sizeof path, "%.*s/.%.*s.lock", (int)(base - rec_path), rec_path,
+                 (int)(strlen(base + 1) - 5), base + 1); /* .<plugin>__<device>.lock beside the record */
+        if (kh_lock_acquire(&cell_lock, path, 1, rec_path, err, sizeof err) != 0) {
+            kh_logf(KH_LOG_ERROR, "results: %s", err);
+            kh_lock_release(&dir_lock);
+            return KH_EXIT_IO;
+        }
+    }
 
     kh_cell_record rec;
     kh_record_init(&rec);
@@ -123,5 +151,7 @@ int kh_cmd_run(kh_host *h, int argc, char **argv) {
         }
     }
     kh_record_free(&rec);
+    kh_lock_release(&cell_lock);
+    kh_lock_release(&dir_lock);
     return code;
 }

@@ -15,6 +15,9 @@
  *  - Names are unique across both kinds (khost/abi.h): results and --list key everything by name.
  *  - ms->v never moves once modules are listed: discovery reserves KH_MODULES_SPARE extra slots for
  *    on-demand loads, so a kh_module pointer stays valid until kh_modules_free.
+ *  - Every file goes through vet_and_load: ownership/modes, then the cache or a child's inspection, then
+ *    dlopen here. A file that changes between its inspection and the dlopen is a race this does not
+ *    close; the rule keeps strangers from writing there, which is what makes that race harmless.
  */
 #define _GNU_SOURCE /* dladdr, realpath */
 #include "loader.h"
@@ -27,6 +30,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+
+#include "modperm.h"
+#include "scan.h"
 
 #define KH_MODULES_SPARE 8
 
@@ -259,11 +265,77 @@ static int load_impl(const char *path, const kh_host_api *host, kh_module *out, 
 }
 
 int kh_module_load(const char *path, const kh_host_api *host, kh_module *out, char *err, size_t errlen) {
-    char dummy[8];
     int no_entry;
+    return kh_module_load_ex(path, host, out, &no_entry, err, errlen);
+}
+
+int kh_module_load_ex(const char *path, const kh_host_api *host, kh_module *out, int *no_entry, char *err,
+                      size_t errlen) {
+    char dummy[8];
     if (!err || !errlen) err = dummy, errlen = sizeof dummy;
     err[0] = 0;
-    return load_impl(path, host, out, err, errlen, &no_entry);
+    return load_impl(path, host, out, err, errlen, no_entry);
+}
+
+/* The safe way in: modes and ownership, then what a child learned about this very file (from the cache,
+ * or inspecting it now), and only then dlopen here. Same contract as load_impl. */
+static int vet_and_load(kh_modules *ms, const char *path, const kh_host_api *host, kh_module *out, char *err,
+                        size_t errlen, int *no_entry) {
+    *no_entry = 0;
+    memset(out, 0, sizeof *out);
+    if (!path || !*path) {
+        snprintf(err, errlen, "no module path given");
+        return -1;
+    }
+    char *real = realpath(path, NULL);
+    struct stat st;
+    if (!real || stat(real, &st) != 0) {
+        snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+        free(real);
+        return -1;
+    }
+    if (!ms->lax_modes && kh_modperm_check(real, err, errlen) != 0) {
+        free(real);
+        return -1;
+    }
+    const kh_modcache_entry *known = kh_modcache_lookup(&ms->cache, real, &st);
+    kh_modcache_entry fresh;
+    memset(&fresh, 0, sizeof fresh);
+    if (!known) {
+        logf_host(host, KH_LOG_DEBUG, "%s: inspecting in a child process", real);
+        int cacheable = kh_scan_inspect(real, ms->scan_timeout, &fresh) == 0;
+        fresh.path = real;
+        fresh.size = (int64_t)st.st_size;
+        fresh.mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + (int64_t)st.st_mtim.tv_nsec;
+        fresh.dev = (uint64_t)st.st_dev;
+        fresh.ino = (uint64_t)st.st_ino;
+        if (cacheable && kh_modcache_put(&ms->cache, &fresh) != 0)
+            logf_host(host, KH_LOG_WARN, "%s: out of memory caching its inspection", real);
+        fresh.path = NULL;
+        known = &fresh;
+    }
+    int rc = -1;
+    if (known->status == KH_SCAN_NOENTRY) {
+        *no_entry = 1;
+        snprintf(err, errlen, "%s: no entry symbol %s: not a khost module", real, KH_ENTRY_NAME);
+    } else if (known->status != KH_SCAN_OK) {
+        snprintf(err, errlen, "%s", known->message && *known->message ? known->message : "inspection failed");
+    } else {
+        rc = load_impl(real, host, out, err, errlen, no_entry);
+    }
+    kh_modcache_entry_free(&fresh);
+    free(real);
+    return rc;
+}
+
+/* Write the cache when it changed; a cache that cannot be written costs only speed, so say it once. */
+static void save_cache(kh_modules *ms, const kh_host_api *host) {
+    static int warned;
+    char err[1200];
+    if (kh_modcache_save(&ms->cache, err, sizeof err) != 0 && !warned) {
+        warned = 1;
+        logf_host(host, KH_LOG_WARN, "module cache: %s (modules will be inspected again next time)", err);
+    }
 }
 
 void kh_module_unload(kh_module *m) {
@@ -368,7 +440,7 @@ static void load_named(const kh_registry *reg, const kh_reg_module *rm, const kh
         seen_add(seen, real);
         free(real);
     }
-    if (load_impl(rm->path, host, &m, err, sizeof err, &no_entry)) {
+    if (vet_and_load(ms, rm->path, host, &m, err, sizeof err, &no_entry)) {
         snprintf(msg, sizeof msg, "%s ([%s %s] at %s:%d)", err, section_word(rm->kind), rm->name, reg->file,
                  rm->line);
         add_error(ms, host, rm->path, msg);
@@ -439,7 +511,7 @@ static void scan_dir(const kh_registry *reg, const char *dir, const kh_host_api 
         char err[1024], msg[1400];
         kh_module m;
         int no_entry;
-        if (load_impl(real, host, &m, err, sizeof err, &no_entry)) {
+        if (vet_and_load(ms, real, host, &m, err, sizeof err, &no_entry)) {
             if (no_entry) logf_host(host, KH_LOG_DEBUG, "%s (skipped)", err);
             else add_error(ms, host, real, err);
             goto next;
@@ -467,6 +539,13 @@ static void scan_dir(const kh_registry *reg, const char *dir, const kh_host_api 
 void kh_modules_discover(const kh_registry *reg, const kh_host_api *host, kh_modules *out) {
     memset(out, 0, sizeof *out);
     if (!reg) return;
+    out->lax_modes = !reg->strict_modes;
+    out->scan_timeout = reg->scan_timeout;
+    char *cache_file = reg->module_cache ? strdup(reg->module_cache) : kh_modcache_default_path();
+    char cerr[1200];
+    if (cache_file && kh_modcache_load(&out->cache, cache_file, cerr, sizeof cerr) != 0)
+        logf_host(host, KH_LOG_WARN, "module cache: %s (starting afresh)", cerr);
+    free(cache_file);
     seen_set seen = {NULL, 0};
     for (int i = 0; i < reg->n_modules; i++)
         if (reg->modules[i].path) load_named(reg, &reg->modules[i], host, out, &seen);
@@ -474,6 +553,7 @@ void kh_modules_discover(const kh_registry *reg, const kh_host_api *host, kh_mod
     for (int i = 0; i < reg->n_task_dirs; i++) scan_dir(reg, reg->task_dirs[i], host, out, &seen);
     for (int i = 0; i < seen.n; i++) free(seen.v[i]);
     free(seen.v);
+    save_cache(out, host);
 
     /* Sections without a path rely on the search; say so when it found nothing. */
     for (int i = 0; i < reg->n_modules; i++) {
@@ -520,7 +600,9 @@ kh_module *kh_modules_find(kh_modules *ms, int kind, const char *what, const kh_
         if (!m) {
             kh_module nm;
             int no_entry;
-            if (load_impl(what, host, &nm, err, errlen, &no_entry)) return NULL;
+            int failed = vet_and_load(ms, what, host, &nm, err, errlen, &no_entry);
+            save_cache(ms, host);
+            if (failed) return NULL;
             if (nm.kind != kind) {
                 snprintf(err, errlen, "%s: is a %s module, not a %s", nm.path, kind_word(nm.kind), kind_word(kind));
                 kh_module_unload(&nm);
@@ -580,5 +662,6 @@ void kh_modules_free(kh_modules *ms) {
         free(ms->errors[i].message);
     }
     free(ms->errors);
+    kh_modcache_free(&ms->cache);
     memset(ms, 0, sizeof *ms);
 }

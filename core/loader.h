@@ -1,8 +1,10 @@
 /* core/loader.h — dlopen discovery and ABI negotiation of backend and task modules.
  *
  * Discovery: every module named in the registry, plus every *.so in the search directories that exports
- * KH_ENTRY_NAME (dropping a plugin in is enough). Each is opened with RTLD_NOW|RTLD_LOCAL and its entry is
- * called with the host-services table. Refusals (each message names the file and, where relevant, both
+ * KH_ENTRY_NAME (dropping a plugin in is enough). A file is first checked for safe ownership and modes
+ * (modperm.h), then inspected in a child process unless the module cache (modcache.h) already knows this
+ * version of it (scan.h); only a module that inspected clean is opened here, with RTLD_NOW|RTLD_LOCAL, and
+ * its entry called with the host-services table. Refusals (each message names the file and, where relevant, both
  * versions): missing entry symbol, NULL descriptor, struct_size too small, different major, newer minor,
  * unknown kind, missing api table, duplicate name. A refused module is recorded as a load error, not fatal.
  */
@@ -12,6 +14,7 @@
 #include <stddef.h>
 
 #include "khost/khost.h"
+#include "modcache.h"
 #include "registry.h"
 
 typedef struct kh_module {
@@ -36,15 +39,23 @@ typedef struct kh_modules {
     kh_module *v; int n;
     kh_load_error *errors; int n_errors;
     int cap; /* slots in v; discovery reserves spares so v never moves: kh_module pointers stay valid */
+    /* How files are vetted (from the registry at discovery; zero = the safe defaults). */
+    int lax_modes;       /* strict_modes = false: skip the ownership/permission check */
+    double scan_timeout; /* seconds per inspection; 0 = KH_SCAN_DEFAULT_TIMEOUT_S */
+    kh_modcache cache;
 } kh_modules;
 
-/* Load one module file; on refusal returns non-zero, fills err, and leaves nothing open. */
+/* Load one module file in this process, with no inspection: for the scanner child and for tests of the
+ * negotiation. On refusal returns non-zero, fills err, and leaves nothing open. */
 int kh_module_load(const char *path, const kh_host_api *host, kh_module *out, char *err, size_t errlen);
+/* The same; *no_entry tells a plain shared library (no entry symbol) apart from a broken module. */
+int kh_module_load_ex(const char *path, const kh_host_api *host, kh_module *out, int *no_entry, char *err,
+                      size_t errlen);
 void kh_module_unload(kh_module *m);
 /* Load everything the registry names or its search directories hold. Never fails as a whole. */
 void kh_modules_discover(const kh_registry *reg, const kh_host_api *host, kh_modules *out);
 /* Find by registry name ("cntk"), file name ("cntk.so") or path; kind KH_MODULE_BACKEND / _TASK.
- * A path not yet loaded is loaded on demand (err says why not). */
+ * A path not yet loaded is vetted, inspected and loaded on demand (err says why not). */
 kh_module *kh_modules_find(kh_modules *ms, int kind, const char *what, const kh_host_api *host, char *err,
                            size_t errlen);
 void kh_modules_free(kh_modules *ms);

@@ -1,5 +1,7 @@
 /* core/main.c — the khost command line: dispatch to the subcommands. Only main() exits. */
+#define _GNU_SOURCE /* realpath */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "commands.h"
@@ -7,6 +9,8 @@
 #include "exitcodes.h"
 #include "git_rev.h"
 #include "host_api.h"
+#include "procguard.h"
+#include "scan.h"
 
 static const char usage[] =
     "khost " KHOST_VERSION " — benchmark deep-learning backend plugins on task modules across devices\n"
@@ -22,8 +26,9 @@ static const char usage[] =
     "      JSON record on stdout as the last line.\n"
     "  khost matrix [--plugins LIST|all] [--tasks LIST|all] [--devices LIST|all] [--epochs N]\n"
     "               [--batch-size N] [--limit-train N] [--limit-val N] [--seed N] [--out DIR]\n"
-    "               [--timeout SECONDS] [--resume] [--quiet]\n"
-    "      every selected cell, each in a fresh child process with a timeout; LIST is comma-separated.\n"
+    "               [--timeout SECONDS] [--memory-limit BYTES[K|M|G]] [--resume] [--quiet]\n"
+    "      every selected cell, each in a fresh child process with a timeout (and an address-space\n"
+    "      limit: a cell over it is recorded as oom); LIST is comma-separated; cells die with the matrix.\n"
     "  khost matrix --slurm [matrix options] [--partition P] [--account A] [--time-per-cell T]\n"
     "               [--cpus-per-cell N] [--data DIR] [--fetch-data] [--sbatch-arg ARG]... [--slurm-script-only]\n"
     "      the same cells as a Slurm job array, one array task per cell (--devices cpu, cuda or all), into\n"
@@ -44,8 +49,13 @@ static const char usage[] =
     "  khost --help | --version\n"
     "  -v / --verbose before the subcommand shows info and debug messages.\n"
     "\n"
-    "environment: KHOST_CONF (registry INI), KHOST_DATA (data directory), KHOST_LIBCUDA (driver library).\n"
-    "results: <out>/<task>/<plugin>__<device>.csv and .json (written atomically).\n"
+    "environment: KHOST_CONF (registry INI), KHOST_DATA (data directory), KHOST_LIBCUDA (driver library),\n"
+    "  XDG_CACHE_HOME (module cache: $XDG_CACHE_HOME/khost/modules.cache, else ~/.cache/khost/...).\n"
+    "modules: each new or changed .so is first inspected in a child process (crashes, hangs and exits\n"
+    "  become load errors) and refused when it or its folder is group/world-writable or owned by another\n"
+    "  user (strict_modes = false in [khost] turns that off).\n"
+    "results: <out>/<task>/<plugin>__<device>.csv and .json (written atomically); matrix locks <out>,\n"
+    "  run its cell (<out>/.khost.lock, <out>/<task>/.<plugin>__<device>.lock): a second writer is refused.\n"
     "\n"
     "exit status: 0 ok; 1 training failed (diverged, backend error; matrix: some cell failed); 2 usage;\n"
     "  3 registry/module/ABI; 4 data missing or malformed; 5 device; 6 unsupported by the backend;\n"
@@ -53,6 +63,13 @@ static const char usage[] =
 
 int main(int argc, char **argv) {
     kh_blas_tune(); /* before any module, and so OpenBLAS, is loaded */
+    char gerr[256];
+    if (kh_procguard_enter(gerr, sizeof gerr) != 0) { /* a child whose parent is gone, or a bad limit */
+        fprintf(stderr, "khost: %s\n", gerr);
+        return KH_EXIT_USAGE;
+    }
+    /* Hidden: the module scanner's side (scan.h); khost runs itself as the helper. */
+    if (argc == 3 && !strcmp(argv[1], "--scan-module")) return kh_scan_child_main(argv[2]);
     int first = 1;
     while (first < argc && (!strcmp(argv[first], "-v") || !strcmp(argv[first], "--verbose"))) {
         kh_host_set_log_level(KH_LOG_DEBUG);
@@ -80,6 +97,9 @@ int main(int argc, char **argv) {
         return KH_EXIT_USAGE;
     }
     kh_host h;
+    char *self = realpath("/proc/self/exe", NULL);
+    kh_scan_set_helper(self ? self : argv[0]);
+    free(self);
     int rc = kh_host_open(&h, argv[0]);
     if (rc != KH_EXIT_OK) {
         kh_host_close(&h);
@@ -94,5 +114,6 @@ int main(int argc, char **argv) {
     else if (is_run) rc = kh_cmd_run(&h, sub_argc, sub_argv);
     else rc = kh_cmd_run(&h, argc - first + 1, argv + first - 1); /* implicit run: options start at argv[first] */
     kh_host_close(&h);
+    kh_scan_set_helper(NULL);
     return rc;
 }

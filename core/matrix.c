@@ -12,6 +12,14 @@
  *                     "error" otherwise, the reason quoting the last line of the child's log
  *   killed by signal  "crashed", "signal 11 (Segmentation fault)"
  *   timeout           "timeout", "no result after N s" (the whole process group is killed)
+ *   over the limit    "oom": the child's own record when a backend or the host reported out of memory
+ *                     under --memory-limit; a child killed by SIGABRT/SIGSEGV/SIGBUS/SIGKILL under a limit
+ *                     whose log tail speaks of memory (bad_alloc, "out of memory", ENOMEM) is "oom" too;
+ *                     any other signal stays "crashed", the limit noted in the reason
+ * Process safety: cells get KHOST_PARENT_PID (procguard.h: they die with this process, their group with
+ * them) and KHOST_MEMORY_LIMIT (RLIMIT_AS, set by the child before it loads anything); the results
+ * folder is locked exclusively for the whole matrix (lockfile.h; cells inherit the lock); a cell's leftover temporary
+ * record files (a cell killed mid-write) are removed before it runs again.
  * The child's stdout and stderr go to <out>/<task>/<plugin>__<device>.log, kept for post-mortems.
  * --resume skips a cell whose record has a final status, "ok" or "unsupported" (rerunning them would give
  * the same answer), unless --epochs, --batch-size or --seed given now differ from the record's; every
@@ -24,6 +32,7 @@
 #define _GNU_SOURCE /* strsignal, environ */
 #include "matrix.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -45,6 +54,8 @@
 #include "exitcodes.h"
 #include "git_rev.h"
 #include "host_api.h"
+#include "lockfile.h"
+#include "procguard.h"
 #include "results.h"
 #include "slurm.h"
 
@@ -218,6 +229,7 @@ typedef struct mx_opts {
     const char *plugins, *tasks, *devices, *out;
     const char *epochs, *batch_size, *limit_train, *limit_val, *seed; /* passed through as given */
     double timeout_s;
+    const char *memory_limit; /* as given; checked by kh_parse_bytes */
     int resume, quiet;
 } mx_opts;
 
@@ -225,12 +237,14 @@ static void mx_usage(FILE *f) {
     fprintf(f,
             "usage: khost matrix [--plugins LIST|all] [--tasks LIST|all] [--devices LIST|all]\n"
             "                    [--epochs N] [--batch-size N] [--limit-train N] [--limit-val N] [--seed N]\n"
-            "                    [--out DIR] [--timeout SECONDS] [--resume] [--quiet]\n"
+            "                    [--out DIR] [--timeout SECONDS] [--memory-limit BYTES[K|M|G]] [--resume]\n"
+            "                    [--quiet]\n"
             "Runs every plugin x task x device cell in its own child process (khost run).\n"
             "  LIST            comma-separated names; all = every enabled module / every device\n"
             "                  (defaults: plugins all, tasks all, devices = the registry's default_device)\n"
             "  --out DIR       results folder (default: the registry's results_dir)\n"
             "  --timeout S     per cell; 0 = none (default 21600, six hours)\n"
+            "  --memory-limit  per cell address space (RLIMIT_AS), e.g. 4G; a cell over it is recorded as oom\n"
             "  --resume        skip cells already recorded as ok or unsupported; rerun the others\n"
             "  --quiet         print only failed cells and the summary\n"
             "  --slurm ...     submit the cells as a Slurm job array instead (khost matrix --slurm --help)\n"
@@ -278,7 +292,8 @@ static int mx_parse(int argc, char **argv, mx_opts *o) {
         }
         static const char *const with_value[] = {"--plugins",     "--tasks",     "--devices",   "--out",
                                                  "--epochs",      "--batch-size", "--limit-train",
-                                                 "--limit-val",   "--seed",      "--timeout"};
+                                                 "--limit-val",   "--seed",      "--timeout",
+                                                 "--memory-limit"};
         size_t k;
         for (k = 0; k < sizeof with_value / sizeof with_value[0]; k++)
             if (!strcmp(name, with_value[k])) break;
@@ -306,6 +321,14 @@ static int mx_parse(int argc, char **argv, mx_opts *o) {
                 return -1;
             }
             o->timeout_s = t;
+        } else if (!strcmp(name, "--memory-limit")) {
+            uint64_t bytes;
+            if (kh_parse_bytes(val, &bytes) != 0 || bytes < (16u << 20)) {
+                kh_logf(KH_LOG_ERROR, "matrix: --memory-limit expects a size of at least 16M (bytes, or with K, M, G), "
+                                      "got '%s'", val);
+                return -1;
+            }
+            o->memory_limit = val;
         } else {
             int allow_zero = !strcmp(name, "--seed") || !strncmp(name, "--limit", 7);
             if (check_count(name, val, allow_zero)) return -1;
@@ -472,6 +495,46 @@ static void last_log_line(const char *path, char *buf, size_t n) {
     snprintf(buf, n, "%s", start);
 }
 
+/* Does the tail of a child's log blame memory? (libc, C++ and the host all say it in one of these ways.) */
+static int mx_speaks_of_memory(const char *path) {
+    char tail[4097];
+    FILE *f = fopen(path, "rb");
+    if (!f) return 0;
+    long size = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+    size_t got = 0;
+    if (size >= 0 && fseek(f, size > 4096 ? size - 4096 : 0, SEEK_SET) == 0) got = fread(tail, 1, 4096, f);
+    fclose(f);
+    tail[got] = 0;
+    for (size_t i = 0; i < got; i++)
+        if (tail[i] >= 'A' && tail[i] <= 'Z') tail[i] = (char)(tail[i] - 'A' + 'a');
+    static const char *const words[] = {"out of memory", "bad_alloc", "cannot allocate memory", "memory exhausted"};
+    for (size_t i = 0; i < sizeof words / sizeof *words; i++)
+        if (strstr(tail, words[i])) return 1;
+    return 0;
+}
+
+/* Temporary files of a cell's record (<json>.tmp.PID) left by a writer that was killed mid-write. */
+static void mx_remove_partial(const char *record_path) {
+    char dir[4200];
+    snprintf(dir, sizeof dir, "%s", record_path);
+    char *slash = strrchr(dir, '/');
+    if (!slash) return;
+    *slash = 0;
+    const char *base = record_path + (slash - dir) + 1;
+    size_t blen = strlen(base);
+    DIR *d = opendir(dir);
+    if (!d) return;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (strncmp(e->d_name, base, blen) || strncmp(e->d_name + blen, ".tmp.", 5)) continue;
+        char p[4500];
+        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+        if (unlink(p) != 0 && errno != ENOENT)
+            kh_logf(KH_LOG_WARN, "matrix: cannot remove the partial record %s: %s", p, strerror(errno));
+    }
+    closedir(d);
+}
+
 static int final_status(const char *s) { return !strcmp(s, "ok") || !strcmp(s, "unsupported"); }
 
 /* --resume reuses a record only when the settings given now match what it was measured with. */
@@ -548,6 +611,15 @@ static void mx_settle(const mx_cell *c, const kh_child_result *res, const char *
         const char *sn = strsignal(res->code);
         status = "crashed";
         snprintf(reason, sizeof reason, "signal %d (%s)", res->code, sn ? sn : "unknown signal");
+        if (c->o->memory_limit) {
+            int s = res->code;
+            last_log_line(log_path, line, sizeof line);
+            if ((s == SIGABRT || s == SIGSEGV || s == SIGBUS || s == SIGKILL) && mx_speaks_of_memory(log_path))
+                status = "oom";
+            size_t len = strlen(reason);
+            snprintf(reason + len, sizeof reason - len, " under --memory-limit %s%s%s", c->o->memory_limit,
+                     line[0] ? ": " : "", line);
+        }
         break;
     }
     case KH_CHILD_TIMEOUT:
@@ -589,36 +661,37 @@ static void mx_print_end(const mx_cell *c, int i, int n, const kh_cell_record *r
     fflush(stdout);
 }
 
-static char **mx_env(const char *conf_path) {
+static int mx_env_is(const char *kv, const char *name) {
+    size_t n = strlen(name);
+    return !strncmp(kv, name, n) && kv[n] == '=';
+}
+
+/* The cells' environment: ours, with KHOST_CONF (the registry in use), KHOST_PARENT_PID and
+ * KHOST_MEMORY_LIMIT set. The owned strings live in one block after the pointers: one free. */
+static char **mx_env(const char *conf_path, const char *memory_limit) {
     size_t n = 0;
     while (environ[n]) n++;
-    char **e = calloc(n + 2, sizeof *e);
+    size_t extra = (conf_path ? strlen(conf_path) : 0) + (memory_limit ? strlen(memory_limit) : 0) + 128;
+    char **e = malloc((n + 4) * sizeof *e + extra);
     if (!e) return NULL;
+    char *w = (char *)(e + n + 4), *end = w + extra;
     size_t j = 0;
     for (size_t i = 0; i < n; i++)
-        if (strncmp(environ[i], "KHOST_CONF=", 11) != 0) e[j++] = environ[i];
+        if (!mx_env_is(environ[i], "KHOST_CONF") && !mx_env_is(environ[i], KH_PARENT_PID_ENV) &&
+            !mx_env_is(environ[i], KH_MEMORY_LIMIT_ENV))
+            e[j++] = environ[i];
     if (conf_path) {
-        size_t len = strlen(conf_path) + 12;
-        char *kv = malloc(len);
-        if (!kv) {
-            free(e);
-            return NULL;
-        }
-        snprintf(kv, len, "KHOST_CONF=%s", conf_path);
-        e[j++] = kv; /* the only owned entry: freed by mx_env_free */
+        e[j++] = w;
+        w += snprintf(w, (size_t)(end - w), "KHOST_CONF=%s", conf_path) + 1;
+    }
+    e[j++] = w;
+    w += snprintf(w, (size_t)(end - w), "%s=%ld", KH_PARENT_PID_ENV, (long)getpid()) + 1;
+    if (memory_limit) {
+        e[j++] = w;
+        snprintf(w, (size_t)(end - w), "%s=%s", KH_MEMORY_LIMIT_ENV, memory_limit);
     }
     e[j] = NULL;
     return e;
-}
-
-static void mx_env_free(char **e, const char *conf_path) {
-    if (!e) return;
-    if (conf_path) {
-        size_t j = 0;
-        while (e[j]) j++;
-        if (j) free(e[j - 1]);
-    }
-    free(e);
 }
 
 // --- the command ----------------------------------------------------------------------------------------
@@ -631,7 +704,8 @@ int kh_cmd_matrix(kh_host *h, int argc, char **argv) {
     mx_mod *plugins = NULL, *tasks = NULL;
     const kh_device **devs = NULL;
     int np = 0, nt = 0, nd = 0, rc;
-    char **envp = NULL;
+    char **envp = NULL, err0[1200];
+    kh_lock lock = {-1, NULL};
     if ((rc = mx_modules(h, KH_MODULE_BACKEND, o.plugins, &plugins, &np)) != KH_EXIT_OK) goto done;
     if ((rc = mx_modules(h, KH_MODULE_TASK, o.tasks, &tasks, &nt)) != KH_EXIT_OK) goto done;
     mx_pin(h, plugins, np);
@@ -649,14 +723,21 @@ int kh_cmd_matrix(kh_host *h, int argc, char **argv) {
         rc = KH_EXIT_IO;
         goto done;
     }
-    if (!(envp = mx_env(h->conf_path))) {
+    char lock_path[4200];
+    snprintf(lock_path, sizeof lock_path, "%s/%s", out_dir, KH_LOCK_NAME);
+    if (kh_lock_acquire(&lock, lock_path, 1, out_dir, err0, sizeof err0) != 0) {
+        kh_logf(KH_LOG_ERROR, "matrix: %s", err0);
+        rc = KH_EXIT_IO;
+        goto done;
+    }
+    if (!(envp = mx_env(h->conf_path, o.memory_limit))) {
         kh_logf(KH_LOG_ERROR, "matrix: out of memory");
         rc = KH_EXIT_IO;
         goto done;
     }
 
     int total = np * nt * nd, idx = 0, n_done = 0, n_final = 0, n_ok = 0, n_skipped = 0, interrupted = 0;
-    int n_by[6] = {0}; /* ok, unsupported, crashed, timeout, error (and data), diverged */
+    int n_by[7] = {0}; /* ok, unsupported, crashed, timeout, error (and data), diverged, oom */
     if (!o.quiet)
         printf("matrix: %d plugin(s) x %d task(s) x %d device(s) = %d cell(s) -> %s\n", np, nt, nd, total, out_dir);
     fflush(stdout);
@@ -696,6 +777,8 @@ int kh_cmd_matrix(kh_host *h, int argc, char **argv) {
                 }
                 if ((unlink(json) != 0 && errno != ENOENT) || (unlink(csv) != 0 && errno != ENOENT))
                     kh_logf(KH_LOG_WARN, "matrix: cannot remove the old record %s: %s", json, strerror(errno));
+                mx_remove_partial(json);
+                mx_remove_partial(csv);
                 snprintf(dir, sizeof dir, "%s/%s", out_dir, c.task->name);
                 if (kh_mkdirs(dir) != 0)
                     kh_logf(KH_LOG_WARN, "matrix: %s: cannot create: %s", dir, strerror(errno));
@@ -752,6 +835,7 @@ int kh_cmd_matrix(kh_host *h, int argc, char **argv) {
                 else if (!strcmp(r.status, "crashed")) n_by[2]++;
                 else if (!strcmp(r.status, "timeout")) n_by[3]++;
                 else if (!strcmp(r.status, "diverged")) n_by[5]++;
+                else if (!strcmp(r.status, "oom")) n_by[6]++;
                 else n_by[4]++; /* error, data, anything unexpected */
                 kh_record_free(&r);
             }
@@ -760,13 +844,14 @@ int kh_cmd_matrix(kh_host *h, int argc, char **argv) {
     kh_matrix_signals(0);
     n_ok = n_by[0];
     printf("matrix: %d of %d cell(s) done: %d ok, %d unsupported, %d crashed, %d timeout, %d error, %d diverged"
-           "%s%s -> %s\n",
-           n_done, total, n_ok, n_by[1], n_by[2], n_by[3], n_by[4], n_by[5],
+           ", %d oom%s%s -> %s\n",
+           n_done, total, n_ok, n_by[1], n_by[2], n_by[3], n_by[4], n_by[5], n_by[6],
            n_skipped ? " (resumed: skipped recorded cells)" : "", interrupted ? "; interrupted" : "", out_dir);
     fflush(stdout);
     rc = !interrupted && n_final == total ? KH_EXIT_OK : KH_EXIT_TRAIN;
 done:
-    mx_env_free(envp, h->conf_path);
+    free(envp);
+    kh_lock_release(&lock);
     free(plugins);
     free(tasks);
     free(devs);

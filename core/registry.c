@@ -124,6 +124,7 @@ typedef struct reg_parse {
     int module;                       /* index in r->modules for SEC_MODULE */
     int khost_line;                   /* first [khost] header, 0 if none */
     int set_plugin_dirs, set_task_dirs, set_data_dir, set_results_dir, set_device, set_seed;
+    int set_strict_modes, set_scan_timeout;
     int err_line;                     /* line of the recorded error; INT_MAX for "no line" errors */
     int nomem;
     char *err;                        /* first error's text */
@@ -437,6 +438,29 @@ static int khost_key(reg_parse *p, const char *key, const char *v, int line) {
         }
         r->seed = (uint64_t)s;
         p->set_seed = 1;
+    } else if (!strcmp(key, "strict_modes")) {
+        if (parse_bool(v, &r->strict_modes)) {
+            char shown[64];
+            excerpt(shown, sizeof shown, v, strlen(v));
+            return set_err(p, line, "%s:%d: strict_modes = '%s': expected true/false, yes/no, on/off or 1/0", f,
+                           line, shown);
+        }
+        p->set_strict_modes = 1;
+    } else if (!strcmp(key, "scan_timeout")) {
+        char *end = NULL;
+        errno = 0;
+        double t = isdigit((unsigned char)v[0]) ? strtod(v, &end) : 0;
+        if (!end || *end || errno || !(t > 0 && t <= 3600)) {
+            char shown[64];
+            excerpt(shown, sizeof shown, v, strlen(v));
+            return set_err(p, line, "%s:%d: scan_timeout '%s' is not a number of seconds in (0, 3600]", f, line,
+                           shown);
+        }
+        r->scan_timeout = t;
+        p->set_scan_timeout = 1;
+    } else if (!strcmp(key, "module_cache")) {
+        if (!*v) return set_err(p, line, "%s:%d: module_cache is empty", f, line);
+        rc = set_resolved(p, &r->module_cache, v);
     } else {
         char shown[64];
         excerpt(shown, sizeof shown, key, strlen(key));
@@ -633,6 +657,8 @@ int kh_registry_load(const char *path, kh_registry *out, char *err, size_t errle
         if (!p.set_results_dir && default_results_dir(&out->results_dir)) oom(&p);
         if (!p.set_device && !(out->default_device = xstrdup("auto"))) oom(&p);
         if (!p.set_seed) out->seed = 1;
+        if (!p.set_strict_modes) out->strict_modes = 1;
+        if (!p.set_scan_timeout) out->scan_timeout = 10.0;
     }
     free(p.sec_name);
     free(p.sec_raw);
@@ -655,6 +681,7 @@ void kh_registry_free(kh_registry *r) {
     free(r->data_dir);
     free(r->results_dir);
     free(r->default_device);
+    free(r->module_cache);
     for (int i = 0; i < r->n_modules; i++) {
         free(r->modules[i].name);
         free(r->modules[i].path);

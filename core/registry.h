@@ -1,6 +1,7 @@
 /* core/registry.h — the INI registry (conf/khost.ini), parsed with inih.
  *
- * Sections: [khost] (plugin_dirs, task_dirs: ':'-separated; data_dir, results_dir, default_device, seed),
+ * Sections: [khost] (plugin_dirs, task_dirs: ':'-separated; data_dir, results_dir, default_device, seed;
+ * strict_modes, scan_timeout, module_cache: how module files are vetted, see loader.h),
  * [plugin NAME] and [task NAME] (path, enabled, plus module-specific keys readable through
  * kh_host_api.config_get). Relative paths resolve against the INI file's folder. Unknown keys in [khost],
  * and keys other than path/enabled in module sections that the module never asks for, are reported as
@@ -34,6 +35,9 @@ typedef struct kh_registry {
     char *results_dir;  /* absolute */
     char *default_device; /* "auto" unless set */
     uint64_t seed;
+    int strict_modes;   /* 1 unless strict_modes = false: refuse group/world-writable or foreign modules */
+    double scan_timeout; /* seconds a module's inspection may take (default 10) */
+    char *module_cache; /* absolute; NULL = the XDG default (modcache.h) */
     kh_reg_module *modules; int n_modules;
     kh_reg_kv *kv; int n_kv;
     char **warnings; int n_warnings; /* "file:line: unknown key 'x' in [khost]" */

@@ -118,11 +118,13 @@ int kh_mkdirs(const char *path) {
 }
 
 int kh_write_atomic(const char *path, const void *data, size_t n, char *err, size_t errlen) {
+    /* Messages name the file being replaced first (the temporary one second): on a full or read-only
+     * disk that is the file the user knows, and its previous version is untouched. */
     char tmp[4200];
     snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0666);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
     if (fd < 0) {
-        snprintf(err, errlen, "%s: cannot create: %s", tmp, strerror(errno));
+        snprintf(err, errlen, "%s: cannot write: %s (creating %s)", path, strerror(errno), tmp);
         return -1;
     }
     const char *p = data;
@@ -131,7 +133,7 @@ int kh_write_atomic(const char *path, const void *data, size_t n, char *err, siz
         ssize_t w = write(fd, p, left);
         if (w < 0) {
             if (errno == EINTR) continue;
-            snprintf(err, errlen, "%s: write failed: %s", tmp, strerror(errno));
+            snprintf(err, errlen, "%s: cannot write: %s (writing %s)", path, strerror(errno), tmp);
             close(fd);
             unlink(tmp);
             return -1;
@@ -139,13 +141,16 @@ int kh_write_atomic(const char *path, const void *data, size_t n, char *err, siz
         p += w;
         left -= (size_t)w;
     }
-    if (fsync(fd) != 0 || close(fd) != 0) {
-        snprintf(err, errlen, "%s: fsync/close failed: %s", tmp, strerror(errno));
+    int sync_rc = fsync(fd), sync_errno = errno;
+    int close_rc = close(fd), close_errno = errno;
+    if (sync_rc != 0 || close_rc != 0) {
+        snprintf(err, errlen, "%s: cannot write: %s (%s %s)", path, strerror(sync_rc ? sync_errno : close_errno),
+                 sync_rc ? "fsync of" : "closing", tmp);
         unlink(tmp);
         return -1;
     }
     if (rename(tmp, path) != 0) {
-        snprintf(err, errlen, "%s: rename failed: %s", path, strerror(errno));
+        snprintf(err, errlen, "%s: cannot write: %s (renaming %s over it)", path, strerror(errno), tmp);
         unlink(tmp);
         return -1;
     }

@@ -5,8 +5,8 @@
  * JSON record (all times in seconds):
  * {
  *   "khost_record": 1, "plugin": "cntk", "task": "mnist_mlp", "device": "cpu",
- *   "status": "ok" | "diverged" | "unsupported" | "error" | "data" | "crashed" | "timeout",
- *             from a Slurm array also "cancelled" | "preempted" | "node_fail" | "oom" | "killed" | "missing",
+ *   "status": "ok" | "diverged" | "unsupported" | "error" | "data" | "crashed" | "timeout" | "oom",
+ *             from a Slurm array also "cancelled" | "preempted" | "node_fail" | "killed" | "missing",
  *   "reason": "" | "unsupported: conv2d padding=same" | "signal 11 (Segmentation fault)" | ...,
  *   "epochs_requested": 20, "batch_size": 128, "seed": 1, "train_samples": 60000, "val_samples": 10000,
  *   "metric": "val_acc", "metric_value": 0.981,         (the task's table metric, last epoch)

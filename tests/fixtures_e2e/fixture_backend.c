@@ -3,13 +3,18 @@
  * FIXTURE_MODE selects a misbehaving variant from the same source: 1 segfaults in train_batch of the second
  * epoch (after the 32 batches of the first, so the per-epoch checkpoint has something to keep), 2 hangs
  * there, 3 produces a NaN loss (divergence), 4 reports every device kind unavailable (as a backend built
- * without BLAS does on the cpu). Names: fixture, fixture_segv, fixture_hang, fixture_nan, fixture_nodev. */
+ * without BLAS does on the cpu). Names: fixture, fixture_segv, fixture_hang, fixture_nan, fixture_nodev.
+ * FIXTURE_FAULTS (a working backend, built by tests/core_safety as fixture_faults) injects resource faults
+ * from the environment: KHOST_FIXTURE_SLOW_MS sleeps that long per training batch (a cell to kill midway);
+ * KHOST_FIXTURE_ALLOC_MB allocates and touches that much at compile, answering KH_ERR_NOMEM when it cannot,
+ * or, with KHOST_FIXTURE_ALLOC_ABORT=1, printing "out of memory" and aborting as libc or C++ would. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "khost/formulas.h"
@@ -73,7 +78,30 @@ static void model_free(kh_bmodel *m) {
     free(m);
 }
 
+#ifdef FIXTURE_FAULTS
+static long env_long(const char *name) {
+    const char *v = getenv(name);
+    return v && *v ? strtol(v, NULL, 10) : 0;
+}
+#endif
+
 static kh_status compile(kh_bsession *s, const kh_model_spec *spec, const kh_compile_opts *o, kh_bmodel **out) {
+#ifdef FIXTURE_FAULTS
+    long mb = env_long("KHOST_FIXTURE_ALLOC_MB");
+    if (mb > 0) {
+        char *big = malloc((size_t)mb << 20);
+        if (!big) {
+            if (env_long("KHOST_FIXTURE_ALLOC_ABORT")) {
+                fprintf(stderr, "fixture_faults: out of memory allocating %ld MiB\n", mb);
+                abort();
+            }
+            snprintf(s->err, sizeof s->err, "fixture_faults: cannot allocate %ld MiB", mb);
+            return KH_ERR_NOMEM;
+        }
+        memset(big, 1, (size_t)mb << 20);
+        free(big);
+    }
+#endif
     if (spec->n_layers != 1 || spec->layers[0].kind != KH_LAYER_DENSE || spec->input_rank != 1) {
         snprintf(s->err, sizeof s->err, "fixture: only a single Dense layer on flat input");
         return KH_ERR_UNSUPPORTED;
@@ -156,6 +184,13 @@ static kh_status train_batch(kh_bmodel *m, const kh_tensor *x, const kh_tensor *
     if (m->iterations >= 40) raise(SIGSEGV); /* a real crash signal, in epoch 2 */
 #elif FIXTURE_MODE == 2
     for (;;) pause();
+#endif
+#ifdef FIXTURE_FAULTS
+    long ms = env_long("KHOST_FIXTURE_SLOW_MS");
+    if (ms > 0) {
+        struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+        nanosleep(&ts, NULL);
+    }
 #endif
     int n = (int)x->dims[0];
     const float *xs = x->data;

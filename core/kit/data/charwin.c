@@ -72,9 +72,10 @@ kh_status kh_charwin_from_text(const char *what, const char *text, size_t len, i
     for (uint32_t w = 0; w < 0x110000 / 64; w++) c.n_distinct += __builtin_popcountll(seen[w]);
     c.alphabet = malloc((size_t)(c.n_distinct > 0 ? c.n_distinct : 1) * sizeof *c.alphabet);
     if (!c.alphabet) goto nomem;
+    /* Word by word, bit by bit: a short text must not cost a walk over all 0x110000 code points. */
     int32_t k = 0;
-    for (uint32_t cp = 0; cp < 0x110000; cp++)
-        if (seen[cp >> 6] >> (cp & 63) & 1) c.alphabet[k++] = cp;
+    for (uint32_t w = 0; w < 0x110000 / 64; w++)
+        for (uint64_t bits = seen[w]; bits; bits &= bits - 1) c.alphabet[k++] = w * 64 + (uint32_t)__builtin_ctzll(bits);
     free(seen);
     seen = NULL;
     /* Pass 2: code points to alphabet indices. */
