@@ -402,6 +402,30 @@ static void print_task(FILE *f, const kh_report_task *t) {
         if (!strcmp(t->devices[d], "cpu") && threads) fprintf(f, " (%s threads)", threads);
     }
     fprintf(f, ".\n\n");
+    /* Records gathered from different machines (another host, another CPU model) share a column only for
+     * their accuracy: say so, and for which backends, rather than print factors between them silently. */
+    for (int d = 0; d < t->nd; d++) {
+        const char *first = NULL;
+        int mixed = 0;
+        for (int p = 0; p < t->np; p++) {
+            const kh_cell_record *r = t->cells[p * t->nd + d];
+            const char *n = r ? kh_record_get_env(r, "device_name") : NULL;
+            if (r && (!n || !*n)) n = kh_record_get_env(r, "cpu_model");
+            if (!n || !*n) continue;
+            if (!first) first = n;
+            else if (strcmp(first, n) != 0) mixed = 1;
+        }
+        if (!mixed) continue;
+        fprintf(f, "Note: the %s column holds records from different machines (", t->devices[d]);
+        for (int p = 0, k = 0; p < t->np; p++) {
+            const kh_cell_record *r = t->cells[p * t->nd + d];
+            const char *n = r ? kh_record_get_env(r, "device_name") : NULL;
+            if (r && (!n || !*n)) n = kh_record_get_env(r, "cpu_model");
+            if (!n || !*n) continue;
+            fprintf(f, "%s%s: %s", k++ ? "; " : "", t->plugins[p], n);
+        }
+        fprintf(f, "): its times and factors do not compare the backends.\n\n");
+    }
     print_slurm(f, t);
 
     const char *metric = NULL;
