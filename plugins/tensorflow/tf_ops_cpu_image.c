@@ -242,7 +242,58 @@ static kh_status k_maxpool(tf_run *r, int32_t i) {
 
 /* Each output gradient goes to the first maximum of its window in row-major window order (TensorFlow's and
  * the reference kit's tie rule); the window maximum is recomputed from x. */
+/* Per output pixel, the window's taps are scanned once for all C channels (contiguous in NHWC), keeping each
+ * channel's running maximum and its tap in small arrays — a loop the compiler vectorises — then each channel's
+ * gradient goes to its tap. A later tap wins only when strictly greater: the first maximum in row-major
+ * window order, as before. */
+#define TF_POOL_CHUNK 64
+#define TF_POOL_MAX_TAPS 64 /* larger windows take pool_bwd_range_wide */
 static void pool_bwd_range(void *v, int64_t s0, int64_t s1, int slot) {
+    (void)slot;
+    const pool *p = v;
+    const kh_ref_conv2d_dims *d = &p->d;
+    int64_t C = d->C;
+    memset(p->y + s0 * d->H * d->W * C, 0, (size_t)((s1 - s0) * d->H * d->W * C) * sizeof *p->y);
+    float bv[TF_POOL_CHUNK];
+    int32_t bt[TF_POOL_CHUNK];
+    int64_t taps[TF_POOL_MAX_TAPS];
+    for (int64_t s = s0; s < s1; s++)
+        for (int64_t oh = 0; oh < d->OH; oh++)
+            for (int64_t ow = 0; ow < d->OW; ow++) {
+                int nt = 0; /* offsets (in floats) of the window's valid taps, row-major */
+                for (int64_t kh = 0; kh < d->KH; kh++) {
+                    int64_t ih = oh * d->SH + kh - d->pad_top;
+                    if (ih < 0 || ih >= d->H) continue;
+                    for (int64_t kw = 0; kw < d->KW; kw++) {
+                        int64_t iw = ow * d->SW + kw - d->pad_left;
+                        if (iw < 0 || iw >= d->W) continue;
+                        taps[nt++] = ((s * d->H + ih) * d->W + iw) * C;
+                    }
+                }
+                if (nt == 0) continue;
+                const float *dy = p->dy + ((s * d->OH + oh) * d->OW + ow) * C;
+                for (int64_t c0 = 0; c0 < C; c0 += TF_POOL_CHUNK) {
+                    int64_t cn = C - c0 < TF_POOL_CHUNK ? C - c0 : TF_POOL_CHUNK;
+                    const float *x0 = p->x + taps[0] + c0;
+                    for (int64_t c = 0; c < cn; c++) {
+                        bv[c] = x0[c];
+                        bt[c] = 0;
+                    }
+                    for (int t = 1; t < nt; t++) {
+                        const float *xt = p->x + taps[t] + c0;
+                        for (int64_t c = 0; c < cn; c++) {
+                            int gt = xt[c] > bv[c];
+                            bv[c] = gt ? xt[c] : bv[c];
+                            bt[c] = gt ? t : bt[c];
+                        }
+                    }
+                    for (int64_t c = 0; c < cn; c++) p->y[taps[bt[c]] + c0 + c] += dy[c0 + c];
+                }
+            }
+}
+
+/* Windows of more than TF_POOL_MAX_TAPS taps: channel by channel. */
+static void pool_bwd_range_wide(void *v, int64_t s0, int64_t s1, int slot) {
     (void)slot;
     const pool *p = v;
     const kh_ref_conv2d_dims *d = &p->d;
@@ -253,7 +304,7 @@ static void pool_bwd_range(void *v, int64_t s0, int64_t s1, int slot) {
             for (int64_t ow = 0; ow < d->OW; ow++)
                 for (int64_t c = 0; c < C; c++) {
                     int64_t best = -1;
-                    float bv = 0.0f;
+                    float b = 0.0f;
                     for (int64_t kh = 0; kh < d->KH; kh++) {
                         int64_t ih = oh * d->SH + kh - d->pad_top;
                         if (ih < 0 || ih >= d->H) continue;
@@ -261,10 +312,7 @@ static void pool_bwd_range(void *v, int64_t s0, int64_t s1, int slot) {
                             int64_t iw = ow * d->SW + kw - d->pad_left;
                             if (iw < 0 || iw >= d->W) continue;
                             int64_t at = ((s * d->H + ih) * d->W + iw) * C + c;
-                            if (best < 0 || p->x[at] > bv) {
-                                best = at;
-                                bv = p->x[at];
-                            }
+                            if (best < 0 || p->x[at] > b) best = at, b = p->x[at];
                         }
                     }
                     if (best >= 0) p->y[best] += p->dy[((s * d->OH + oh) * d->OW + ow) * C + c];
@@ -278,7 +326,8 @@ static kh_status k_maxpool_grad(tf_run *r, int32_t i) {
     p.x = tf_in(r, i, 0);
     p.dy = tf_in(r, i, 1);
     p.y = tf_out(r, i);
-    tf_parallel_for(r->m->s->pool, r->n, 1, r->m->s->set.intra_op, pool_bwd_range, &p);
+    tf_parallel_for(r->m->s->pool, r->n, 1, r->m->s->set.intra_op,
+                    p.d.KH * p.d.KW > TF_POOL_MAX_TAPS ? pool_bwd_range_wide : pool_bwd_range, &p);
     return KH_OK;
 }
 

@@ -82,10 +82,12 @@ static kh_status k_addn(tf_run *r, int32_t i) {
 static void bias_range(void *v, int64_t r0, int64_t r1, int slot) {
     (void)slot;
     const ew *e = v;
+    const int64_t c = e->c; /* locals: the stores cannot change them, so the inner loop vectorises */
+    const float *bias = e->b;
     for (int64_t row = r0; row < r1; row++) {
-        const float *a = e->a + row * e->c;
-        float *y = e->y + row * e->c;
-        for (int64_t k = 0; k < e->c; k++) y[k] = a[k] + e->b[k];
+        const float *a = e->a + row * c;
+        float *y = e->y + row * c;
+        for (int64_t k = 0; k < c; k++) y[k] = a[k] + bias[k];
     }
 }
 
