@@ -46,21 +46,34 @@ static kh_status geometry(tf_run *r, int32_t i, int32_t xnode, int32_t wnode, co
 
 /* patches (P, K) of sample x (H, W, C) */
 static void im2col(const kh_ref_conv2d_dims *d, const float *x, float *col) {
-    int64_t C = d->C;
+    int64_t C = d->C, KWC = d->KW * C;
     for (int64_t oh = 0; oh < d->OH; oh++)
         for (int64_t ow = 0; ow < d->OW; ow++) {
-            float *row = col + (oh * d->OW + ow) * d->KH * d->KW * C;
+            float *row = col + (oh * d->OW + ow) * d->KH * KWC;
+            int64_t iw0 = ow * d->SW - d->pad_left;
+            /* with the whole kernel row inside the image, its KW taps are KW*C contiguous floats in NHWC and
+             * in the patch row alike: one run per kernel row instead of one per tap */
+            int inside_w = iw0 >= 0 && iw0 + d->KW <= d->W;
             for (int64_t kh = 0; kh < d->KH; kh++) {
                 int64_t ih = oh * d->SH + kh - d->pad_top;
-                for (int64_t kw = 0; kw < d->KW; kw++) {
-                    int64_t iw = ow * d->SW + kw - d->pad_left;
-                    float *restrict dst = row + (kh * d->KW + kw) * C;
-                    /* runs of C floats (3 to 64 here): an inline loop, not a library call per run */
-                    if (ih < 0 || ih >= d->H || iw < 0 || iw >= d->W) {
-                        for (int64_t c = 0; c < C; c++) dst[c] = 0.0f;
+                float *restrict dst = row + kh * KWC;
+                if (ih < 0 || ih >= d->H) {
+                    for (int64_t k = 0; k < KWC; k++) dst[k] = 0.0f;
+                    continue;
+                }
+                if (inside_w) {
+                    const float *restrict src = x + (ih * d->W + iw0) * C;
+                    for (int64_t k = 0; k < KWC; k++) dst[k] = src[k];
+                    continue;
+                }
+                for (int64_t kw = 0; kw < d->KW; kw++) { /* runs of C floats, zeros where padding */
+                    int64_t iw = iw0 + kw;
+                    float *restrict dk = dst + kw * C;
+                    if (iw < 0 || iw >= d->W) {
+                        for (int64_t c = 0; c < C; c++) dk[c] = 0.0f;
                     } else {
-                        const float *restrict src = x + (ih * d->W + iw) * C;
-                        for (int64_t c = 0; c < C; c++) dst[c] = src[c];
+                        const float *restrict sk = x + (ih * d->W + iw) * C;
+                        for (int64_t c = 0; c < C; c++) dk[c] = sk[c];
                     }
                 }
             }
