@@ -143,7 +143,10 @@ static int cpu_peak(const kh_device *dev, kh_peak *out) {
     snprintf(file, sizeof file, "%s/peak-cpu.txt", dir);
     kh_env_cpu_model(model, sizeof model);
     long threads = sysconf(_SC_NPROCESSORS_ONLN);
-    snprintf(key, sizeof key, "%s x%ld", model, threads);
+    /* the kernels OpenBLAS runs are part of the machine's peak (core/blas_tune.c chooses them): a change of
+     * kernels is a new calibration, not a stale number */
+    const char *core = getenv("OPENBLAS_CORETYPE");
+    snprintf(key, sizeof key, "%s x%ld openblas=%s", model, threads, core && *core ? core : "default");
     for (char *p = key; *p; p++)
         if (*p == '\t' || *p == '\n') *p = ' ';
     (void)dev;

@@ -101,8 +101,9 @@ static void test_peak(void) {
     mkdir(file, 0700);
     snprintf(file, sizeof file, "%s/khost/peak-cpu.txt", cache);
     kh_env_cpu_model(model, sizeof model);
-    int n = snprintf(line, sizeof line, "%s x%ld\t123.5\t45.25\t2026-01-01T00:00:00Z\n", model,
-                     sysconf(_SC_NPROCESSORS_ONLN));
+    const char *core = getenv("OPENBLAS_CORETYPE");
+    int n = snprintf(line, sizeof line, "%s x%ld openblas=%s\t123.5\t45.25\t2026-01-01T00:00:00Z\n", model,
+                     sysconf(_SC_NPROCESSORS_ONLN), core && *core ? core : "default");
     kh_test_write_file(file, line, (size_t)n);
     setenv("XDG_CACHE_HOME", cache, 1);
     d.kind = KH_DEVICE_CPU;
