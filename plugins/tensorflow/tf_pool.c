@@ -28,6 +28,7 @@ struct tf_pool {
     int32_t cap, head, count;
     int stop;
     int n_workers;
+    int n_started; /* workers that have begun (their thread-local state set up) */
     pthread_t *th;
 };
 
@@ -69,8 +70,10 @@ static void *worker(void *v) {
     worker_arg wa = *(worker_arg *)v;
     free(v);
     tf_pool *p = wa.p;
-    t_slot = wa.slot;
+    t_slot = wa.slot; /* first touch of the thread-local: the loader allocates it now, not during a step */
     pthread_mutex_lock(&p->mu);
+    p->n_started++;
+    pthread_cond_broadcast(&p->done);
     for (;;) {
         tf_task t;
         while (!p->stop && !pop_locked(p, &t)) pthread_cond_wait(&p->work, &p->mu);
@@ -113,6 +116,12 @@ kh_status tf_pool_create(int workers, tf_pool **out) {
         tf_pool_destroy(p);
         return KH_ERR_INTERNAL;
     }
+    /* return only once every worker runs: a thread's start-up (its argument freed, its thread-local storage
+     * allocated by the loader) must not happen later, inside a step */
+    pthread_mutex_lock(&p->mu);
+    while (p->n_started < p->n_workers) pthread_cond_wait(&p->done, &p->mu);
+    pthread_mutex_unlock(&p->mu);
+    (void)tf_pool_slot(); /* the calling thread's thread-local, too */
     *out = p;
     return KH_OK;
 }

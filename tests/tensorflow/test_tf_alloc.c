@@ -6,6 +6,7 @@
  * Run with 1 and 2 threads (the parallel executor's queue must not allocate either). Not built under the
  * sanitizers, whose runtime owns malloc. */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,29 +23,43 @@ extern void *__libc_memalign(size_t, size_t);
 
 static atomic_int counting;
 static atomic_long n_calls;
+/* who made the first counted calls (return addresses), to name them when the check fails */
+static void *callers[8];
+static atomic_int n_callers;
+static void note_caller(void *ra) {
+    int k = atomic_fetch_add(&n_callers, 1);
+    if (k < 8) callers[k] = ra;
+}
+#define COUNT()                                                \
+    do {                                                       \
+        if (atomic_load(&counting)) {                          \
+            atomic_fetch_add(&n_calls, 1);                     \
+            note_caller(__builtin_return_address(0));          \
+        }                                                      \
+    } while (0)
 
 void *malloc(size_t n) {
-    if (atomic_load(&counting)) atomic_fetch_add(&n_calls, 1);
+    COUNT();
     return __libc_malloc(n);
 }
 void *calloc(size_t a, size_t b) {
-    if (atomic_load(&counting)) atomic_fetch_add(&n_calls, 1);
+    COUNT();
     return __libc_calloc(a, b);
 }
 void *realloc(void *p, size_t n) {
-    if (atomic_load(&counting)) atomic_fetch_add(&n_calls, 1);
+    COUNT();
     return __libc_realloc(p, n);
 }
 void free(void *p) {
-    if (p && atomic_load(&counting)) atomic_fetch_add(&n_calls, 1);
+    if (p) COUNT();
     __libc_free(p);
 }
 void *aligned_alloc(size_t a, size_t n) {
-    if (atomic_load(&counting)) atomic_fetch_add(&n_calls, 1);
+    COUNT();
     return __libc_memalign(a, n);
 }
 int posix_memalign(void **out, size_t a, size_t n) {
-    if (atomic_load(&counting)) atomic_fetch_add(&n_calls, 1);
+    COUNT();
     *out = __libc_memalign(a, n);
     return *out ? 0 : 12;
 }
@@ -79,6 +94,7 @@ static void run_model(const kh_model_spec *sp) {
     for (int round = 0; round < 4; round++) {
         if (round == 3) {
             before_calls = atomic_load(&n_calls);
+            atomic_store(&n_callers, 0);
             before_host = atomic_load(&n_host_allocs);
             atomic_store(&counting, 1);
         }
@@ -102,6 +118,12 @@ static void run_model(const kh_model_spec *sp) {
     printf("  %-28s allocations during 4 steps of every function: malloc family %ld, host alloc %ld\n", sp->name,
            calls, host);
     CHECK(calls == 0, "%s: %ld malloc-family calls during steps", sp->name, calls);
+    for (int k = 0; calls != 0 && k < atomic_load(&n_callers) && k < 8; k++) {
+        Dl_info info;
+        if (dladdr(callers[k], &info))
+            fprintf(stderr, "  call %d from %s (%s)\n", k, info.dli_fname ? info.dli_fname : "?",
+                    info.dli_sname ? info.dli_sname : "?");
+    }
     CHECK(host == 0, "%s: %ld host allocations during steps", sp->name, host);
     __libc_free(out);
     __libc_free(dy);
