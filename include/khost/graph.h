@@ -24,7 +24,7 @@
  *   - batched values hold n rows (n <= max_batch) at run time; kernels read n from the executor;
  *   - Variable nodes read the variable's storage; Input nodes read the staged batch;
  *   - Apply* ops update their variable and its slots in place, using the step's learning rate
- *     (kh_graph_step_lr) and, for a GatherGrad gradient, zero the gradient rows they consumed;
+ *     (kh_optimizer_step_lr) and, for a GatherGrad gradient, zero the gradient rows they consumed;
  *   - GatherGrad accumulates into a persistent, zero-initialised buffer (KH_GVAL_PERSISTENT) that its one
  *     consumer, the Apply op, clears again;
  *   - Dropout / DropoutGrad draw the mask from kh_dropout_keep (khost/counter_rng.h) keyed by (seed, the
@@ -208,7 +208,7 @@ typedef struct kh_model_graphs {
     int32_t n_vars;
     kh_gvar *vars;            /* one per (layer, slot), in layer order */
     int32_t *probe_grads;     /* n_vars: node in the probe graph holding each variable's gradient */
-    kh_optimizer_spec opt;    /* defaults resolved (kh_graph_resolve_optimizer) */
+    kh_optimizer_spec opt;    /* defaults resolved (kh_optimizer_resolve) */
     uint32_t loss;
     int32_t deterministic;    /* dropout ops are not emitted */
     uint32_t input_dtype;
@@ -235,12 +235,7 @@ void kh_model_graphs_free(kh_model_graphs *m);
 /* Index into m->vars of (layer, slot), or -1. */
 int32_t kh_model_graphs_var(const kh_model_graphs *m, int32_t layer, int32_t slot);
 
-/* Keras 2 defaults for an optimizer spec's zero fields; and the learning rate of step `iterations` (decay,
- * and Adam's bias correction folded in), as every backend's Apply ops use it. */
-kh_optimizer_spec kh_graph_resolve_optimizer(const kh_optimizer_spec *o);
-double kh_graph_step_lr(const kh_optimizer_spec *o, int64_t iterations);
-/* Optimizer slots an Apply op keeps per element of its variable (SGD 0, RMSprop 1, Adam 2, Adadelta 2). */
-int kh_graph_optimizer_slots(uint32_t kind);
+/* The optimizer schedule the Apply ops use: kh_optimizer_resolve / kh_optimizer_step_lr (khost/kit.h). */
 
 /* --- memory plan --------------------------------------------------------------------------------------- */
 typedef enum kh_gstore {
@@ -298,7 +293,7 @@ typedef struct kh_graph_ref_env {
     void *ctx;
     uint64_t seed;       /* dropout key */
     uint64_t counter;    /* dropout forward counter */
-    double lr;           /* the step's lr (kh_graph_step_lr) */
+    double lr;           /* the step's lr (kh_optimizer_step_lr) */
     kh_optimizer_spec opt;
 } kh_graph_ref_env;
 kh_status kh_graph_eval_ref(const kh_graph *g, int64_t n, const kh_graph_ref_env *env, double **values,

@@ -100,6 +100,15 @@ kh_status kh_spec_flops(const kh_model_spec *spec, const kh_model_shapes *sh, kh
 void kh_flops_epoch(const kh_model_flops *f, int64_t train_samples, int64_t batch_size, int64_t val_samples,
                     double *flops, double *bytes);
 
+/* --- optimizers (Keras 2) ------------------------------------------------------------------------------ */
+/* A spec with its zero fields replaced by Keras 2's defaults (lr, rho, betas, epsilon). */
+kh_optimizer_spec kh_optimizer_resolve(const kh_optimizer_spec *o);
+/* The learning rate of step `iterations` (0 first): lr / (1 + decay * iterations), and for Adam with the bias
+ * correction sqrt(1 - b2^t) / (1 - b1^t) folded in — what every backend's update multiplies by. */
+double kh_optimizer_step_lr(const kh_optimizer_spec *o, int64_t iterations);
+/* Per-element state an optimizer keeps: SGD 0, RMSprop 1, Adam 2, Adadelta 2. */
+int kh_optimizer_slots(uint32_t kind);
+
 /* --- Keras 2 initialisers ------------------------------------------------------------------------------ */
 /* Fill w (p->numel floats) for parameter p using init p->init, drawing from r. LSTM bias: zeros with the
  * forget quarter [u, 2u) set to 1. Orthogonal: QR of a normal matrix (rows = prod(dims[:-1])), as Keras. */

@@ -82,9 +82,6 @@ typedef struct cntk_plan {
     int32_t out_rank, out_shape[3];
 } cntk_plan;
 
-/* The learning rate of the step after `iterations` steps: Keras 2's decay, and for Adam its bias correction
- * folded in (the reference kit's schedule, khost/ref.h). */
-double cntk_step_lr(const kh_optimizer_spec *o, int64_t iterations);
 kh_status cntk_plan_build(cntk_session *s, const kh_model_spec *spec, const kh_compile_opts *opts,
                           cntk_plan *out);
 void cntk_plan_free(cntk_plan *p);

@@ -302,11 +302,11 @@ static kh_status backward_all(ccu_model *m, int n, int fused, int want_dx, int *
     return KH_OK;
 }
 
-/* One optimizer step over the whole arena (Keras 2 schedule from cntk_step_lr; defaults resolved by the plan). */
+/* One optimizer step over the whole arena (Keras 2 schedule from kh_optimizer_step_lr; defaults resolved by the plan). */
 static kh_status optimizer_step(ccu_model *m) {
     const kh_optimizer_spec *o = &m->plan->opt;
     ccuk_opt k = {.kind = (int32_t)o->kind,
-                  .lr = (float)cntk_step_lr(o, m->iterations),
+                  .lr = (float)kh_optimizer_step_lr(o, m->iterations),
                   .rho = o->rho,
                   .b1 = o->beta_1,
                   .b2 = o->beta_2,

@@ -81,7 +81,7 @@ kh_status cntk_optim_alloc(cntk_cpu_model *m, cntk_param *p) {
 void cntk_optim_step(cntk_cpu_model *m) {
     const kh_optimizer_spec *o = &m->plan->opt; /* defaults resolved by the plan */
     opt_job j = {.kind = o->kind,
-                 .lr = (float)cntk_step_lr(o, m->iterations),
+                 .lr = (float)kh_optimizer_step_lr(o, m->iterations),
                  .rho = o->rho,
                  .b1 = o->beta_1,
                  .b2 = o->beta_2,

@@ -6,8 +6,6 @@
 #include <string.h>
 
 #include "cntk.h"
-#include "khost/formulas.h" /* KH_EPSILON */
-#include "khost/ref.h"      /* the optimizer schedule */
 
 void cntk_plan_free(cntk_plan *p) {
     if (!p) return;
@@ -23,23 +21,6 @@ static int32_t layer_activation(const kh_layer_spec *l) {
     case KH_LAYER_ACTIVATION: return (int32_t)l->activation;
     default: return KH_ACT_LINEAR;
     }
-}
-
-/* Keras 2 defaults for the fields a spec leaves at zero, resolved once so both executors read plain values. */
-static double or_default(float v, double dflt) { return v > 0.0f ? (double)v : dflt; }
-static kh_optimizer_spec resolve_optimizer(const kh_optimizer_spec *o) {
-    kh_optimizer_spec r = *o;
-    r.lr = (float)or_default(o->lr, o->kind == KH_OPT_ADADELTA ? 1.0 : o->kind == KH_OPT_SGD ? 0.01 : 0.001);
-    r.rho = (float)or_default(o->rho, o->kind == KH_OPT_ADADELTA ? 0.95 : 0.9);
-    r.beta_1 = (float)or_default(o->beta_1, 0.9);
-    r.beta_2 = (float)or_default(o->beta_2, 0.999);
-    r.epsilon = (float)or_default(o->epsilon, KH_EPSILON);
-    return r;
-}
-
-double cntk_step_lr(const kh_optimizer_spec *o, int64_t iterations) {
-    double lr = kh_ref_lr_decayed((double)o->lr, (double)o->decay, iterations);
-    return o->kind == KH_OPT_ADAM ? kh_ref_adam_lr_t(lr, (double)o->beta_1, (double)o->beta_2, iterations) : lr;
 }
 
 kh_status cntk_plan_build(cntk_session *s, const kh_model_spec *spec, const kh_compile_opts *opts,
@@ -67,7 +48,7 @@ kh_status cntk_plan_build(cntk_session *s, const kh_model_spec *spec, const kh_c
         out->raw_numel *= spec->input_shape[i];
     }
     out->loss = spec->loss;
-    out->opt = resolve_optimizer(&spec->optimizer);
+    out->opt = kh_optimizer_resolve(&spec->optimizer); /* Keras defaults, once */
     out->n_classes = spec->n_classes;
     out->max_batch = opts->max_batch;
     out->seed = opts->seed;

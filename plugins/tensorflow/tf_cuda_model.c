@@ -70,7 +70,7 @@ static kh_status alloc_vars(tf_model *m) {
     cm->s1 = calloc((size_t)nv + 1, sizeof *cm->s1);
     cm->s2 = calloc((size_t)nv + 1, sizeof *cm->s2);
     if (!cm->w || !cm->s1 || !cm->s2) return host_oom(m, "the variable table");
-    int slots = kh_graph_optimizer_slots(m->mg.opt.kind);
+    int slots = kh_optimizer_slots(m->mg.opt.kind);
     for (int32_t v = 0; v < nv; v++) {
         size_t b = (size_t)m->mg.vars[v].numel * sizeof(float);
         kh_status st = tfc_malloc(m, (void **)&cm->w[v], b, m->mg.vars[v].name);

@@ -53,7 +53,7 @@ static kh_status alloc_cpu(tf_model *m) {
     if (!m->arena) return oom(m, "the arena", m->arena_bytes);
     m->vars = tf_alloc(s, ((size_t)m->mg.n_vars + 1) * sizeof *m->vars);
     if (!m->vars) return oom(m, "variables", 0);
-    int slots = kh_graph_optimizer_slots(m->mg.opt.kind);
+    int slots = kh_optimizer_slots(m->mg.opt.kind);
     for (int32_t v = 0; v < m->mg.n_vars; v++) {
         tf_var *tv = &m->vars[v];
         tv->numel = m->mg.vars[v].numel;
@@ -274,7 +274,7 @@ kh_status tf_api_train_batch(kh_bmodel *b, const kh_tensor *x, const kh_tensor *
     if (st == KH_OK) st = check_x(m, x, "train_batch", &n);
     if (st == KH_OK) st = check_y(m, y, n, "train_batch");
     if (st != KH_OK) return st;
-    double lr = kh_graph_step_lr(&m->mg.opt, m->iterations);
+    double lr = kh_optimizer_step_lr(&m->mg.opt, m->iterations);
     uint64_t counter = m->n_forward++;
     if (on_cuda(m)) st = tf_cuda_run(m, KH_GFN_TRAIN, 0, n, lr, counter, x->data, y->data, NULL);
     else {

@@ -166,7 +166,7 @@ static void check_train(const model_case *c) {
     kh_graph_ref_env env = gt_env(&s);
     env.feeds[KH_GIN_X] = xd;
     env.feeds[KH_GIN_LABELS] = lab;
-    env.lr = kh_graph_step_lr(&mg.opt, 0);
+    env.lr = kh_optimizer_step_lr(&mg.opt, 0);
     const kh_graph *g = &mg.fn[KH_GFN_TRAIN];
     double **v = gt_eval(g, BATCH, &env);
     if (v && rm) {

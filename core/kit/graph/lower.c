@@ -13,7 +13,6 @@
 #include <string.h>
 
 #include "khost/graph.h"
-#include "khost/ref.h"
 
 typedef struct lctx {
     kh_graph *g;
@@ -377,7 +376,7 @@ kh_status kh_graph_lower(const kh_model_spec *spec, const kh_graph_lower_opts *o
         return kh_errf(err, errlen, KH_ERR_UNSUPPORTED, "one-hot input expansion inside the graph");
     }
     m->loss = spec->loss;
-    m->opt = kh_graph_resolve_optimizer(&spec->optimizer);
+    m->opt = kh_optimizer_resolve(&spec->optimizer);
     m->deterministic = o->deterministic;
     m->input_dtype = spec->input_onehot > 0 ? KH_F32 : spec->input_dtype;
     m->input_rank = m->shapes.in_rank;
@@ -427,30 +426,4 @@ kh_status kh_graph_lower(const kh_model_spec *spec, const kh_graph_lower_opts *o
         }
     }
     return KH_OK;
-}
-
-// --- optimizer schedule, shared by every graph backend ---------------------------------------------------
-static double or_default(float v, double dflt) { return v > 0.0f ? (double)v : dflt; }
-
-kh_optimizer_spec kh_graph_resolve_optimizer(const kh_optimizer_spec *o) {
-    kh_optimizer_spec r = *o;
-    r.lr = (float)or_default(o->lr, o->kind == KH_OPT_ADADELTA ? 1.0 : o->kind == KH_OPT_SGD ? 0.01 : 0.001);
-    r.rho = (float)or_default(o->rho, o->kind == KH_OPT_ADADELTA ? 0.95 : 0.9);
-    r.beta_1 = (float)or_default(o->beta_1, 0.9);
-    r.beta_2 = (float)or_default(o->beta_2, 0.999);
-    r.epsilon = (float)or_default(o->epsilon, 1e-7);
-    return r;
-}
-
-double kh_graph_step_lr(const kh_optimizer_spec *o, int64_t iterations) {
-    double lr = kh_ref_lr_decayed((double)o->lr, (double)o->decay, iterations);
-    return o->kind == KH_OPT_ADAM ? kh_ref_adam_lr_t(lr, (double)o->beta_1, (double)o->beta_2, iterations) : lr;
-}
-
-int kh_graph_optimizer_slots(uint32_t kind) {
-    switch (kind) {
-    case KH_OPT_RMSPROP: return 1;
-    case KH_OPT_ADAM: case KH_OPT_ADADELTA: return 2;
-    default: return 0;
-    }
 }
