@@ -103,6 +103,9 @@ typedef enum kh_gop {
     KH_GOP_APPLY_RMSPROP,
     KH_GOP_APPLY_ADAM,
     KH_GOP_APPLY_ADADELTA,
+    /* a fused element-wise loop (graph optimisers emit it; lowering never does): inputs per attr.expr's
+     * kh_gexpr, each full-size or a vector over the last axis; output the shape of the first full input */
+    KH_GOP_ELEMWISE,
     KH_GOP_END
 } kh_gop;
 
@@ -123,7 +126,29 @@ typedef struct kh_gattr {
     int32_t input_id;                 /* Input: which fed value (kh_ginput) */
     int32_t shape_of;                 /* Conv2DBackpropInput, MaxPoolGrad, Reshape: the node whose shape to produce
                                          (-1 when the shape is given explicitly) */
+    int32_t expr;                     /* Elemwise: index into graph->exprs */
 } kh_gattr;
+
+/* The program of an Elemwise node: instructions over its inputs, evaluated per element. An operand k >= 0 is
+ * instruction k's value, k < 0 is input -1-k (read at the element's index, or at index % C for a vector over
+ * the last axis, C the output's last dimension). Instructions are element-wise kh_gop codes (Add, Sub, Mul,
+ * Neg, Relu, Sigmoid, Tanh, their *Grad forms taking (y, dy), Dropout/DropoutGrad with rate and salt, whose
+ * element index is the element's index in the output); the last instruction is the result. The bounds keep a
+ * fused loop's operand count within what a compiler keeps in registers. */
+#define KH_GEXPR_MAX_IN 8
+#define KH_GEXPR_MAX_OPS 32
+typedef struct kh_gexpr_op {
+    uint32_t op;
+    int32_t a, b;  /* b unused by unary ops */
+    float rate;    /* Dropout, DropoutGrad */
+    int32_t salt;
+} kh_gexpr_op;
+typedef struct kh_gexpr {
+    int32_t n_in;
+    uint8_t vec[KH_GEXPR_MAX_IN]; /* 1: input j is a vector over the last axis (a bias) */
+    int32_t n_ops;
+    kh_gexpr_op ops[KH_GEXPR_MAX_OPS];
+} kh_gexpr;
 
 typedef enum kh_ginput {
     KH_GIN_X = 0,      /* the batch (N, ...) f32, or i32 indices */
@@ -154,6 +179,8 @@ typedef struct kh_graph {
     int32_t keep_forward; /* plan: values of phase-0 nodes stay intact to the end (the probe function runs
                              its backward part more than once per forward) */
     char err[256];       /* why the last add failed */
+    int32_t n_exprs, cap_exprs;
+    kh_gexpr *exprs;     /* programs of Elemwise nodes */
 } kh_graph;
 
 /* --- building graphs ---------------------------------------------------------------------------------- */
@@ -164,6 +191,10 @@ void kh_graph_release(kh_graph *g);
  * id, or -1 with g->err set ("matmul: inner dimensions 128 and 64 differ"). */
 int32_t kh_graph_add(kh_graph *g, uint32_t op, const int32_t *in, int32_t n_in, const kh_gattr *attr,
                      uint32_t dtype, int32_t rank, const int64_t *dims, uint32_t flags);
+/* Store an Elemwise program; returns its index for attr.expr, or -1 with g->err set. */
+int32_t kh_graph_add_expr(kh_graph *g, const kh_gexpr *e);
+/* Whether an op is element-wise (same index in, same index out; Elemwise candidates for fusion). */
+int kh_gop_elementwise(uint32_t op);
 static inline const int32_t *kh_graph_inputs(const kh_graph *g, int32_t node) {
     return g->ins + g->nodes[node].in_off;
 }

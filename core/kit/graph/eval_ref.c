@@ -35,6 +35,41 @@ static kh_status conv_dims(const kh_graph *g, int32_t x, int32_t w, const kh_gat
                                   t->padding);
 }
 
+/* One element of an Elemwise program in float64. */
+static double eval_expr(const kh_gexpr *e, const double *const *ins, int64_t idx, int64_t C, const double *dkeys,
+                        double *tmp) {
+    for (int k = 0; k < e->n_ops; k++) {
+        const kh_gexpr_op *o = &e->ops[k];
+        double a = o->a >= 0 ? tmp[o->a] : ins[-1 - o->a][e->vec[-1 - o->a] ? idx % C : idx];
+        double b = 0.0;
+        if (o->op == KH_GOP_ADD || o->op == KH_GOP_SUB || o->op == KH_GOP_MUL || o->op == KH_GOP_RELU_GRAD ||
+            o->op == KH_GOP_SIGMOID_GRAD || o->op == KH_GOP_TANH_GRAD)
+            b = o->b >= 0 ? tmp[o->b] : ins[-1 - o->b][e->vec[-1 - o->b] ? idx % C : idx];
+        double r = 0.0;
+        switch (o->op) {
+        case KH_GOP_ADD: r = a + b; break;
+        case KH_GOP_SUB: r = a - b; break;
+        case KH_GOP_MUL: r = a * b; break;
+        case KH_GOP_NEG: r = -a; break;
+        case KH_GOP_RELU: r = kh_relu_d(a); break;
+        case KH_GOP_SIGMOID: r = kh_sigmoid_d(a); break;
+        case KH_GOP_TANH: r = tanh(a); break;
+        case KH_GOP_RELU_GRAD: r = b * kh_relu_grad_y_d(a); break;
+        case KH_GOP_SIGMOID_GRAD: r = b * kh_sigmoid_grad_y_d(a); break;
+        case KH_GOP_TANH_GRAD: r = b * kh_tanh_grad_y_d(a); break;
+        case KH_GOP_DROPOUT: case KH_GOP_DROPOUT_GRAD: {
+            uint64_t key;
+            memcpy(&key, &dkeys[k], sizeof key);
+            r = kh_dropout_keep(key, (uint64_t)idx, o->rate) ? a * (1.0 / (1.0 - (double)o->rate)) : 0.0;
+            break;
+        }
+        default: r = NAN; break;
+        }
+        tmp[k] = r;
+    }
+    return tmp[e->n_ops - 1];
+}
+
 kh_status kh_graph_eval_ref(const kh_graph *g, int64_t n, const kh_graph_ref_env *env, double **v, char *err,
                             size_t errlen) {
     for (int32_t i = 0; i < g->n_nodes; i++) v[i] = NULL;
@@ -262,6 +297,19 @@ kh_status kh_graph_eval_ref(const kh_graph *g, int64_t n, const kh_graph_ref_env
             else if (nd->op == KH_GOP_APPLY_ADAM) kh_ref_adam_update(w, s1, s2, b, N, env->lr, o->beta_1, o->beta_2, o->epsilon);
             else kh_ref_adadelta_update(w, s1, s2, b, N, env->lr, o->rho, o->epsilon);
             memcpy(y, w, (size_t)N * sizeof *y);
+            break;
+        }
+        case KH_GOP_ELEMWISE: {
+            const kh_gexpr *e = &g->exprs[t->expr];
+            const double *ins[KH_GEXPR_MAX_IN];
+            double dkeys[KH_GEXPR_MAX_OPS], tmp[KH_GEXPR_MAX_OPS];
+            for (int j = 0; j < nd->n_in; j++) ins[j] = v[in[j]];
+            for (int k = 0; k < e->n_ops; k++) {
+                uint64_t key = kh_crng_key(env->seed, env->counter, (uint64_t)e->ops[k].salt);
+                memcpy(&dkeys[k], &key, sizeof key);
+            }
+            int64_t C = nd->dims[nd->rank - 1];
+            for (int64_t k = 0; k < N; k++) y[k] = eval_expr(e, ins, k, C, dkeys, tmp);
             break;
         }
         default:

@@ -27,6 +27,7 @@ static const char *const g_names[KH_GOP_END] = {
     [KH_GOP_LOSS_SUM] = "loss_sum", [KH_GOP_CORRECT_COUNT] = "correct_count",
     [KH_GOP_APPLY_GRADIENT_DESCENT] = "apply_gradient_descent", [KH_GOP_APPLY_RMSPROP] = "apply_rmsprop",
     [KH_GOP_APPLY_ADAM] = "apply_adam", [KH_GOP_APPLY_ADADELTA] = "apply_adadelta",
+    [KH_GOP_ELEMWISE] = "elemwise",
 };
 
 const char *kh_gop_name(uint32_t op) { return op > 0 && op < KH_GOP_END && g_names[op] ? g_names[op] : "?"; }
@@ -39,6 +40,18 @@ int kh_gop_inplace_ok(uint32_t op, int32_t i) {
         return i == 0;
     case KH_GOP_RELU_GRAD: case KH_GOP_SIGMOID_GRAD: case KH_GOP_TANH_GRAD:
         return i == 1; /* overwrite dy, keep y */
+    case KH_GOP_ELEMWISE:
+        return 1; /* every input is read at an element before that element is written (the plan checks sizes) */
+    default: return 0;
+    }
+}
+
+int kh_gop_elementwise(uint32_t op) {
+    switch (op) {
+    case KH_GOP_ADD: case KH_GOP_ADDN: case KH_GOP_SUB: case KH_GOP_MUL: case KH_GOP_NEG: case KH_GOP_RELU:
+    case KH_GOP_SIGMOID: case KH_GOP_TANH: case KH_GOP_RELU_GRAD: case KH_GOP_SIGMOID_GRAD: case KH_GOP_TANH_GRAD:
+    case KH_GOP_BIAS_ADD: case KH_GOP_DROPOUT: case KH_GOP_DROPOUT_GRAD: case KH_GOP_ELEMWISE:
+        return 1;
     default: return 0;
     }
 }
@@ -49,6 +62,7 @@ kh_gattr kh_gattr_none(void) {
     a.layer = -1;
     a.slot = -1;
     a.shape_of = -1;
+    a.expr = -1;
     return a;
 }
 
@@ -65,6 +79,7 @@ void kh_graph_release(kh_graph *g) {
     if (!g) return;
     free(g->nodes);
     free(g->ins);
+    free(g->exprs);
     memset(g, 0, sizeof *g);
 }
 
@@ -284,6 +299,22 @@ static int infer(kh_graph *g, kh_gnode *n, const int32_t *in) {
         n->attr.layer = a->attr.layer;
         n->attr.slot = a->attr.slot;
         return 1;
+    case KH_GOP_ELEMWISE: {
+        if (t->expr < 0 || t->expr >= g->n_exprs) return fail(g, "%s: no program %d", nm, t->expr) + 1;
+        const kh_gexpr *e = &g->exprs[t->expr];
+        if (e->n_in != n->n_in) return fail(g, "%s: program takes %d inputs, %d given", nm, e->n_in, n->n_in) + 1;
+        const kh_gnode *full = NULL;
+        for (int i = 0; i < n->n_in && !full; i++)
+            if (!e->vec[i]) full = &g->nodes[in[i]];
+        if (!full) return fail(g, "%s: no full-size input", nm) + 1;
+        for (int i = 0; i < n->n_in; i++) {
+            const kh_gnode *x = &g->nodes[in[i]];
+            if (e->vec[i] ? (x->rank != 1 || x->dims[0] != full->dims[full->rank - 1]) : !same_shape(x, full))
+                return fail(g, "%s: input %d does not match the output shape", nm, i) + 1;
+        }
+        copy_shape(n, full);
+        return 1;
+    }
     default:
         return fail(g, "op %u has no shape rule", n->op) + 1;
     }
@@ -292,7 +323,7 @@ static int infer(kh_graph *g, kh_gnode *n, const int32_t *in) {
 static int expected_inputs(uint32_t op) {
     switch (op) {
     case KH_GOP_INPUT: case KH_GOP_VARIABLE: case KH_GOP_ZEROS: case KH_GOP_FILL_BATCH: return 0;
-    case KH_GOP_ADDN: case KH_GOP_CONCAT: return -1; /* one or more */
+    case KH_GOP_ADDN: case KH_GOP_CONCAT: case KH_GOP_ELEMWISE: return -1; /* one or more */
     case KH_GOP_BIAS_ADD_GRAD: case KH_GOP_NEG: case KH_GOP_RELU: case KH_GOP_SIGMOID: case KH_GOP_TANH:
     case KH_GOP_SOFTMAX: case KH_GOP_MAXPOOL: case KH_GOP_RESHAPE: case KH_GOP_SLICE: case KH_GOP_REVERSE:
     case KH_GOP_MEAN: case KH_GOP_MEAN_GRAD: case KH_GOP_DROPOUT: case KH_GOP_DROPOUT_GRAD: case KH_GOP_LOSS_SUM:
@@ -351,6 +382,28 @@ int32_t kh_graph_add(kh_graph *g, uint32_t op, const int32_t *in, int32_t n_in, 
     if (!infer(g, n, in)) return -1;
     g->n_ins += n_in;
     return g->n_nodes++;
+}
+
+int32_t kh_graph_add_expr(kh_graph *g, const kh_gexpr *e) {
+    if (e->n_in < 1 || e->n_in > KH_GEXPR_MAX_IN || e->n_ops < 1 || e->n_ops > KH_GEXPR_MAX_OPS)
+        return fail(g, "elemwise: %d inputs and %d instructions (1..%d, 1..%d)", e->n_in, e->n_ops, KH_GEXPR_MAX_IN,
+                    KH_GEXPR_MAX_OPS);
+    for (int k = 0; k < e->n_ops; k++) {
+        const kh_gexpr_op *o = &e->ops[k];
+        int binary = o->op == KH_GOP_ADD || o->op == KH_GOP_SUB || o->op == KH_GOP_MUL || o->op == KH_GOP_RELU_GRAD ||
+                     o->op == KH_GOP_SIGMOID_GRAD || o->op == KH_GOP_TANH_GRAD;
+        int unary = o->op == KH_GOP_NEG || o->op == KH_GOP_RELU || o->op == KH_GOP_SIGMOID || o->op == KH_GOP_TANH ||
+                    o->op == KH_GOP_DROPOUT || o->op == KH_GOP_DROPOUT_GRAD;
+        if (!binary && !unary) return fail(g, "elemwise: instruction %d is %s, not element-wise", k, kh_gop_name(o->op));
+        for (int s = 0; s < (binary ? 2 : 1); s++) {
+            int32_t r = s ? o->b : o->a;
+            if (r >= k || r < -e->n_in) return fail(g, "elemwise: instruction %d reads operand %d", k, r);
+        }
+    }
+    if (!grow((void **)&g->exprs, &g->cap_exprs, g->n_exprs + 1, sizeof *g->exprs))
+        return fail(g, "elemwise: out of memory");
+    g->exprs[g->n_exprs] = *e;
+    return g->n_exprs++;
 }
 
 int64_t kh_graph_numel(const kh_graph *g, int32_t node, int64_t n) {

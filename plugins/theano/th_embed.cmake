@@ -1,0 +1,22 @@
+# th_embed.cmake — run as `cmake -DOUT=file.c -DFILES="name=path|..." -P th_embed.cmake`: writes a C file
+# holding each file's text as a byte array, so generated sources carry the exact support code the plugin was
+# built with (and the cache key covers it).
+set(body "#include \"th_embedded.h\"\n")
+set(table "")
+set(i 0)
+string(REPLACE "|" ";" FILES "${FILES}")
+foreach(pair ${FILES})
+  string(REPLACE "=" ";" kv "${pair}")
+  list(GET kv 0 name)
+  list(GET kv 1 path)
+  file(READ "${path}" hex HEX)
+  string(LENGTH "${hex}" hexlen)
+  math(EXPR len "${hexlen} / 2")
+  string(REGEX REPLACE "([0-9a-f][0-9a-f])" "0x\\1," bytes "${hex}")
+  string(APPEND body "static const unsigned char f${i}[] = {${bytes}0x00};\n")
+  string(APPEND table "    {\"${name}\", (const char *)f${i}, ${len}},\n")
+  math(EXPR i "${i} + 1")
+endforeach()
+string(APPEND body "const th_embedded_file th_embedded_files[] = {\n${table}    {0, 0, 0}};\n")
+file(WRITE "${OUT}.tmp" "${body}")
+file(RENAME "${OUT}.tmp" "${OUT}")

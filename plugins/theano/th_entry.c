@@ -1,0 +1,174 @@
+/* th_entry.c — the module's one exported symbol, its descriptor, capabilities, sessions and settings.
+ *
+ * Settings ([plugin theano] in the registry):
+ *   cc         the C compiler generated code is built with (default: cc)
+ *   cflags     its flags (default: -O3 -march=native -ffp-contract=fast -fno-math-errno -fno-trapping-math)
+ *   cache_dir  the generated-code cache (default: $XDG_CACHE_HOME/khost/theano, else ~/.cache/khost/theano)
+ *   optimize   1 runs the graph passes (default), 0 compiles the graph as lowered (to measure the passes)
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "th.h"
+
+static const kh_host_api *g_host;
+
+#define TH_DEFAULT_CFLAGS "-O3 -march=native -ffp-contract=fast -fno-math-errno -fno-trapping-math"
+
+kh_status th_fail(th_session *s, kh_status st, const char *what, const char *fmt, ...) {
+    if (!s) return st;
+    char why[440];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof why, fmt, ap);
+    va_end(ap);
+    snprintf(s->err, sizeof s->err, "theano %s on %s: %s", what, s->dev.id[0] ? s->dev.id : "cpu", why);
+    return st;
+}
+
+void th_log(th_session *s, kh_log_level lvl, const char *fmt, ...) {
+    const kh_host_api *h = s && s->host ? s->host : g_host;
+    if (!h || !h->log) return;
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    h->log(lvl, "theano", "%s", msg);
+}
+
+void *th_alloc(th_session *s, size_t bytes) {
+    if (bytes == 0) bytes = 64;
+    void *p = s->host && s->host->alloc ? s->host->alloc(bytes) : aligned_alloc(64, (bytes + 63) / 64 * 64);
+    if (p) memset(p, 0, bytes);
+    return p;
+}
+
+void th_free(th_session *s, void *p) {
+    if (!p) return;
+    if (s->host && s->host->alloc && s->host->free) s->host->free(p);
+    else free(p);
+}
+
+static kh_status th_get_caps(uint32_t device_kind, kh_caps *out) {
+    if (!out) return KH_ERR_INVALID;
+    kh_caps c;
+    memset(&c, 0, sizeof c);
+    c.struct_size = out->struct_size;
+    for (uint32_t k = KH_LAYER_DENSE; k < KH_LAYER_KIND_END; k++) c.layer_kinds |= 1u << k;
+    for (uint32_t a = 0; a < KH_ACT_END; a++) c.activations |= 1u << a;
+    c.losses = (1u << KH_LOSS_NONE) | (1u << KH_LOSS_CATEGORICAL_CROSSENTROPY) | (1u << KH_LOSS_BINARY_CROSSENTROPY);
+    c.optimizers = (1u << KH_OPT_SGD) | (1u << KH_OPT_RMSPROP) | (1u << KH_OPT_ADAM) | (1u << KH_OPT_ADADELTA);
+    c.flags = KH_CAP_CONV_SAME | KH_CAP_LSTM_SEQUENCES | KH_CAP_PREDICT | KH_CAP_PROBES;
+    c.image_layout = KH_LAYOUT_NHWC;
+    if (device_kind == KH_DEVICE_CPU) {
+        c.available = th_blas_available();
+        snprintf(c.note, sizeof c.note, "%s", c.available ? "optimised graph compiled to C (cc + dlopen), OpenBLAS GEMM"
+                                                          : "built without BLAS: CPU path unavailable");
+    } else if (device_kind == KH_DEVICE_CUDA) {
+        snprintf(c.note, sizeof c.note, "the CUDA path runs no kernels yet (NVRTC code generation only)");
+    } else {
+        snprintf(c.note, sizeof c.note, "unknown device kind %u", device_kind);
+    }
+    size_t n = out->struct_size < sizeof c ? out->struct_size : sizeof c;
+    if (n < sizeof c.struct_size) return KH_ERR_INVALID;
+    memcpy(out, &c, n);
+    return KH_OK;
+}
+
+static kh_status text_setting(const kh_host_api *h, const char *key, const char *dflt, char *out, size_t len,
+                              char *err, size_t errlen) {
+    const char *v = h && h->config_get ? h->config_get("plugin theano", key) : NULL;
+    if (!v || !*v) v = dflt;
+    if (strlen(v) >= len)
+        return kh_errf(err, errlen, KH_ERR_INVALID, "theano: [plugin theano] %s is longer than %zu characters", key, len - 1);
+    snprintf(out, len, "%s", v);
+    return KH_OK;
+}
+
+static kh_status th_open(const kh_host_api *host, const kh_device *dev, kh_bsession **out, char *err, size_t errlen) {
+    if (!out) return KH_ERR_INVALID;
+    *out = NULL;
+    if (!dev) return kh_errf(err, errlen, KH_ERR_INVALID, "theano open: no device");
+    const char *id = dev->id[0] ? dev->id : "?";
+    if (dev->kind != KH_DEVICE_CPU)
+        return kh_errf(err, errlen, KH_ERR_UNSUPPORTED, "theano open on %s: only the cpu runs generated code", id);
+    if (!th_blas_available()) return kh_errf(err, errlen, KH_ERR_UNSUPPORTED, "theano open on %s: built without BLAS", id);
+    kh_bsession *b = calloc(1, sizeof *b);
+    if (!b) return kh_errf(err, errlen, KH_ERR_NOMEM, "theano open on %s: out of memory", id);
+    th_session *s = &b->s;
+    s->host = host ? host : g_host;
+    size_t dn = dev->struct_size < sizeof s->dev ? dev->struct_size : sizeof s->dev;
+    memcpy(&s->dev, dev, dn);
+    s->dev.struct_size = sizeof s->dev;
+    if (!s->dev.id[0]) snprintf(s->dev.id, sizeof s->dev.id, "cpu");
+    s->threads = KH_HAS_MEMBER(kh_device, dev->struct_size, threads) && dev->threads > 0 ? dev->threads : 1;
+    char opt[16];
+    kh_status st = text_setting(s->host, "cc", "cc", s->set.cc, sizeof s->set.cc, err, errlen);
+    if (st == KH_OK) st = text_setting(s->host, "cflags", TH_DEFAULT_CFLAGS, s->set.cflags, sizeof s->set.cflags, err, errlen);
+    if (st == KH_OK) st = text_setting(s->host, "cache_dir", "", s->set.cache_dir, sizeof s->set.cache_dir, err, errlen);
+    if (st == KH_OK) st = text_setting(s->host, "optimize", "1", opt, sizeof opt, err, errlen);
+    if (st == KH_OK && strcmp(opt, "0") != 0 && strcmp(opt, "1") != 0)
+        st = kh_errf(err, errlen, KH_ERR_INVALID, "theano: [plugin theano] optimize = '%s': expected 0 or 1", opt);
+    if (st != KH_OK) {
+        free(b);
+        return st;
+    }
+    s->set.passes = opt[0] == '1';
+    th_blas_threads(s->threads);
+    *out = b;
+    return KH_OK;
+}
+
+static void th_close(kh_bsession *b) { free(b); }
+
+static const char *th_last_error(kh_bsession *b) { return b ? b->s.err : "theano: no session"; }
+
+static kh_status th_environment(kh_bsession *b, char *buf, size_t n) {
+    if (!b || !buf || n == 0) return KH_ERR_INVALID;
+    th_session *s = &b->s;
+    char ver[64];
+    snprintf(buf, n, "blas=%s threads=%d cc=%s cflags=\"%s\" optimize=%d", th_blas_version(ver, sizeof ver), s->threads,
+             s->set.cc, s->set.cflags, s->set.passes);
+    return KH_OK;
+}
+
+static const kh_backend_api th_backend_api = {
+    .struct_size = sizeof(kh_backend_api),
+    .get_caps = th_get_caps,
+    .open = th_open,
+    .close = th_close,
+    .last_error = th_last_error,
+    .environment = th_environment,
+    .compile = th_api_compile,
+    .model_free = th_api_model_free,
+    .set_weight = th_api_set_weight,
+    .get_weight = th_api_get_weight,
+    .train_batch = th_api_train_batch,
+    .eval_batch = th_api_eval_batch,
+    .predict = th_api_predict,
+    .read_metrics = th_api_read_metrics,
+    .sync = th_api_sync,
+    .forward = th_api_forward,
+    .backward = th_api_backward,
+    .get_grad = th_api_get_grad,
+};
+
+static const kh_module_desc g_desc = {
+    .struct_size = sizeof(kh_module_desc),
+    .abi_major = KH_ABI_MAJOR,
+    .abi_minor = KH_ABI_MINOR,
+    .kind = KH_MODULE_BACKEND,
+    .name = "theano",
+    .version = TH_VERSION,
+    .description = "compiler strategy: the graph optimised (fusion), emitted as C, compiled by cc and dlopen'ed "
+                   "(NHWC; LSTMs as scans)",
+    .api = &th_backend_api,
+};
+
+KH_EXPORT const kh_module_desc *khost_module_entry(const kh_host_api *host) {
+    g_host = host;
+    return &g_desc;
+}
