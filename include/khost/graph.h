@@ -53,7 +53,11 @@ typedef enum kh_gop {
     KH_GOP_VARIABLE,    /* model parameter (attr.layer, attr.slot) */
     KH_GOP_ZEROS,       /* constant zero of its shape (a gradient that is identically zero) */
     /* linear algebra */
-    KH_GOP_MATMUL,      /* (M,K)x(K,N); attr.transpose_a/b transpose the operands as stored */
+    KH_GOP_MATMUL,      /* (M,K)x(K,N); attr.transpose_a/b transpose the operands as stored. An operand of rank 3
+                           is the matrix of its leading axes flattened into rows: (N,T,K)x(K,M) -> (N,T,M),
+                           batched when the left operand is (rows at run time: n*T); with transpose_a, a rank-3
+                           left and a rank-3 right operand of the same leading axes (N,T,K)^T x (N,T,M) -> (K,M),
+                           not batched: the sum over the n*T rows (transpose_b 0). Nothing else takes rank 3. */
     KH_GOP_BIAS_ADD,    /* x (..., C) + b (C) */
     KH_GOP_BIAS_ADD_GRAD, /* dy (..., C) -> (C): sum over every axis but the last */
     /* element-wise, same shapes */
@@ -103,6 +107,16 @@ typedef enum kh_gop {
     KH_GOP_APPLY_RMSPROP,
     KH_GOP_APPLY_ADAM,
     KH_GOP_APPLY_ADADELTA,
+    /* recurrences as scans (kh_graph_lower_opts.rnn_scan): one op holds the time loop of an LSTM direction.
+     * S (N,T,6,U) holds per step t: [0] h, [1] c, then the gate activations [2] i, [3] f, [4] g, [5] o that the
+     * gradient reuses. Only h and c of S may be read where gradients flow: LstmScanGrad ignores components
+     * 2..5 of dS, so a differentiable reader of i, f, g or o would get a wrong gradient silently. */
+    KH_GOP_LSTM_SCAN,   /* (xw (N,T,4U): x W + b of every step, U (U,4U) the recurrent kernel) -> S (N,T,6,U):
+                           h_{-1} = c_{-1} = 0; z = xw[:,t] + h_{t-1} U; i, f, g, o = sigmoid, sigmoid, tanh,
+                           sigmoid of z's quarters (Keras's gate order); c = f c_{t-1} + i g; h = o tanh(c) */
+    KH_GOP_LSTM_SCAN_GRAD, /* (S, U, dS) -> dXW (N,T,4U): backpropagation through time with dS[:,:,0] as dh and
+                              dS[:,:,1] as dc (components 2..5 of dS ignored) */
+    KH_GOP_LSTM_SCAN_GRAD_U, /* (S, dXW) -> (U,4U): the sum over t of h_{t-1}^T dXW[:,t] (h_{-1} = 0) */
     KH_GOP_END
 } kh_gop;
 
