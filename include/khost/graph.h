@@ -18,7 +18,9 @@
  *   and the backward from an output gradient fed as input: khost verify's forward/backward/get_grad).
  *   Recurrent layers are unrolled per time step into primitive ops (Slice, MatMul, BiasAdd, Sigmoid, Tanh,
  *   Mul, Add, Concat) — never a fused cell: every shape is static, so the unrolled graph is what
- *   Keras-on-TensorFlow's while_loop ran step by step.
+ *   Keras-on-TensorFlow's while_loop ran step by step. With kh_graph_lower_opts.rnn_scan an LSTM direction
+ *   is instead a scan (Theano's strategy): the input projection of all steps as one MatMul of a rank-3
+ *   operand, then one LstmScan op holding the time loop (and LstmScanGrad / LstmScanGradU in the backward).
  *
  * Runtime contract for kernels (what an executor owes the ops)
  *   - batched values hold n rows (n <= max_batch) at run time; kernels read n from the executor;
@@ -239,6 +241,12 @@ typedef struct kh_graph_lower_opts {
     int32_t deterministic;    /* 1: no dropout in any function */
     int32_t onehot_input;     /* 1: the backend takes index input and expands it as the first op (not
                                  implemented by the lowering: 0 means the host expands one-hot input) */
+    int32_t rnn_scan;         /* 0 (default): recurrent layers unrolled per time step into primitive ops;
+                                 1: each LSTM direction is one scan: xw = BiasAdd(MatMul(x (N,T,C), W), b) for
+                                 all steps at once, S = LstmScan(xw, U), the h sequence Reshape(Slice(S, axis 2,
+                                 0, 1)) to (N,T,U) or the last step's h Slice(S, axis 1, T-1, 1) then axis 2,
+                                 reshaped to (N,U); Reverse on axis 1 around it for the backward direction, as
+                                 unrolled. The same values and gradients as unrolled. */
 } kh_graph_lower_opts;
 
 /* Lower a spec to its four functions. Unsupported features (Conv2D strides other than 1, softmax over image

@@ -9,7 +9,7 @@
  *     (a kernel would read what it is overwriting);
  *   - the launch table has an entry for every op of the four functions (a missing op fails), and for every op
  *     of the IR but the scan forms tensorflow refuses (tf_node_refused: MatMul of a rank-3 operand, the LSTM
- *     scans): no node of its own lowering is refused;
+ *     scans): no node of its own lowering is refused, and the rnn_scan lowering of the recurrent models is;
  *   - every convolution and pooling node has a consistent cuDNN geometry at max_batch and at batch 1; where
  *     'same' padding is asymmetric, the explicitly padded input convolved 'valid' gives the same output size. */
 #include <stdio.h>
@@ -150,6 +150,26 @@ int main(void) {
             tf_cu_layout_free(&lay);
         }
         for (int f = 0; f < KH_GFN_COUNT; f++) kh_gplan_free(&plans[f]);
+        kh_model_graphs_free(&mg);
+    }
+    /* the scan lowering (never tensorflow's) is refused with a reason, not run by kernels that assume matrices */
+    for (int k = 0; k < nm; k++) {
+        const tfg_model *t = &models[k];
+        kh_model_graphs mg;
+        char err[256];
+        kh_graph_lower_opts lo = {.max_batch = t->batch, .rnn_scan = 1};
+        if (kh_graph_lower(&t->spec, &lo, &mg, err, sizeof err) != KH_OK) {
+            CHECK(0, "%s: lower with rnn_scan: %s", t->name, err);
+            continue;
+        }
+        int recurrent = 0, refused = 0;
+        for (int32_t l = 0; l < t->spec.n_layers; l++)
+            recurrent |= t->spec.layers[l].kind == KH_LAYER_LSTM || t->spec.layers[l].kind == KH_LAYER_BILSTM;
+        char why[256] = "";
+        for (int32_t i = 0; i < mg.fn[KH_GFN_TRAIN].n_nodes && !refused; i++)
+            refused = tf_node_refused(&mg.fn[KH_GFN_TRAIN], i, why, sizeof why);
+        CHECK(refused == recurrent, "%s: rnn_scan lowering %s", t->name, refused ? "refused" : "not refused");
+        if (refused) printf("%s with rnn_scan: refused: %s\n", t->name, why);
         kh_model_graphs_free(&mg);
     }
     /* the table is complete for the whole IR, not only for what these models use, but for the scan forms */
