@@ -18,7 +18,9 @@
  *   and the backward from an output gradient fed as input: khost verify's forward/backward/get_grad).
  *   Recurrent layers are unrolled per time step into primitive ops (Slice, MatMul, BiasAdd, Sigmoid, Tanh,
  *   Mul, Add, Concat) — never a fused cell: every shape is static, so the unrolled graph is what
- *   Keras-on-TensorFlow's while_loop ran step by step.
+ *   Keras-on-TensorFlow's while_loop ran step by step. With kh_graph_lower_opts.rnn_scan an LSTM direction
+ *   is instead a scan (Theano's strategy): the input projection of all steps as one MatMul of a rank-3
+ *   operand, then one LstmScan op holding the time loop (and LstmScanGrad / LstmScanGradU in the backward).
  *
  * Runtime contract for kernels (what an executor owes the ops)
  *   - batched values hold n rows (n <= max_batch) at run time; kernels read n from the executor;
@@ -53,7 +55,11 @@ typedef enum kh_gop {
     KH_GOP_VARIABLE,    /* model parameter (attr.layer, attr.slot) */
     KH_GOP_ZEROS,       /* constant zero of its shape (a gradient that is identically zero) */
     /* linear algebra */
-    KH_GOP_MATMUL,      /* (M,K)x(K,N); attr.transpose_a/b transpose the operands as stored */
+    KH_GOP_MATMUL,      /* (M,K)x(K,N); attr.transpose_a/b transpose the operands as stored. An operand of rank 3
+                           is the matrix of its leading axes flattened into rows: (N,T,K)x(K,M) -> (N,T,M),
+                           batched when the left operand is (rows at run time: n*T); with transpose_a, a rank-3
+                           left and a rank-3 right operand of the same leading axes (N,T,K)^T x (N,T,M) -> (K,M),
+                           not batched: the sum over the n*T rows (transpose_b 0). Nothing else takes rank 3. */
     KH_GOP_BIAS_ADD,    /* x (..., C) + b (C) */
     KH_GOP_BIAS_ADD_GRAD, /* dy (..., C) -> (C): sum over every axis but the last */
     /* element-wise, same shapes */
@@ -106,6 +112,16 @@ typedef enum kh_gop {
     /* a fused element-wise loop (graph optimisers emit it; lowering never does): inputs per attr.expr's
      * kh_gexpr, each full-size or a vector over the last axis; output the shape of the first full input */
     KH_GOP_ELEMWISE,
+    /* recurrences as scans (kh_graph_lower_opts.rnn_scan): one op holds the time loop of an LSTM direction.
+     * S (N,T,6,U) holds per step t: [0] h, [1] c, then the gate activations [2] i, [3] f, [4] g, [5] o that the
+     * gradient reuses. Only h and c of S may be read where gradients flow: LstmScanGrad ignores components
+     * 2..5 of dS, so a differentiable reader of i, f, g or o would get a wrong gradient silently. */
+    KH_GOP_LSTM_SCAN,   /* (xw (N,T,4U): x W + b of every step, U (U,4U) the recurrent kernel) -> S (N,T,6,U):
+                           h_{-1} = c_{-1} = 0; z = xw[:,t] + h_{t-1} U; i, f, g, o = sigmoid, sigmoid, tanh,
+                           sigmoid of z's quarters (Keras's gate order); c = f c_{t-1} + i g; h = o tanh(c) */
+    KH_GOP_LSTM_SCAN_GRAD, /* (S, U, dS) -> dXW (N,T,4U): backpropagation through time with dS[:,:,0] as dh and
+                              dS[:,:,1] as dc (components 2..5 of dS ignored) */
+    KH_GOP_LSTM_SCAN_GRAD_U, /* (S, dXW) -> (U,4U): the sum over t of h_{t-1}^T dXW[:,t] (h_{-1} = 0) */
     KH_GOP_END
 } kh_gop;
 
@@ -256,6 +272,12 @@ typedef struct kh_graph_lower_opts {
     int32_t deterministic;    /* 1: no dropout in any function */
     int32_t onehot_input;     /* 1: the backend takes index input and expands it as the first op (not
                                  implemented by the lowering: 0 means the host expands one-hot input) */
+    int32_t rnn_scan;         /* 0 (default): recurrent layers unrolled per time step into primitive ops;
+                                 1: each LSTM direction is one scan: xw = BiasAdd(MatMul(x (N,T,C), W), b) for
+                                 all steps at once, S = LstmScan(xw, U), the h sequence Reshape(Slice(S, axis 2,
+                                 0, 1)) to (N,T,U) or the last step's h Slice(S, axis 1, T-1, 1) then axis 2,
+                                 reshaped to (N,U); Reverse on axis 1 around it for the backward direction, as
+                                 unrolled. The same values and gradients as unrolled. */
 } kh_graph_lower_opts;
 
 /* Lower a spec to its four functions. Unsupported features (Conv2D strides other than 1, softmax over image

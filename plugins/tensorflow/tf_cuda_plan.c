@@ -123,9 +123,32 @@ uint32_t tf_cu_op_kind(uint32_t op) {
     case KH_GOP_CORRECT_COUNT: return TF_CU_CORRECT;
     case KH_GOP_APPLY_GRADIENT_DESCENT: case KH_GOP_APPLY_RMSPROP: case KH_GOP_APPLY_ADAM:
     case KH_GOP_APPLY_ADADELTA: return TF_CU_APPLY;
+    case KH_GOP_LSTM_SCAN: case KH_GOP_LSTM_SCAN_GRAD: case KH_GOP_LSTM_SCAN_GRAD_U: /* tf_node_refused */
+    case KH_GOP_ELEMWISE: /* a graph optimiser's fused op: tensorflow runs primitive ops */
     case KH_GOP_END: break;
     }
     return TF_CU_NONE;
+}
+
+int tf_node_refused(const kh_graph *g, int32_t node, char *why, size_t n) {
+    const kh_gnode *nd = &g->nodes[node];
+    const int32_t *in = kh_graph_inputs(g, node);
+    switch (nd->op) {
+    case KH_GOP_MATMUL:
+        if (g->nodes[in[0]].rank == 2 && g->nodes[in[1]].rank == 2) return 0;
+        snprintf(why, n, "node %d (matmul): an operand of rank %d; tensorflow's MatMul kernels take matrices only "
+                 "(rank-3 operands are the rnn_scan lowering's form)", node,
+                 g->nodes[in[0]].rank != 2 ? g->nodes[in[0]].rank : g->nodes[in[1]].rank);
+        return 1;
+    case KH_GOP_LSTM_SCAN: case KH_GOP_LSTM_SCAN_GRAD: case KH_GOP_LSTM_SCAN_GRAD_U:
+        snprintf(why, n, "node %d (%s): tensorflow runs recurrences unrolled and has no scan kernel", node,
+                 kh_gop_name(nd->op));
+        return 1;
+    case KH_GOP_ELEMWISE:
+        snprintf(why, n, "node %d (elemwise): tensorflow runs primitive ops, not fused programs", node);
+        return 1;
+    default: return 0;
+    }
 }
 
 const char *tf_cu_kind_library(uint32_t kind) {

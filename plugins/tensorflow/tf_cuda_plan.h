@@ -59,6 +59,11 @@ typedef enum tf_cu_kind {
 } tf_cu_kind;
 
 uint32_t tf_cu_op_kind(uint32_t op);
+/* Nodes of the IR that tensorflow's kernels, CPU and CUDA alike, do not implement: MatMul with a rank-3 operand
+ * and the LSTM scan ops, the forms of kh_graph_lower_opts.rnn_scan (tensorflow lowers recurrences unrolled and
+ * never asks for them). Returns 1 with the reason in why (the model's compile fails with it), else 0. It lives
+ * here because this file is plain C that the tests link; tf_model.c applies it on both paths. */
+int tf_node_refused(const kh_graph *g, int32_t node, char *why, size_t n);
 /* "cublas", "cudnn", "kernel" or "none": what runs an op kind (descriptions, tests) */
 const char *tf_cu_kind_library(uint32_t kind);
 

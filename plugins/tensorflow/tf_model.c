@@ -7,6 +7,7 @@
 
 #include "tf.h"
 #include "tf_cuda.h"
+#include "tf_cuda_plan.h"
 
 static int on_cuda(const tf_model *m) { return m->s->dev.kind == KH_DEVICE_CUDA; }
 static tf_model *M(kh_bmodel *b) { return &b->m; }
@@ -106,6 +107,25 @@ static kh_status alloc_cpu(tf_model *m) {
 }
 
 // --- compile / free -------------------------------------------------------------------------------------------
+/* Every node must have a kernel on the device it will run on: the IR has forms tensorflow does not implement
+ * (tf_node_refused), and on the CPU a node without a kernel would be skipped silently by the executor. */
+static kh_status refuse_unsupported(tf_model *m) {
+    for (int f = 0; f < KH_GFN_COUNT; f++) {
+        const kh_graph *g = &m->mg.fn[f];
+        for (int32_t i = 0; i < g->n_nodes; i++) {
+            char why[256];
+            uint32_t op = g->nodes[i].op;
+            if (tf_node_refused(g, i, why, sizeof why))
+                return tf_fail(m->s, KH_ERR_UNSUPPORTED, "compile", "function %d %s", f, why);
+            if (!on_cuda(m) && !tf_cpu_kernel(op) && op != KH_GOP_INPUT && op != KH_GOP_VARIABLE &&
+                op != KH_GOP_RESHAPE)
+                return tf_fail(m->s, KH_ERR_UNSUPPORTED, "compile", "function %d node %d: no CPU kernel for %s", f, i,
+                               kh_gop_name(op));
+        }
+    }
+    return KH_OK;
+}
+
 kh_status tf_api_compile(kh_bsession *bs, const kh_model_spec *spec, const kh_compile_opts *opts, kh_bmodel **out) {
     if (!out) return KH_ERR_INVALID;
     *out = NULL;
@@ -131,6 +151,7 @@ kh_status tf_api_compile(kh_bsession *bs, const kh_model_spec *spec, const kh_co
     if (!(m->layer_kinds = malloc(((size_t)spec->n_layers + 1) * sizeof *m->layer_kinds)))
         st = tf_fail(s, KH_ERR_NOMEM, "compile", "out of host memory");
     for (int32_t l = 0; st == KH_OK && l < spec->n_layers; l++) m->layer_kinds[l] = spec->layers[l].kind;
+    if (st == KH_OK) st = refuse_unsupported(m);
     for (int f = 0; f < KH_GFN_COUNT && st == KH_OK; f++) {
         if (m->mg.fn[f].n_nodes == 0) continue;
         m->fn[f].g = &m->mg.fn[f];

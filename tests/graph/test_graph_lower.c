@@ -2,13 +2,17 @@
  * every layer kind, the probe function evaluated by the graph's reference interpreter (output, input gradient,
  * every weight gradient) and one step of the train function (loss, correct count, every updated weight) must
  * equal the reference kit's whole-model implementation (khost/ref.h) to 1e-9. Both sides are float64, so any
- * difference is a lowering or gradient bug, never rounding. */
+ * difference is a lowering or gradient bug, never rounding. The recurrent cases run again lowered as scans
+ * (kh_graph_lower_opts.rnn_scan), and the scan lowering of every recurrent case and of the two recurrent
+ * benchmark models (their task specs, tests/tensorflow_gpu/tf_gpu_models.c) must equal the unrolled one to 1e-9:
+ * forward values, the probe's gradients, a train step's loss and updated weights, with dropout on. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "graphtest.h"
+#include "tf_gpu_models.h"
 #include "khost/ref.h"
 #include "testutil.h"
 
@@ -86,9 +90,9 @@ static void ref_forward(kh_ref_model *rm, const model_case *c, const double *xd,
     }
 }
 
-static void check_probe(const model_case *c) {
+static void check_probe(const model_case *c, int scan) {
     kh_model_spec spec = spec_of(c);
-    kh_graph_lower_opts o = {.max_batch = 5, .deterministic = 1};
+    kh_graph_lower_opts o = {.max_batch = 5, .deterministic = 1, .rnn_scan = scan};
     kh_model_graphs mg;
     char err[256];
     kh_status st = kh_graph_lower(&spec, &o, &mg, err, sizeof err);
@@ -114,7 +118,7 @@ static void check_probe(const model_case *c) {
         int64_t no;
         const double *ry = kh_ref_model_output(rm, &no);
         double e = gt_rel_err(v[g->outputs[KH_GOUT_Y]], ry, nout);
-        printf("  %-28s output      %.2e\n", c->name, e);
+        printf("  %-28s%s output      %.2e\n", c->name, scan ? " (scan)" : "", e);
         CHECK(e <= TOL, "%s: output %.3e", c->name, e);
         CHECK(kh_ref_model_backward(rm, dy) == KH_OK, "ref backward");
         if (g->outputs[KH_GOUT_DX] >= 0) {
@@ -142,9 +146,9 @@ static void check_probe(const model_case *c) {
     kh_model_graphs_free(&mg);
 }
 
-static void check_train(const model_case *c) {
+static void check_train(const model_case *c, int scan) {
     kh_model_spec spec = spec_of(c);
-    kh_graph_lower_opts o = {.max_batch = 5, .deterministic = 1};
+    kh_graph_lower_opts o = {.max_batch = 5, .deterministic = 1, .rnn_scan = scan};
     kh_model_graphs mg;
     char err[256];
     kh_status st = kh_graph_lower(&spec, &o, &mg, err, sizeof err);
@@ -183,7 +187,7 @@ static void check_train(const model_case *c) {
             CHECK(kh_ref_model_apply_gradients(rm) == KH_OK, "ref apply");
         }
         double gl = v[g->outputs[KH_GOUT_LOSS_SUM]][0] / BATCH;
-        printf("  %-28s train loss  %.9f vs %.9f, correct %g vs %lld\n", c->name, gl, loss,
+        printf("  %-28s%s train loss  %.9f vs %.9f, correct %g vs %lld\n", c->name, scan ? " (scan)" : "", gl, loss,
                v[g->outputs[KH_GOUT_CORRECT]][0], (long long)correct);
         CHECK(fabs(gl - loss) <= TOL * (1 + fabs(loss)), "%s: loss %.12f vs %.12f", c->name, gl, loss);
         CHECK(v[g->outputs[KH_GOUT_CORRECT]][0] == (double)correct, "%s: correct", c->name);
@@ -201,6 +205,130 @@ static void check_train(const model_case *c) {
     free(lab);
     gt_store_free(&s);
     kh_model_graphs_free(&mg);
+}
+
+// --- rnn_scan against unrolled -----------------------------------------------------------------------------------
+static int recurrent(const kh_model_spec *s) {
+    for (int32_t l = 0; l < s->n_layers; l++)
+        if (s->layers[l].kind == KH_LAYER_LSTM || s->layers[l].kind == KH_LAYER_BILSTM) return 1;
+    return 0;
+}
+
+/* One function of both lowerings on the same weights, batch and output gradient; returns its values and leaves
+ * the updated weights in st[k]. */
+static double **eval_fn(const kh_model_graphs *mg, gt_store *st, kh_gfn fn, const double *x, const double *lab,
+                        const double *dy) {
+    kh_graph_ref_env env = gt_env(st);
+    env.feeds[KH_GIN_X] = x;
+    env.feeds[KH_GIN_LABELS] = lab;
+    env.feeds[KH_GIN_DY] = dy;
+    env.seed = 1234; /* dropout is on: both lowerings draw the same masks (seed, counter, layer, element) */
+    env.counter = 2;
+    env.lr = kh_optimizer_step_lr(&mg->opt, 0);
+    return gt_eval(&mg->fn[fn], BATCH, &env);
+}
+
+static void check_err(const char *name, const char *what, const double *a, const double *b, int64_t n) {
+    double e = gt_rel_err(a, b, n);
+    printf("  %-28s scan vs unrolled %-18s %.2e\n", name, what, e);
+    CHECK(e <= TOL, "%s: scan vs unrolled: %s %.3e", name, what, e);
+}
+
+/* The same model lowered with rnn_scan = 1 and 0 computes the same function: forward values, the probe's input
+ * and weight gradients, the train step's loss, correct count and updated weights (dropout on), to 1e-9. */
+static void check_scan(const kh_model_spec *spec) {
+    kh_model_graphs mg[2];
+    char err[256];
+    for (int sc = 0; sc < 2; sc++) {
+        kh_graph_lower_opts o = {.max_batch = 5, .rnn_scan = sc};
+        kh_status st = kh_graph_lower(spec, &o, &mg[sc], err, sizeof err);
+        CHECK(st == KH_OK, "%s: lower (rnn_scan %d): %s", spec->name, sc, err);
+        if (st != KH_OK) {
+            if (sc == 1) kh_model_graphs_free(&mg[0]);
+            return;
+        }
+    }
+    const char *name = spec->name;
+    printf("  %-28s nodes unrolled / scan: train %d / %d, probe %d / %d, predict %d / %d\n", name,
+           mg[0].fn[KH_GFN_TRAIN].n_nodes, mg[1].fn[KH_GFN_TRAIN].n_nodes, mg[0].fn[KH_GFN_PROBE].n_nodes,
+           mg[1].fn[KH_GFN_PROBE].n_nodes, mg[0].fn[KH_GFN_PREDICT].n_nodes, mg[1].fn[KH_GFN_PREDICT].n_nodes);
+    kh_gfn back = spec->loss != KH_LOSS_NONE ? KH_GFN_TRAIN : KH_GFN_PROBE; /* a function with the backward */
+    CHECK(mg[1].fn[back].n_nodes < mg[0].fn[back].n_nodes, "%s: the scan graph is the smaller", name);
+    int32_t counts[KH_GOP_END];
+    kh_graph_op_counts(&mg[1].fn[back], counts);
+    CHECK(counts[KH_GOP_LSTM_SCAN] > 0 && counts[KH_GOP_LSTM_SCAN_GRAD] == counts[KH_GOP_LSTM_SCAN] &&
+              counts[KH_GOP_LSTM_SCAN_GRAD_U] == counts[KH_GOP_LSTM_SCAN], "%s: one scan, grad and grad_u per direction",
+          name);
+    kh_graph_op_counts(&mg[0].fn[back], counts);
+    CHECK(counts[KH_GOP_LSTM_SCAN] == 0, "%s: rnn_scan 0 stays unrolled", name);
+    kh_rng r;
+    kh_rng_seed(&r, 17);
+    const kh_model_graphs *m = &mg[0];
+    int64_t nin = BATCH * m->input_numel, nout = BATCH * m->out_numel;
+    double *x = calloc((size_t)nin, sizeof *x), *dy = calloc((size_t)nout, sizeof *dy), lab[BATCH];
+    int64_t vocab = spec->layers[0].kind == KH_LAYER_EMBEDDING ? spec->layers[0].input_dim : 0;
+    if (spec->input_onehot > 0) { /* the host's expansion of indices */
+        int64_t steps = nin / spec->input_onehot;
+        for (int64_t k = 0; k < steps; k++) x[k * spec->input_onehot + kh_rng_below(&r, (uint64_t)spec->input_onehot)] = 1.0;
+    } else {
+        for (int64_t k = 0; k < nin; k++)
+            x[k] = vocab ? (double)kh_rng_below(&r, (uint64_t)vocab) : kh_rng_uniform(&r) * 2.0 - 1.0;
+    }
+    for (int64_t k = 0; k < nout; k++) dy[k] = kh_rng_uniform(&r) * 2.0 - 1.0;
+    for (int k = 0; k < BATCH; k++) lab[k] = (double)kh_rng_below(&r, (uint64_t)(spec->n_classes > 1 ? spec->n_classes : 2));
+    /* probe: output, input gradient, weight gradients */
+    gt_store st[2];
+    double **v[2];
+    for (int sc = 0; sc < 2; sc++) {
+        CHECK(gt_store_init(&st[sc], &mg[sc], 29), "store");
+        v[sc] = eval_fn(&mg[sc], &st[sc], KH_GFN_PROBE, x, NULL, dy);
+    }
+    if (v[0] && v[1]) {
+        const kh_graph *g0 = &mg[0].fn[KH_GFN_PROBE], *g1 = &mg[1].fn[KH_GFN_PROBE];
+        check_err(name, "probe output", v[1][g1->outputs[KH_GOUT_Y]], v[0][g0->outputs[KH_GOUT_Y]], nout);
+        CHECK((g0->outputs[KH_GOUT_DX] >= 0) == (g1->outputs[KH_GOUT_DX] >= 0), "%s: input gradient in both", name);
+        if (g0->outputs[KH_GOUT_DX] >= 0 && g1->outputs[KH_GOUT_DX] >= 0)
+            check_err(name, "probe d_input", v[1][g1->outputs[KH_GOUT_DX]], v[0][g0->outputs[KH_GOUT_DX]], nin);
+        for (int32_t k = 0; k < m->n_vars; k++) {
+            int32_t n0 = mg[0].probe_grads[k], n1 = mg[1].probe_grads[k];
+            CHECK((n0 >= 0) == (n1 >= 0), "%s: gradient of %s in both", name, m->vars[k].name);
+            if (n0 < 0 || n1 < 0) continue;
+            char what[64];
+            snprintf(what, sizeof what, "grad L%d %s", m->vars[k].layer, m->vars[k].name);
+            check_err(name, what, v[1][n1], v[0][n0], m->vars[k].numel);
+        }
+    }
+    for (int sc = 0; sc < 2; sc++) {
+        gt_values_free(&mg[sc].fn[KH_GFN_PROBE], v[sc]);
+        gt_store_free(&st[sc]);
+    }
+    /* train: loss, correct count, every updated weight */
+    if (spec->loss != KH_LOSS_NONE) {
+        for (int sc = 0; sc < 2; sc++) {
+            CHECK(gt_store_init(&st[sc], &mg[sc], 31), "store");
+            v[sc] = eval_fn(&mg[sc], &st[sc], KH_GFN_TRAIN, x, lab, NULL);
+        }
+        if (v[0] && v[1]) {
+            const kh_graph *g0 = &mg[0].fn[KH_GFN_TRAIN], *g1 = &mg[1].fn[KH_GFN_TRAIN];
+            double l0 = v[0][g0->outputs[KH_GOUT_LOSS_SUM]][0], l1 = v[1][g1->outputs[KH_GOUT_LOSS_SUM]][0];
+            printf("  %-28s scan vs unrolled train loss %.12f vs %.12f\n", name, l1 / BATCH, l0 / BATCH);
+            CHECK(fabs(l1 - l0) <= TOL * (1 + fabs(l0)), "%s: train loss %.12f vs %.12f", name, l1, l0);
+            CHECK(v[0][g0->outputs[KH_GOUT_CORRECT]][0] == v[1][g1->outputs[KH_GOUT_CORRECT]][0], "%s: correct", name);
+            for (int32_t k = 0; k < m->n_vars; k++) {
+                char what[64];
+                snprintf(what, sizeof what, "updated L%d %s", m->vars[k].layer, m->vars[k].name);
+                check_err(name, what, st[1].w[k], st[0].w[k], m->vars[k].numel);
+            }
+        }
+        for (int sc = 0; sc < 2; sc++) {
+            gt_values_free(&mg[sc].fn[KH_GFN_TRAIN], v[sc]);
+            gt_store_free(&st[sc]);
+        }
+    }
+    free(x);
+    free(dy);
+    kh_model_graphs_free(&mg[0]);
+    kh_model_graphs_free(&mg[1]);
 }
 
 int main(void) {
@@ -242,11 +370,30 @@ int main(void) {
           {.kind = KH_LAYER_DENSE, .units = 6, .activation = KH_ACT_SOFTMAX}}, 2, KH_LOSS_CATEGORICAL_CROSSENTROPY,
          KH_OPT_RMSPROP, 6},
     };
-    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
-        if (cases[k].onehot) continue; /* the reference takes indices; covered by check_train below */
-        check_probe(&cases[k]);
+    for (int scan = 0; scan <= 1; scan++) { /* the scan lowering of the recurrent cases against the reference too */
+        for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+            kh_model_spec s = spec_of(&cases[k]);
+            if (cases[k].onehot || (scan && !recurrent(&s))) continue; /* onehot: the reference takes indices */
+            check_probe(&cases[k], scan);
+        }
+        for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+            kh_model_spec s = spec_of(&cases[k]);
+            if (cases[k].loss != KH_LOSS_NONE && (!scan || recurrent(&s))) check_train(&cases[k], scan);
+        }
     }
-    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++)
-        if (cases[k].loss != KH_LOSS_NONE) check_train(&cases[k]);
+    /* rnn_scan against unrolled: the small recurrent cases, and the recurrent benchmark models as their tasks
+     * build them */
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        kh_model_spec s = spec_of(&cases[k]);
+        if (recurrent(&s)) check_scan(&s);
+    }
+    const tfg_model *models;
+    int nm = tfg_bench_models(&models), seen = 0;
+    for (int k = 0; k < nm; k++)
+        if (recurrent(&models[k].spec)) {
+            check_scan(&models[k].spec);
+            seen++;
+        }
+    CHECK(seen == 2, "imdb_bidirectional_lstm and lstm_text_generation compared (%d models)", seen);
     return kh_test_finish("test_graph_lower");
 }

@@ -379,11 +379,123 @@ static int m_xent(gctx *c) { /* the logits where the probabilities belong: softm
     return 0;
 }
 
+static void b_matmul_seq(gctx *c, kh_rng *r) { /* (N,T,K) x (K,K): a sequence's rows through one matrix */
+    int64_t k = dim(r, 2, 4), x[3] = {0, 0, k}, w[2] = {k, k};
+    x[0] = dim(r, 1, 3), x[1] = dim(r, 2, 4);
+    int32_t xn = var(c, r, 3, x, -1, 1), wn = var(c, r, 2, w, -1, 1);
+    c->y = op2(c, KH_GOP_MATMUL, xn, wn, NULL);
+}
+/* dx = dy W^T: W as stored (square, so the shapes still agree) */
+static int m_matmul_seq(gctx *c) { c->g.nodes[c->grads[0]].attr.transpose_b ^= 1; return 0; }
+static void b_matmul_seq_t(gctx *c, kh_rng *r) { /* (N,T,K)^T x (N,T,K) -> (K,K): the sum over every row (square
+                                                    again for the mutant) */
+    int64_t k = dim(r, 2, 4), x[3] = {0, 0, k};
+    x[0] = dim(r, 1, 3), x[1] = dim(r, 2, 4);
+    kh_gattr a = attr();
+    a.transpose_a = 1;
+    int32_t xn = var(c, r, 3, x, -1, 1), zn = var(c, r, 3, x, -1, 1);
+    c->y = op2(c, KH_GOP_MATMUL, xn, zn, &a);
+}
+/* dz = x dy: dy transposed by mistake */
+static int m_matmul_seq_t(gctx *c) { c->g.nodes[c->grads[1]].attr.transpose_b ^= 1; return 1; }
+/* An LSTM scan over xw (N,T,4U) with a recurrent kernel (U,4U); y reads h and c of every step (the only
+ * differentiable components), so both dS paths of the gradient are exercised. */
+static int32_t scan_of(gctx *c, kh_rng *r) {
+    int64_t U = dim(r, 2, 3), x[3] = {0, 0, 4 * U}, u[2] = {U, 4 * U};
+    x[0] = dim(r, 1, 2), x[1] = dim(r, 3, 4);
+    int32_t xw = var(c, r, 3, x, -1, 1), uw = var(c, r, 2, u, -1, 1);
+    return op2(c, KH_GOP_LSTM_SCAN, xw, uw, NULL);
+}
+static void b_lstm_scan(gctx *c, kh_rng *r) {
+    kh_gattr a = attr();
+    a.axis = 2;
+    a.begin = 0;
+    a.size = 2;
+    c->y = op1(c, KH_GOP_SLICE, scan_of(c, r), &a);
+}
+static int m_lstm_scan(gctx *c) { /* backpropagation not carried through h_{t-1} U: dXW computed with U = 0 */
+    int32_t gn = c->grads[0];
+    const kh_gnode *u = &c->g.nodes[c->var[1]];
+    int32_t z = kh_graph_add(&c->g, KH_GOP_ZEROS, NULL, 0, NULL, KH_F32, u->rank, u->dims, 0);
+    int32_t in[3] = {c->g.ins[c->g.nodes[gn].in_off], z, c->g.ins[c->g.nodes[gn].in_off + 2]};
+    return regrad(c, 0, KH_GOP_LSTM_SCAN_GRAD, in, 3, NULL);
+}
+static void b_lstm_scan_last(gctx *c, kh_rng *r) { /* the lowering's last-step h: Slice(Slice(S, 1), 2), reshaped */
+    int32_t s = scan_of(c, r);
+    const kh_gnode *sn = &c->g.nodes[s];
+    int64_t T = sn->dims[1], d[2] = {sn->dims[0], sn->dims[3]};
+    kh_gattr l = attr(), h = attr();
+    l.axis = 1, l.begin = (int32_t)(T - 1), l.size = 1;
+    h.axis = 2, h.begin = 0, h.size = 1;
+    int32_t x = op1(c, KH_GOP_SLICE, op1(c, KH_GOP_SLICE, s, &l), &h);
+    c->y = kh_graph_add(&c->g, KH_GOP_RESHAPE, &x, 1, NULL, 0, 2, d, 0);
+}
+static int m_lstm_scan_u(gctx *c) { /* dU from the forward pre-activations instead of their gradient */
+    c->g.ins[c->g.nodes[c->grads[1]].in_off + 1] = c->var[0];
+    return 1;
+}
+
+/* The shape rules of the rank-3 and scan forms: what they infer, and the forms they refuse with a message. */
+static void check_shapes(void) {
+    kh_graph g;
+    kh_graph_init(&g, 4);
+    int64_t x[3] = {4, 5, 3}, w[2] = {3, 8}, u[2] = {2, 8}, y4[4] = {4, 5, 6, 2};
+    int32_t xn = kh_graph_add(&g, KH_GOP_INPUT, NULL, 0, NULL, KH_F32, 3, x, KH_GVAL_BATCHED);
+    int32_t wn = kh_graph_add(&g, KH_GOP_VARIABLE, NULL, 0, NULL, KH_F32, 2, w, 0);
+    int32_t un = kh_graph_add(&g, KH_GOP_VARIABLE, NULL, 0, NULL, KH_F32, 2, u, 0);
+    int32_t in[3] = {xn, wn, -1};
+    int32_t xw = kh_graph_add(&g, KH_GOP_MATMUL, in, 2, NULL, 0, 0, NULL, 0);
+    const kh_gnode *n = &g.nodes[xw];
+    CHECK(xw >= 0 && n->rank == 3 && n->dims[0] == 4 && n->dims[1] == 5 && n->dims[2] == 8 &&
+              (n->flags & KH_GVAL_BATCHED), "matmul (N,T,K)x(K,M): (N,T,M), batched");
+    kh_gattr ta = attr();
+    ta.transpose_a = 1;
+    in[0] = xn, in[1] = xw;
+    int32_t dw = kh_graph_add(&g, KH_GOP_MATMUL, in, 2, &ta, 0, 0, NULL, 0);
+    n = &g.nodes[dw];
+    CHECK(dw >= 0 && n->rank == 2 && n->dims[0] == 3 && n->dims[1] == 8 && !(n->flags & KH_GVAL_BATCHED),
+          "matmul (N,T,K)^T(N,T,M): (K,M), not batched");
+    in[0] = wn, in[1] = xn; /* a rank-3 right operand without transpose_a */
+    CHECK(kh_graph_add(&g, KH_GOP_MATMUL, in, 2, NULL, 0, 0, NULL, 0) < 0 && strstr(g.err, "rank-3"),
+          "matmul: rank-3 right operand refused (%s)", g.err);
+    in[0] = xn, in[1] = wn; /* transposed rank-3 left operand with a matrix */
+    CHECK(kh_graph_add(&g, KH_GOP_MATMUL, in, 2, &ta, 0, 0, NULL, 0) < 0, "matmul: (N,T,K)^T x matrix refused");
+    int32_t s4 = kh_graph_add(&g, KH_GOP_INPUT, NULL, 0, NULL, KH_F32, 4, y4, KH_GVAL_BATCHED);
+    in[0] = s4, in[1] = wn;
+    CHECK(kh_graph_add(&g, KH_GOP_MATMUL, in, 2, NULL, 0, 0, NULL, 0) < 0 && strstr(g.err, "ranks 4 and 2"),
+          "matmul: rank 4 refused (%s)", g.err);
+    in[0] = xw, in[1] = un;
+    int32_t sc = kh_graph_add(&g, KH_GOP_LSTM_SCAN, in, 2, NULL, 0, 0, NULL, 0);
+    n = &g.nodes[sc];
+    CHECK(sc >= 0 && n->rank == 4 && n->dims[1] == 5 && n->dims[2] == 6 && n->dims[3] == 2 &&
+              (n->flags & KH_GVAL_BATCHED), "lstm_scan: (N,T,6,U), batched");
+    in[0] = xn; /* 3 features: not 4U */
+    CHECK(kh_graph_add(&g, KH_GOP_LSTM_SCAN, in, 2, NULL, 0, 0, NULL, 0) < 0 && strstr(g.err, "(U, 4U)"),
+          "lstm_scan: xw of the wrong width refused (%s)", g.err);
+    in[0] = sc, in[1] = un, in[2] = s4;
+    int32_t gd = kh_graph_add(&g, KH_GOP_LSTM_SCAN_GRAD, in, 3, NULL, 0, 0, NULL, 0);
+    CHECK(gd >= 0 && g.nodes[gd].rank == 3 && g.nodes[gd].dims[2] == 8, "lstm_scan_grad: (N,T,4U)");
+    in[2] = xw;
+    CHECK(kh_graph_add(&g, KH_GOP_LSTM_SCAN_GRAD, in, 3, NULL, 0, 0, NULL, 0) < 0 && strstr(g.err, "dS"),
+          "lstm_scan_grad: dS of another shape refused (%s)", g.err);
+    in[0] = sc, in[1] = gd;
+    int32_t gu = kh_graph_add(&g, KH_GOP_LSTM_SCAN_GRAD_U, in, 2, NULL, 0, 0, NULL, 0);
+    CHECK(gu >= 0 && g.nodes[gu].rank == 2 && g.nodes[gu].dims[0] == 2 && g.nodes[gu].dims[1] == 8 &&
+              !(g.nodes[gu].flags & KH_GVAL_BATCHED), "lstm_scan_grad_u: (U,4U)");
+    in[1] = xn;
+    CHECK(kh_graph_add(&g, KH_GOP_LSTM_SCAN_GRAD_U, in, 2, NULL, 0, 0, NULL, 0) < 0, "lstm_scan_grad_u: bad dXW");
+    CHECK(!kh_gop_inplace_ok(KH_GOP_LSTM_SCAN, 0) && !kh_gop_inplace_ok(KH_GOP_LSTM_SCAN_GRAD, 2) &&
+              !kh_gop_inplace_ok(KH_GOP_LSTM_SCAN_GRAD_U, 1), "scan ops never in place");
+    kh_graph_release(&g);
+}
+
 int main(void) {
     setvbuf(stdout, NULL, _IONBF, 0); /* keep the log when a sanitizer stops the run */
     const tcase cases[] = {
         {"matmul", b_matmul, m_matmul},
         {"matmul transposed", b_matmul_t, m_matmul_t},
+        {"matmul (N,T,K)x(K,K)", b_matmul_seq, m_matmul_seq},
+        {"matmul (N,T,K)^T(N,T,K)", b_matmul_seq_t, m_matmul_seq_t},
         {"bias_add", b_bias, m_bias},
         {"add", b_add, m_add},
         {"sub", b_sub, m_sub},
@@ -409,10 +521,13 @@ int main(void) {
         {"dropout", b_dropout, m_dropout},
         {"softmax_xent", b_softmax_xent, m_xent},
         {"sigmoid_xent", b_sigmoid_xent, m_xent},
+        {"lstm_scan (h, c)", b_lstm_scan, m_lstm_scan},
+        {"lstm_scan (last h)", b_lstm_scan_last, m_lstm_scan_u},
     };
     const char *s = getenv("KHOST_TEST_SEED");
     kh_rng r;
     kh_rng_seed(&r, s ? strtoull(s, NULL, 10) : 2024);
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) run_case(&cases[k], &r);
+    check_shapes();
     return kh_test_finish("test_graph_ops");
 }

@@ -7,6 +7,7 @@
  *   - economy: the arena is smaller than one buffer per value, and some nodes run in place;
  *   - storage: every arena value lies inside the arena, aligned; variables, feeds and accumulators are not in
  *     the arena.
+ * The recurrent models are planned both unrolled and lowered as scans (kh_graph_lower_opts.rnn_scan).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -146,7 +147,7 @@ static void check_fn(const char *model, const char *fn, const kh_graph *g, int p
             run_part(&s, off, succ, 0, 99, rr);
         }
     }
-    printf("  %-22s %-8s %6d nodes, arena %9lld of %10lld bytes, %4d in place, %5d control edges  %s\n", model, fn,
+    printf("  %-30s %-8s %6d nodes, arena %9lld of %10lld bytes, %4d in place, %5d control edges  %s\n", model, fn,
            g->n_nodes, (long long)p.arena_bytes, (long long)p.naive_bytes, inplace, p.n_ctrl, s.bad ? "UNSAFE" : "ok");
     CHECK(!s.bad, "%s %s: %s", model, fn, s.what);
     free(off);
@@ -173,17 +174,21 @@ static void check_model(const char *name, uint32_t dtype, int rank, int a, int b
     s.loss = loss;
     s.optimizer.kind = opt;
     s.n_classes = classes;
-    for (int det = 0; det <= 1; det++) {
-        kh_graph_lower_opts o = {.max_batch = 4, .deterministic = det};
+    int recurrent = 0;
+    for (int l = 0; l < n; l++) recurrent |= layers[l].kind == KH_LAYER_LSTM || layers[l].kind == KH_LAYER_BILSTM;
+    for (int k = 0; k < (recurrent ? 4 : 2); k++) { /* deterministic or not; recurrent models also as scans */
+        int det = k & 1, scan = k >> 1;
+        kh_graph_lower_opts o = {.max_batch = 4, .deterministic = det, .rnn_scan = scan};
         kh_model_graphs mg;
-        char err[256];
+        char err[256], label[64];
+        snprintf(label, sizeof label, "%s%s", name, scan ? " (scan)" : "");
         kh_status st = kh_graph_lower(&s, &o, &mg, err, sizeof err);
-        CHECK(st == KH_OK, "%s: %s", name, err);
+        CHECK(st == KH_OK, "%s: %s", label, err);
         if (st != KH_OK) return;
         static const char *names[KH_GFN_COUNT] = {"train", "eval", "predict", "probe"};
         for (int f = 0; f < KH_GFN_COUNT; f++) {
             if (mg.fn[f].n_nodes == 0) continue;
-            check_fn(name, names[f], &mg.fn[f], f == KH_GFN_PROBE);
+            check_fn(label, names[f], &mg.fn[f], f == KH_GFN_PROBE);
             for (int32_t i = 0; i < mg.fn[f].n_nodes && f == KH_GFN_TRAIN; i++) {
                 uint32_t op = mg.fn[f].nodes[i].op;
                 (void)op;

@@ -8,7 +8,8 @@
  *   - no launched node reads an arena range overlapping the range it writes, unless the plan made it in-place
  *     (a kernel would read what it is overwriting);
  *   - the launch table has an entry for every op of the four functions (a missing op fails), and for every op
- *     of the IR;
+ *     of the IR but the scan forms tensorflow refuses (tf_node_refused: MatMul of a rank-3 operand, the LSTM
+ *     scans): no node of its own lowering is refused, and the rnn_scan lowering of the recurrent models is;
  *   - every convolution and pooling node has a consistent cuDNN geometry at max_batch and at batch 1; where
  *     'same' padding is asymmetric, the explicitly padded input convolved 'valid' gives the same output size. */
 #include <stdio.h>
@@ -36,6 +37,8 @@ static void check_fn(const char *name, int f, const kh_model_graphs *mg, const k
         const int32_t *in = kh_graph_inputs(g, i);
         uint32_t kind = tf_cu_op_kind(nd->op);
         CHECK(kind != TF_CU_NONE, "%s fn %d node %d: no CUDA launch for %s", name, f, i, kh_gop_name(nd->op));
+        char why[256];
+        CHECK(!tf_node_refused(g, i, why, sizeof why), "%s fn %d: %s", name, f, why);
         kinds_seen[kind] = 1;
         CHECK(r->bytes == p->e[i].bytes, "%s fn %d node %d: bytes %lld, plan %lld", name, f, i, (long long)r->bytes,
               (long long)p->e[i].bytes);
@@ -149,9 +152,33 @@ int main(void) {
         for (int f = 0; f < KH_GFN_COUNT; f++) kh_gplan_free(&plans[f]);
         kh_model_graphs_free(&mg);
     }
-    /* the table is complete for the whole IR, not only for what these models use */
-    for (uint32_t op = KH_GOP_INPUT; op < KH_GOP_END; op++)
-        CHECK(tf_cu_op_kind(op) != TF_CU_NONE, "no CUDA launch for op %s", kh_gop_name(op));
+    /* the scan lowering (never tensorflow's) is refused with a reason, not run by kernels that assume matrices */
+    for (int k = 0; k < nm; k++) {
+        const tfg_model *t = &models[k];
+        kh_model_graphs mg;
+        char err[256];
+        kh_graph_lower_opts lo = {.max_batch = t->batch, .rnn_scan = 1};
+        if (kh_graph_lower(&t->spec, &lo, &mg, err, sizeof err) != KH_OK) {
+            CHECK(0, "%s: lower with rnn_scan: %s", t->name, err);
+            continue;
+        }
+        int recurrent = 0, refused = 0;
+        for (int32_t l = 0; l < t->spec.n_layers; l++)
+            recurrent |= t->spec.layers[l].kind == KH_LAYER_LSTM || t->spec.layers[l].kind == KH_LAYER_BILSTM;
+        char why[256] = "";
+        for (int32_t i = 0; i < mg.fn[KH_GFN_TRAIN].n_nodes && !refused; i++)
+            refused = tf_node_refused(&mg.fn[KH_GFN_TRAIN], i, why, sizeof why);
+        CHECK(refused == recurrent, "%s: rnn_scan lowering %s", t->name, refused ? "refused" : "not refused");
+        if (refused) printf("%s with rnn_scan: refused: %s\n", t->name, why);
+        kh_model_graphs_free(&mg);
+    }
+    /* the table is complete for the whole IR, not only for what these models use, but for the scan forms */
+    for (uint32_t op = KH_GOP_INPUT; op < KH_GOP_END; op++) {
+        int scan = op == KH_GOP_LSTM_SCAN || op == KH_GOP_LSTM_SCAN_GRAD || op == KH_GOP_LSTM_SCAN_GRAD_U ||
+                   op == KH_GOP_ELEMWISE;
+        CHECK((tf_cu_op_kind(op) != TF_CU_NONE) != scan, "op %s: %s CUDA launch", kh_gop_name(op),
+              scan ? "a" : "no");
+    }
     CHECK(tf_cu_op_kind(KH_GOP_END) == TF_CU_NONE && tf_cu_op_kind(0) == TF_CU_NONE, "unknown ops have no launch");
     CHECK(!strcmp(tf_cu_kind_library(tf_cu_op_kind(KH_GOP_MATMUL)), "cublas"), "MatMul on cuBLAS");
     CHECK(!strcmp(tf_cu_kind_library(tf_cu_op_kind(KH_GOP_CONV2D_BACKPROP_FILTER)), "cudnn"), "Conv2D on cuDNN");

@@ -70,6 +70,78 @@ static double eval_expr(const kh_gexpr *e, const double *const *ins, int64_t idx
     return tmp[e->n_ops - 1];
 }
 
+/* --- LSTM scans: S (R, T, 6, U) holds h, c, i, f, g, o per step; the cell is khost/formulas.h's, the one the
+ * unrolled graph's Sigmoid/Tanh/Mul/Add compute op by op (kh_sigmoid_d, tanh) ------------------------------ */
+#define SCAN_AT(S, r, t, k, T, U) ((S) + ((((r) * (T) + (t)) * 6 + (k)) * (U)))
+
+static kh_status lstm_scan(double *S, const double *xw, const double *Uw, int64_t R, int64_t T, int64_t U) {
+    const int64_t G = 4 * U;
+    double *z = malloc((size_t)G * sizeof *z + 1);
+    if (!z) return KH_ERR_NOMEM;
+    for (int64_t r = 0; r < R; r++)
+        for (int64_t t = 0; t < T; t++) {
+            const double *x = xw + (r * T + t) * G;
+            for (int64_t j = 0; j < G; j++) z[j] = x[j];
+            if (t > 0) { /* h_{-1} = 0: step 0 adds no h U, as the unrolled graph */
+                const double *hp = SCAN_AT(S, r, t - 1, 0, T, U);
+                for (int64_t k = 0; k < U; k++)
+                    for (int64_t j = 0; j < G; j++) z[j] += hp[k] * Uw[k * G + j];
+            }
+            const double *cp = t > 0 ? SCAN_AT(S, r, t - 1, 1, T, U) : NULL;
+            double *h = SCAN_AT(S, r, t, 0, T, U), *c = SCAN_AT(S, r, t, 1, T, U);
+            double *gi = SCAN_AT(S, r, t, 2, T, U), *gf = SCAN_AT(S, r, t, 3, T, U);
+            double *gg = SCAN_AT(S, r, t, 4, T, U), *go = SCAN_AT(S, r, t, 5, T, U);
+            for (int64_t u = 0; u < U; u++)
+                kh_lstm_cell_d(z[u], z[U + u], z[2 * U + u], z[3 * U + u], cp ? cp[u] : 0.0, &gi[u], &gf[u], &gg[u],
+                               &go[u], &c[u], &h[u]);
+        }
+    free(z);
+    return KH_OK;
+}
+
+/* dXW (R, T, 4U) from dS: components 0 (dh) and 1 (dc) only */
+static kh_status lstm_scan_grad(double *dxw, const double *S, const double *Uw, const double *dS, int64_t R,
+                                int64_t T, int64_t U) {
+    const int64_t G = 4 * U;
+    double *dh_next = malloc((size_t)(2 * U) * sizeof *dh_next + 1);
+    if (!dh_next) return KH_ERR_NOMEM;
+    double *dc_next = dh_next + U;
+    for (int64_t r = 0; r < R; r++) {
+        for (int64_t u = 0; u < U; u++) dh_next[u] = dc_next[u] = 0.0;
+        for (int64_t t = T - 1; t >= 0; t--) {
+            const double *c = SCAN_AT(S, r, t, 1, T, U), *cp = t > 0 ? SCAN_AT(S, r, t - 1, 1, T, U) : NULL;
+            const double *gi = SCAN_AT(S, r, t, 2, T, U), *gf = SCAN_AT(S, r, t, 3, T, U);
+            const double *gg = SCAN_AT(S, r, t, 4, T, U), *go = SCAN_AT(S, r, t, 5, T, U);
+            const double *dh = SCAN_AT(dS, r, t, 0, T, U), *dc = SCAN_AT(dS, r, t, 1, T, U);
+            double *dz = dxw + (r * T + t) * G;
+            for (int64_t u = 0; u < U; u++) {
+                double dcp;
+                kh_lstm_cell_backward_d(gi[u], gf[u], gg[u], go[u], c[u], cp ? cp[u] : 0.0, dh[u] + dh_next[u],
+                                        dc[u] + dc_next[u], &dz[u], &dz[U + u], &dz[2 * U + u], &dz[3 * U + u], &dcp);
+                dc_next[u] = dcp;
+            }
+            for (int64_t k = 0; k < U; k++) { /* dh_{t-1} = dz U^T */
+                double acc = 0.0;
+                for (int64_t j = 0; j < G; j++) acc += Uw[k * G + j] * dz[j];
+                dh_next[k] = acc;
+            }
+        }
+    }
+    free(dh_next);
+    return KH_OK;
+}
+
+/* dU (U, 4U) = sum over r and t >= 1 of h_{t-1}^T dXW[r, t] */
+static void lstm_scan_grad_u(double *du, const double *S, const double *dxw, int64_t R, int64_t T, int64_t U) {
+    const int64_t G = 4 * U;
+    for (int64_t r = 0; r < R; r++)
+        for (int64_t t = 1; t < T; t++) {
+            const double *hp = SCAN_AT(S, r, t - 1, 0, T, U), *dz = dxw + (r * T + t) * G;
+            for (int64_t k = 0; k < U; k++)
+                for (int64_t j = 0; j < G; j++) du[k * G + j] += hp[k] * dz[j];
+        }
+}
+
 kh_status kh_graph_eval_ref(const kh_graph *g, int64_t n, const kh_graph_ref_env *env, double **v, char *err,
                             size_t errlen) {
     for (int32_t i = 0; i < g->n_nodes; i++) v[i] = NULL;
@@ -100,10 +172,11 @@ kh_status kh_graph_eval_ref(const kh_graph *g, int64_t n, const kh_graph_ref_env
             for (int64_t k = 0; k < N; k++) y[k] = 1.0 / (double)n;
             break;
         case KH_GOP_MATMUL: {
+            /* a rank-3 operand is the matrix of its leading axes as rows: (n*T, C) */
             const kh_gnode *B = &g->nodes[in[1]];
-            int64_t rows_a = kh_graph_numel(g, in[0], n) / A->dims[1], cols_a = A->dims[1];
+            int64_t cols_a = A->dims[A->rank - 1], rows_a = kh_graph_numel(g, in[0], n) / cols_a;
             int64_t M = t->transpose_a ? cols_a : rows_a, K = t->transpose_a ? rows_a : cols_a;
-            int64_t rows_b = kh_graph_numel(g, in[1], n) / B->dims[1], cols_b = B->dims[1];
+            int64_t cols_b = B->dims[B->rank - 1], rows_b = kh_graph_numel(g, in[1], n) / cols_b;
             int64_t Nn = t->transpose_b ? rows_b : cols_b;
             for (int64_t r = 0; r < M; r++)
                 for (int64_t col = 0; col < Nn; col++) {
@@ -312,6 +385,17 @@ kh_status kh_graph_eval_ref(const kh_graph *g, int64_t n, const kh_graph_ref_env
             for (int64_t k = 0; k < N; k++) y[k] = eval_expr(e, ins, k, C, dkeys, tmp);
             break;
         }
+        case KH_GOP_LSTM_SCAN: case KH_GOP_LSTM_SCAN_GRAD: {
+            int64_t T = A->dims[1], U = nd->op == KH_GOP_LSTM_SCAN ? nd->dims[3] : A->dims[3];
+            int64_t R = na / (T * (nd->op == KH_GOP_LSTM_SCAN ? 4 : 6) * U); /* n or the fixed first axis */
+            kh_status st = nd->op == KH_GOP_LSTM_SCAN ? lstm_scan(y, a, b, R, T, U)
+                                                      : lstm_scan_grad(y, a, b, v[in[2]], R, T, U);
+            if (st != KH_OK) return kh_errf(err, errlen, st, "node %d: out of memory", i);
+            break;
+        }
+        case KH_GOP_LSTM_SCAN_GRAD_U:
+            lstm_scan_grad_u(y, a, b, na / (A->dims[1] * 6 * A->dims[3]), A->dims[1], A->dims[3]);
+            break;
         default:
             return kh_errf(err, errlen, KH_ERR_UNSUPPORTED, "node %d: %s has no reference", i, kh_gop_name(nd->op));
         }

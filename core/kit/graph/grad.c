@@ -182,6 +182,8 @@ static void grad_of(gctx *c, int32_t i, int32_t d, const uint8_t *need) {
     at.layer = nd.attr.layer;
     switch (nd.op) {
     case KH_GOP_MATMUL: {
+        /* also the rank-3 forms (graph.h): for y = x (N,T,K) W, dx = dy W^T stays (N,T,K) and dW = x^T dy is the
+         * (N,T,K)^T (N,T,M) form; for y = x^T z of two sequences, dx = z dy^T and dz = x dy are (N,T,.) again */
         int ta = nd.attr.transpose_a, tb = nd.attr.transpose_b;
         if (need_a) {
             kh_gattr x = at;
@@ -292,6 +294,16 @@ static void grad_of(gctx *c, int32_t i, int32_t d, const uint8_t *need) {
         int32_t in3[3] = {inp[2], inp[1], d};
         uint32_t op = nd.op == KH_GOP_SOFTMAX_XENT ? KH_GOP_SOFTMAX_XENT_GRAD : KH_GOP_SIGMOID_XENT_GRAD;
         if (need_a) send(c, a, emit(c, op, in3, 3, &at), -1);
+        return;
+    }
+    case KH_GOP_LSTM_SCAN: {
+        /* dS reaches here stitched from the Slices that read h (and c) with zeros elsewhere: LstmScanGrad reads
+         * only its components 0 and 1 (graph.h: only h and c of S are differentiable) */
+        if (!need_a && !need_b) return;
+        int32_t in3[3] = {i, b, d};
+        int32_t dxw = emit(c, KH_GOP_LSTM_SCAN_GRAD, in3, 3, &at);
+        if (need_a) send(c, a, dxw, -1);
+        if (need_b) send(c, b, emit2(c, KH_GOP_LSTM_SCAN_GRAD_U, i, dxw, &at), -1);
         return;
     }
     case KH_GOP_INPUT: case KH_GOP_VARIABLE: case KH_GOP_ZEROS: case KH_GOP_FILL_BATCH:

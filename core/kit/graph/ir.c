@@ -28,6 +28,8 @@ static const char *const g_names[KH_GOP_END] = {
     [KH_GOP_APPLY_GRADIENT_DESCENT] = "apply_gradient_descent", [KH_GOP_APPLY_RMSPROP] = "apply_rmsprop",
     [KH_GOP_APPLY_ADAM] = "apply_adam", [KH_GOP_APPLY_ADADELTA] = "apply_adadelta",
     [KH_GOP_ELEMWISE] = "elemwise",
+    [KH_GOP_LSTM_SCAN] = "lstm_scan", [KH_GOP_LSTM_SCAN_GRAD] = "lstm_scan_grad",
+    [KH_GOP_LSTM_SCAN_GRAD_U] = "lstm_scan_grad_u",
 };
 
 const char *kh_gop_name(uint32_t op) { return op > 0 && op < KH_GOP_END && g_names[op] ? g_names[op] : "?"; }
@@ -135,14 +137,34 @@ static int infer(kh_graph *g, kh_gnode *n, const int32_t *in) {
     n->dtype = KH_F32;
     switch (n->op) {
     case KH_GOP_MATMUL: {
-        if (a->rank != 2 || b->rank != 2) return fail(g, "%s: operands must be matrices", nm) + 1;
-        int64_t m = t->transpose_a ? a->dims[1] : a->dims[0], k1 = t->transpose_a ? a->dims[0] : a->dims[1];
+        /* a rank-3 operand is the matrix of its leading axes flattened into rows (graph.h) */
+        if (a->rank < 2 || a->rank > 3 || b->rank < 2 || b->rank > 3)
+            return fail(g, "%s: operands must be matrices or (N, T, C) sequences (ranks %d and %d)", nm, a->rank,
+                        b->rank) + 1;
+        if (b->rank == 3 || (a->rank == 3 && t->transpose_a)) {
+            /* (N,T,K)^T x (N,T,M) -> (K,M): the sum over the rows both share */
+            if (a->rank != 3 || b->rank != 3 || !t->transpose_a || t->transpose_b)
+                return fail(g, "%s: a rank-3 right operand, or a transposed rank-3 left one, needs both operands "
+                               "of rank 3, transpose_a and no transpose_b", nm) + 1;
+            if (a->dims[0] != b->dims[0] || a->dims[1] != b->dims[1] ||
+                (a->flags & KH_GVAL_BATCHED) != (b->flags & KH_GVAL_BATCHED))
+                return fail(g, "%s: the rank-3 operands' rows differ ((%lld, %lld) and (%lld, %lld))", nm,
+                            (long long)a->dims[0], (long long)a->dims[1], (long long)b->dims[0],
+                            (long long)b->dims[1]) + 1;
+            n->rank = 2;
+            n->dims[0] = a->dims[2];
+            n->dims[1] = b->dims[2];
+            return 1;
+        }
+        int64_t ca = a->dims[a->rank - 1]; /* rank 3 here: not transposed */
+        int64_t m = t->transpose_a ? a->dims[1] : a->dims[0], k1 = t->transpose_a ? a->dims[0] : ca;
         int64_t k2 = t->transpose_b ? b->dims[1] : b->dims[0], nn = t->transpose_b ? b->dims[0] : b->dims[1];
         if (k1 != k2)
             return fail(g, "%s: inner dimensions %lld and %lld differ", nm, (long long)k1, (long long)k2) + 1;
-        n->rank = 2;
+        n->rank = a->rank;
         n->dims[0] = m;
-        n->dims[1] = nn;
+        if (a->rank == 3) n->dims[1] = a->dims[1];
+        n->dims[a->rank - 1] = nn;
         /* batched when the rows come from a batched operand that is not transposed */
         if (!t->transpose_a && (a->flags & KH_GVAL_BATCHED)) n->flags |= KH_GVAL_BATCHED;
         return 1;
@@ -315,6 +337,42 @@ static int infer(kh_graph *g, kh_gnode *n, const int32_t *in) {
         copy_shape(n, full);
         return 1;
     }
+    case KH_GOP_LSTM_SCAN: { /* (xw (N,T,4U), U (U,4U)) -> (N,T,6,U) */
+        if (a->rank != 3 || b->rank != 2 || b->dims[1] != 4 * b->dims[0] || a->dims[2] != b->dims[1])
+            return fail(g, "%s: needs xw (N, T, 4U) and a recurrent kernel (U, 4U); got xw of rank %d (last "
+                           "axis %lld) and a kernel of rank %d (%lld x %lld)", nm, a->rank,
+                        (long long)a->dims[a->rank - 1], b->rank, (long long)b->dims[0],
+                        (long long)(b->rank > 1 ? b->dims[1] : 0)) + 1;
+        n->rank = 4;
+        n->dims[0] = a->dims[0];
+        n->dims[1] = a->dims[1];
+        n->dims[2] = 6;
+        n->dims[3] = b->dims[0];
+        n->flags |= a->flags & KH_GVAL_BATCHED;
+        return 1;
+    }
+    case KH_GOP_LSTM_SCAN_GRAD: { /* (S (N,T,6,U), U (U,4U), dS (N,T,6,U)) -> (N,T,4U) */
+        const kh_gnode *d = &g->nodes[in[2]];
+        if (a->rank != 4 || a->dims[2] != 6 || b->rank != 2 || b->dims[0] != a->dims[3] ||
+            b->dims[1] != 4 * a->dims[3])
+            return fail(g, "%s: needs a scan's S (N, T, 6, U) and its recurrent kernel (U, 4U)", nm) + 1;
+        if (!same_shape(a, d) || (a->flags & KH_GVAL_BATCHED) != (d->flags & KH_GVAL_BATCHED))
+            return fail(g, "%s: dS must have S's shape", nm) + 1;
+        n->rank = 3;
+        n->dims[0] = a->dims[0];
+        n->dims[1] = a->dims[1];
+        n->dims[2] = 4 * a->dims[3];
+        n->flags |= a->flags & KH_GVAL_BATCHED;
+        return 1;
+    }
+    case KH_GOP_LSTM_SCAN_GRAD_U: /* (S (N,T,6,U), dXW (N,T,4U)) -> (U,4U) */
+        if (a->rank != 4 || a->dims[2] != 6 || b->rank != 3 || b->dims[0] != a->dims[0] || b->dims[1] != a->dims[1] ||
+            b->dims[2] != 4 * a->dims[3] || (a->flags & KH_GVAL_BATCHED) != (b->flags & KH_GVAL_BATCHED))
+            return fail(g, "%s: needs a scan's S (N, T, 6, U) and dXW (N, T, 4U) of the same N and T", nm) + 1;
+        n->rank = 2;
+        n->dims[0] = a->dims[3];
+        n->dims[1] = 4 * a->dims[3];
+        return 1;
     default:
         return fail(g, "op %u has no shape rule", n->op) + 1;
     }
@@ -329,7 +387,7 @@ static int expected_inputs(uint32_t op) {
     case KH_GOP_MEAN: case KH_GOP_MEAN_GRAD: case KH_GOP_DROPOUT: case KH_GOP_DROPOUT_GRAD: case KH_GOP_LOSS_SUM:
         return 1;
     case KH_GOP_SOFTMAX_XENT: case KH_GOP_SIGMOID_XENT: case KH_GOP_SOFTMAX_XENT_GRAD:
-    case KH_GOP_SIGMOID_XENT_GRAD: return 3;
+    case KH_GOP_SIGMOID_XENT_GRAD: case KH_GOP_LSTM_SCAN_GRAD: return 3;
     default: return 2;
     }
 }

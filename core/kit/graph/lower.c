@@ -3,7 +3,9 @@
  * activation, Conv2D (NHWC, HWIO kernel) + BiasAdd, MaxPool, Flatten = Reshape, Embedding = Gather,
  * GlobalAveragePooling1D = Mean, Dropout (training functions only). A recurrent layer is unrolled per time
  * step: x_t = Slice(x), z = x_t W + h U + b, four gate Slices, Sigmoid/Tanh, c = f c + i g, h = o tanh(c);
- * the initial state is zero, so step 0 has no h U and no f c term (exactly zero in Keras's graph too).
+ * the initial state is zero, so step 0 has no h U and no f c term (exactly zero in Keras's graph too). With
+ * opts.rnn_scan a direction is a scan instead: xw = BiasAdd(MatMul(x (N, T, C), W), b) for every step at once,
+ * S = LstmScan(xw, U) holding the time loop, h read back by Slices of S (khost/graph.h).
  * Bidirectional: the backward LSTM reads Reverse(x) and its sequence output is reversed back, as Keras's
  * go_backwards; the halves are concatenated on the feature axis. The loss is softmax (sigmoid) cross-entropy
  * on the logits, with Keras's probability clipping; its value and the metrics come from the same ops in the
@@ -19,6 +21,7 @@ typedef struct lctx {
     const kh_model_spec *spec;
     const kh_model_shapes *sh;
     int train;        /* dropout active */
+    int rnn_scan;     /* LSTM directions as scans (kh_graph_lower_opts.rnn_scan) */
     char *err;
     size_t errlen;
     kh_status st;
@@ -93,6 +96,36 @@ static int32_t activation(lctx *c, int32_t x, uint32_t act, int32_t layer) {
     }
 }
 
+/* One LSTM direction as a scan (rnn_scan): the input projection of every step as one MatMul of x (N, T, C),
+ * the time loop inside LstmScan; h read back from S's component 0. */
+static int32_t lstm_scan(lctx *c, int32_t x, int32_t W, int32_t Uw, int32_t b, int32_t layer, int64_t T, int64_t U,
+                         int return_sequences, int reverse) {
+    int64_t N = c->g->max_batch;
+    int32_t xw = add2(c, KH_GOP_BIAS_ADD, add2(c, KH_GOP_MATMUL, x, W, NULL, layer), b, NULL, layer);
+    int32_t S = add2(c, KH_GOP_LSTM_SCAN, xw, Uw, NULL, layer);
+    kh_gattr h = kh_gattr_none(); /* component 0 of S: h */
+    h.axis = 2;
+    h.begin = 0;
+    h.size = 1;
+    if (return_sequences) {
+        int64_t d3[3] = {N, T, U};
+        int32_t out = reshape(c, add1(c, KH_GOP_SLICE, S, &h, layer), 3, d3, layer);
+        if (reverse) {
+            kh_gattr r = kh_gattr_none();
+            r.axis = 1;
+            out = add1(c, KH_GOP_REVERSE, out, &r, layer);
+        }
+        return out;
+    }
+    /* the last step processed (of the reversed sequence for the backward direction), as unrolled */
+    kh_gattr last = kh_gattr_none();
+    last.axis = 1;
+    last.begin = (int32_t)(T - 1);
+    last.size = 1;
+    int64_t d2[2] = {N, U};
+    return reshape(c, add1(c, KH_GOP_SLICE, add1(c, KH_GOP_SLICE, S, &last, layer), &h, layer), 2, d2, layer);
+}
+
 /* One LSTM direction over x (N, T, C) with the variables of (layer, slot0..slot0+2). */
 static int32_t lstm(lctx *c, int32_t x, int32_t layer, int32_t slot0, int64_t T, int64_t C, int64_t U,
                     int return_sequences, int reverse) {
@@ -103,6 +136,7 @@ static int32_t lstm(lctx *c, int32_t x, int32_t layer, int32_t slot0, int64_t T,
         r.axis = 1;
         x = add1(c, KH_GOP_REVERSE, x, &r, layer);
     }
+    if (c->rnn_scan) return lstm_scan(c, x, W, Uw, b, layer, T, U, return_sequences, reverse);
     int32_t *hs = return_sequences ? malloc((size_t)T * sizeof *hs) : NULL;
     if (return_sequences && !hs) {
         c->st = KH_ERR_NOMEM;
@@ -310,6 +344,7 @@ static kh_status build(kh_model_graphs *m, kh_gfn fn, const kh_model_spec *spec,
     lctx c = {.g = g, .spec = spec, .sh = &m->shapes, .err = err, .errlen = errlen, .st = KH_OK, .var_node = vn,
               .m = m};
     c.train = (fn == KH_GFN_TRAIN || fn == KH_GFN_PROBE) && !o->deterministic;
+    c.rnn_scan = o->rnn_scan != 0;
     int32_t x = model_input(&c), logits = -1;
     int32_t y = forward(&c, x, &logits);
     if (c.st == KH_OK && (fn == KH_GFN_TRAIN || fn == KH_GFN_EVAL)) {
