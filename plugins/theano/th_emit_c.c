@@ -139,6 +139,10 @@ static int single_expr(const kh_gnode *nd, kh_gexpr *e) {
     return 1;
 }
 
+static void scratch(ectx *c, int64_t floats) {
+    if (floats > *c->env->scratch_floats) *c->env->scratch_floats = floats;
+}
+
 static void conv_geometry(ectx *c, int32_t x, int32_t w_or_y, int pool, const kh_gattr *t, int64_t F, th_sb *b,
                           int32_t id) {
     const kh_gnode *X = N(c, x);
@@ -322,6 +326,26 @@ static void emit_node(ectx *c, int32_t i) {
     case KH_GOP_APPLY_GRADIENT_DESCENT: case KH_GOP_APPLY_RMSPROP: case KH_GOP_APPLY_ADAM: case KH_GOP_APPLY_ADADELTA:
         emit_apply(c, i, in);
         return;
+    case KH_GOP_LSTM_SCAN: { /* (xw (N,T,4U), U) -> S (N,T,6,U) */
+        int64_t T = nd->dims[1], U = nd->dims[3];
+        scratch(c, c->g->max_batch * 4 * U);
+        th_sb_printf(b, "    th_lstm_scan(c, v%d, v%d, v%d, c->scratch, n, %lld, %lld);\n", in[0], in[1], i, (long long)T,
+                     (long long)U);
+        return;
+    }
+    case KH_GOP_LSTM_SCAN_GRAD: { /* (S, U, dS) -> dXW */
+        const kh_gnode *S = N(c, in[0]);
+        scratch(c, c->g->max_batch * 2 * S->dims[3]);
+        th_sb_printf(b, "    th_lstm_scan_grad(c, v%d, v%d, v%d, v%d, c->scratch, n, %lld, %lld);\n", in[0], in[1],
+                     in[2], i, (long long)S->dims[1], (long long)S->dims[3]);
+        return;
+    }
+    case KH_GOP_LSTM_SCAN_GRAD_U: { /* (S, dXW) -> dU */
+        const kh_gnode *S = N(c, in[0]);
+        th_sb_printf(b, "    th_lstm_scan_grad_u(c, v%d, v%d, v%d, n, %lld, %lld);\n", in[0], in[1], i,
+                     (long long)S->dims[1], (long long)S->dims[3]);
+        return;
+    }
     default: {
         kh_gexpr e;
         if (kh_gop_elementwise(nd->op) && single_expr(nd, &e)) {

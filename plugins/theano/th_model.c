@@ -136,6 +136,7 @@ kh_status th_api_compile(kh_bsession *bs, const kh_model_spec *spec, const kh_co
     m->seed = opts->seed;
     double t0 = now();
     kh_graph_lower_opts lo = {.max_batch = opts->max_batch,
+                              .rnn_scan = 1, /* recurrent layers as scans: one generated time loop each */
                               .deterministic = KH_HAS_MEMBER(kh_compile_opts, opts->struct_size, deterministic)
                                                    ? opts->deterministic : 0};
     char why[256];

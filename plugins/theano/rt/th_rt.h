@@ -46,6 +46,13 @@ TH_RT_FN void th_gemm(const th_rt_ctx *c, int ta, int tb, int64_t M, int64_t N, 
              tb ? (int)K : (int)N, beta, C, (int)N);
 }
 
+/* the same with explicit leading dimensions (strided rows of a larger value) */
+TH_RT_FN void th_gemm_ld(const th_rt_ctx *c, int ta, int tb, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
+                         const float *B, int64_t ldb, float *C, int64_t ldc, float beta) {
+    c->sgemm(101, ta ? 112 : 111, tb ? 112 : 111, (int)M, (int)N, (int)K, 1.0f, A, (int)lda, B, (int)ldb, beta, C,
+             (int)ldc);
+}
+
 TH_RT_FN void th_bias_grad(const float *dy, float *db, int64_t rows, int64_t C) {
     memset(db, 0, (size_t)C * sizeof *db);
     for (int64_t r = 0; r < rows; r++)
@@ -279,6 +286,55 @@ TH_RT_FN float th_correct(const float *p, const int32_t *lab, int64_t rows, int6
         ok += best == lab[r];
     }
     return (float)ok;
+}
+
+/* --- LSTM scans: S (n, T, 6, U) holds h, c, i, f, g, o of every step. The input projection of all steps (xw)
+ * was one GEMM before the scan; inside it each step is one GEMM with the recurrent kernel and one fused gate
+ * loop. Scratch: n * 4U floats forward, 2 n U backward. ---------------------------------------------------- */
+TH_RT_FN void th_lstm_scan(const th_rt_ctx *c, const float *xw, const float *Uw, float *S, float *z, int64_t n,
+                           int64_t T, int64_t U) {
+    const int64_t G = 4 * U, ST = T * 6 * U;
+    for (int64_t t = 0; t < T; t++) {
+        for (int64_t r = 0; r < n; r++) memcpy(z + r * G, xw + (r * T + t) * G, (size_t)G * sizeof *z);
+        if (t > 0) th_gemm_ld(c, 0, 0, n, G, U, S + (t - 1) * 6 * U, ST, Uw, G, z, G, 1.0f);
+        for (int64_t r = 0; r < n; r++) {
+            const float *zr = z + r * G;
+            float *s = S + r * ST + t * 6 * U;
+            const float *cp = t > 0 ? s - 6 * U + U : NULL;
+            for (int64_t u = 0; u < U; u++)
+                kh_lstm_cell(zr[u], zr[U + u], zr[2 * U + u], zr[3 * U + u], cp ? cp[u] : 0.0f, &s[2 * U + u],
+                             &s[3 * U + u], &s[4 * U + u], &s[5 * U + u], &s[U + u], &s[u]);
+        }
+    }
+}
+
+/* dXW (n, T, 4U) from dS's h and c components */
+TH_RT_FN void th_lstm_scan_grad(const th_rt_ctx *c, const float *S, const float *Uw, const float *dS, float *dxw,
+                                float *tmp, int64_t n, int64_t T, int64_t U) {
+    const int64_t G = 4 * U, ST = T * 6 * U;
+    float *dh_next = tmp, *dc_next = tmp + n * U;
+    memset(tmp, 0, (size_t)(2 * n * U) * sizeof *tmp);
+    for (int64_t t = T - 1; t >= 0; t--) {
+        for (int64_t r = 0; r < n; r++) {
+            const float *s = S + r * ST + t * 6 * U, *ds = dS + r * ST + t * 6 * U;
+            const float *cp = t > 0 ? s - 6 * U + U : NULL;
+            float *dz = dxw + (r * T + t) * G, *dhn = dh_next + r * U, *dcn = dc_next + r * U;
+            for (int64_t u = 0; u < U; u++)
+                kh_lstm_cell_backward(s[2 * U + u], s[3 * U + u], s[4 * U + u], s[5 * U + u], s[U + u],
+                                      cp ? cp[u] : 0.0f, ds[u] + dhn[u], ds[U + u] + dcn[u], &dz[u], &dz[U + u],
+                                      &dz[2 * U + u], &dz[3 * U + u], &dcn[u]);
+        }
+        if (t > 0) th_gemm_ld(c, 0, 1, n, U, G, dxw + t * G, T * G, Uw, G, dh_next, U, 0.0f);
+    }
+}
+
+/* dU (U, 4U) = sum over t >= 1 of h_{t-1}^T dXW[:, t] */
+TH_RT_FN void th_lstm_scan_grad_u(const th_rt_ctx *c, const float *S, const float *dxw, float *du, int64_t n,
+                                  int64_t T, int64_t U) {
+    const int64_t G = 4 * U;
+    if (T < 2) memset(du, 0, (size_t)(U * G) * sizeof *du);
+    for (int64_t t = 1; t < T; t++)
+        th_gemm_ld(c, 1, 0, U, G, n, S + (t - 1) * 6 * U, T * 6 * U, dxw + t * G, T * G, du, G, t == 1 ? 0.0f : 1.0f);
 }
 
 #endif
