@@ -22,8 +22,7 @@ typedef struct pass_def {
 
 static const pass_def g_order[] = {
     {"canonicalize", th_pass_canon}, {"constant-fold", th_pass_constfold}, {"merge", th_pass_merge},
-    {"dead-code", th_pass_dce},      {"fuse-elemwise", th_pass_fuse},      {"fuse-update", th_pass_update},
-    {"dead-code", th_pass_dce},
+    {"dead-code", th_pass_dce},      {"fuse-elemwise", th_pass_fuse},
 };
 
 static kh_status copy_graph(const kh_graph *in, kh_graph *out, int32_t *map, char *err, size_t errlen) {

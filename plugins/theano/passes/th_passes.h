@@ -36,7 +36,6 @@ kh_status th_pass_canon(th_rw *r, int32_t *changed);      /* canon.c: identities
 kh_status th_pass_constfold(th_rw *r, int32_t *changed);  /* constfold.c: zeros through the ops they annihilate */
 kh_status th_pass_merge(th_rw *r, int32_t *changed);      /* merge.c: one node per distinct computation */
 kh_status th_pass_fuse(th_rw *r, int32_t *changed);       /* fuse.c: element-wise chains into Elemwise loops */
-kh_status th_pass_update(th_rw *r, int32_t *changed);     /* update.c: gradient fan-in folded into the update */
 
 /* --- the pipeline ----------------------------------------------------------------------------------------- */
 #define TH_MAX_PASS_RUNS 16
