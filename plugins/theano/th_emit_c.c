@@ -174,13 +174,13 @@ static void emit_apply(ectx *c, int32_t i, const int32_t *in) {
     int clear = N(c, in[1])->op == KH_GOP_GATHER_GRAD; /* the accumulator starts from zero next step */
     char call[256];
     if (nd->op == KH_GOP_APPLY_ADAM)
-        snprintf(call, sizeof call, "kh_adam_update(&w[k], &s1[k], &s2[k], gk, lr, %.9gf, %.9gf, %.9gf)",
+        snprintf(call, sizeof call, "kh_adam_update(&w[k], &s1[k], &s2[k], gk, lr, %.9ef, %.9ef, %.9ef)",
                  (double)o->beta_1, (double)o->beta_2, (double)o->epsilon);
     else if (nd->op == KH_GOP_APPLY_RMSPROP)
-        snprintf(call, sizeof call, "kh_rmsprop_update(&w[k], &s1[k], gk, lr, %.9gf, %.9gf)", (double)o->rho,
+        snprintf(call, sizeof call, "kh_rmsprop_update(&w[k], &s1[k], gk, lr, %.9ef, %.9ef)", (double)o->rho,
                  (double)o->epsilon);
     else if (nd->op == KH_GOP_APPLY_ADADELTA)
-        snprintf(call, sizeof call, "kh_adadelta_update(&w[k], &s1[k], &s2[k], gk, lr, %.9gf, %.9gf)", (double)o->rho,
+        snprintf(call, sizeof call, "kh_adadelta_update(&w[k], &s1[k], &s2[k], gk, lr, %.9ef, %.9ef)", (double)o->rho,
                  (double)o->epsilon);
     else snprintf(call, sizeof call, "w[k] -= lr * gk");
     th_sb_printf(c->b, "    { /* %s of variable %d */\n        float *w = c->w[%d], *s1 = c->s1[%d], *s2 = c->s2[%d], *g = v%d;\n"

@@ -41,9 +41,9 @@ void th_expr_text(th_sb *b, const kh_gexpr *e, const char *index, const char *ve
             operand(b, e, o->a, index, vec_index);
             th_sb_printf(b, ")");
         } else if (o->op == KH_GOP_DROPOUT || o->op == KH_GOP_DROPOUT_GRAD) {
-            th_sb_printf(b, "kh_dropout_keep(%s%d, (uint64_t)(%s), %.9gf) ? ", key_prefix, k, index, (double)o->rate);
+            th_sb_printf(b, "kh_dropout_keep(%s%d, (uint64_t)(%s), %.9ef) ? ", key_prefix, k, index, (double)o->rate);
             operand(b, e, o->a, index, vec_index);
-            th_sb_printf(b, " * %.9gf : 0.0f", 1.0 / (1.0 - (double)o->rate));
+            th_sb_printf(b, " * %.9ef : 0.0f", 1.0 / (1.0 - (double)o->rate));
         }
         th_sb_printf(b, ";\n");
     }
