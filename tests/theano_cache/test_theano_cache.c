@@ -12,7 +12,8 @@
  *   key         flags, extra text and source are in the key; the toolchain is probed once; -march=native
  *               resolved for gcc and clang
  *   location    $XDG_CACHE_HOME/khost/theano, else ~/.cache/khost/theano, created 0700
- *   prune       khost-theano-cache list / prune --all / prune --older-than; a locked entry is kept */
+ *   prune       khost-theano-cache list / prune --all / prune --older-than; a locked entry is kept; a
+ *               builder waiting for the lock of an entry a prune removes starts over */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
@@ -591,6 +592,64 @@ static int tool(const char *bin, const char *args, char *out, size_t outlen) {
     return rc;
 }
 
+/* Is pid waiting for an flock (a "->" line of /proc/locks)? */
+static int waiting_for_flock(pid_t pid) {
+    FILE *f = fopen("/proc/locks", "r");
+    if (!f) return 0;
+    char line[512];
+    int found = 0;
+    while (fgets(line, sizeof line, f)) {
+        const char *arrow = strstr(line, "-> FLOCK");
+        long p = 0;
+        if (arrow && sscanf(arrow + 8, " ADVISORY WRITE %ld", &p) == 1 && p == (long)pid) found = 1;
+    }
+    fclose(f);
+    return found;
+}
+
+/* A builder waits for an entry's lock while the holder (a prune) removes the entry: once it gets the lock it
+ * must notice that its lock file is gone, start over on a fresh entry and succeed. */
+static void prune_race(const char *dir) {
+    static const char src3[] = "int th_test_fn(int x) { return x - 1; }\n";
+    const th_toolchain *tc = toolchain("-O1");
+    th_cache_req req;
+    th_cache_req_c(&req, tc, src3, strlen(src3), "generator 1");
+    size_t klen;
+    char key[65], hh[600], entry[700], lockp[800], err[1024];
+    free(th_cache_key_text(&req, &klen, key));
+    snprintf(hh, sizeof hh, "%s/%.2s", dir, key);
+    snprintf(entry, sizeof entry, "%s/%s", hh, key);
+    snprintf(lockp, sizeof lockp, "%s/lock", entry);
+    mkdir(hh, 0700);
+    if (mkdir(entry, 0700) != 0) exit(2);
+    int fd = open(lockp, O_RDWR | O_CREAT, 0600);
+    if (fd < 0 || flock(fd, LOCK_EX) != 0) exit(2);
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(fd);
+        th_cache *c = open_cache(dir);
+        th_cache_result res;
+        int rc = th_cache_get(c, &req, &res, err, sizeof err);
+        if (rc != 0) fprintf(stderr, "waiting builder: %s\n", err);
+        int v = rc == 0 ? call_fn(res.artifact_path, 5) : 0;
+        th_cache_close(c);
+        _exit(rc == 0 && v == 4 ? 0 : 1);
+    }
+    int waited = 0;
+    for (int i = 0; i < 1000 && !(waited = waiting_for_flock(pid)); i++) usleep(10000);
+    CHECK(waited, "the builder (pid %ld) waits for the entry's lock (/proc/locks)", (long)pid);
+    /* what th_cache_prune does while it holds the lock */
+    CHECK(unlink(lockp) == 0 && rmdir(entry) == 0, "entry removed under its lock");
+    close(fd);
+    int st = 0;
+    waitpid(pid, &st, 0);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the waiting builder started over and succeeded (status 0x%x)", st);
+    char art[800];
+    snprintf(art, sizeof art, "%s/fn.so", entry);
+    CHECK(access(art, F_OK) == 0 && access(lockp, F_OK) == 0, "a fresh entry was published");
+}
+
 static void part_prune(const char *bin) {
     const char *tmp = tmpdir("thc-prune");
     char dir[512], args[1024], out[16384], err[1024];
@@ -650,6 +709,8 @@ static void part_prune(const char *bin) {
     snprintf(args, sizeof args, "--dir '%s' prune --older-than 2", dir);
     CHECK(tool(bin, args, out, sizeof out) == 0 && strstr(out, "0 removed") && access(a.artifact_path, F_OK) == 0,
           "a used entry is young again");
+
+    prune_race(dir);
 
     snprintf(args, sizeof args, "--dir '%s' prune", dir);
     CHECK(tool(bin, args, out, sizeof out) == 2, "prune without --all or --older-than is a usage error");
