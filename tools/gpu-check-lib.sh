@@ -68,7 +68,8 @@ gc_prereqs() {
                 "libjpeg:usr/include/jpeglib.h:usr/lib/x86_64-linux-gnu/libjpeg.a:../shared/device/make-devdeps.sh"
                 "zlib:usr/include/zlib.h:usr/lib/x86_64-linux-gnu/libz.a:../shared/device/make-devdeps.sh"
                 "libpng:usr/include/png.h:usr/lib/x86_64-linux-gnu/libpng.a:../shared/device/make-devdeps.sh"
-                "cJSON:usr/include/cjson/cJSON.h:usr/lib/x86_64-linux-gnu/libcjson.so:tools/make-devdeps-extra.sh")
+                "cJSON:usr/include/cjson/cJSON.h:usr/lib/x86_64-linux-gnu/libcjson.so:tools/make-devdeps-extra.sh"
+                "libmd:usr/include/sha2.h:usr/lib/x86_64-linux-gnu/libmd.so:tools/make-devdeps-extra.sh")
     local item name hdr lib how
     for item in "${need[@]}"; do
         IFS=: read -r name hdr lib how <<<"$item"

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # tools/make-devdeps-extra.sh — prepare, on this (networked) machine, what tools/gpu-check.sh needs on the lent
 # GPU machine beyond ../shared/device/make-devdeps.sh (inih, libjpeg-turbo, zlib, libpng):
-#   1. cJSON (libcjson-dev, libcjson1) and pkg-config itself (pkgconf-bin, libpkgconf3: the GPU machine may have
-#      no pkg-config) unpacked into the same prefix (default .devdeps, ignored by .gitignore);
+#   1. cJSON (libcjson-dev, libcjson1), libmd (libmd-dev, libmd0: SHA-256 of theano's code cache) and pkg-config
+#      itself (pkgconf-bin, libpkgconf3: the GPU machine may have no pkg-config) unpacked into the same prefix
+#      (default .devdeps, ignored by .gitignore);
 #   2. the data sets of the six tasks, still compressed, with their checksums, copied from the mirror
 #      (../shared/datasets, or $KHOST_MIRROR) into .cache/gpu-data (ignored) — gpu-check.sh installs them there
 #      with tools/fetch-datasets --mirror.
@@ -26,7 +27,7 @@ if [[ ! -d $dir/usr ]]; then
     echo "make-devdeps-extra: $dir/usr missing: run ../shared/device/make-devdeps.sh $dir first" >&2
     exit 2
 fi
-pkgs="libcjson-dev libcjson1 pkgconf-bin libpkgconf3"
+pkgs="libcjson-dev libcjson1 libmd-dev libmd0 pkgconf-bin libpkgconf3"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 (cd "$tmp" && apt-get download $pkgs >/dev/null 2>&1) ||
@@ -37,7 +38,7 @@ for f in "$tmp"/*.deb; do
 done
 rm -rf "$dir/usr/share/doc" "$dir/usr/share/man"
 # pkgconf-bin installs /usr/bin/pkgconf only; gpu-check.sh calls it with LD_LIBRARY_PATH for libpkgconf3
-ls "$dir"/usr/bin/pkgconf "$dir"/usr/include/cjson/cJSON.h >/dev/null
+ls "$dir"/usr/bin/pkgconf "$dir"/usr/include/cjson/cJSON.h "$dir"/usr/include/sha2.h >/dev/null
 du -sh "$dir"
 
 if ((data)); then

@@ -23,8 +23,11 @@ typedef struct th_settings {
     int32_t passes;      /* 0: no graph optimisation (for measuring what the passes give) */
 } th_settings;
 
+struct th_cache;
+
 typedef struct th_session {
     const kh_host_api *host;
+    struct th_cache *cache; /* the generated-code cache (th_build.c) */
     kh_device dev;
     int threads;
     th_settings set;
@@ -109,6 +112,9 @@ void th_expr_text(th_sb *b, const kh_gexpr *e, const char *index, const char *ve
                   const char *ftype);
 
 /* th_build.c: compile a source into a loaded function (through the cache) */
+kh_status th_build_open(th_session *s, char *err, size_t errlen);
+void th_build_close(th_session *s);
+const char *th_build_cache_dir(const th_session *s);
 kh_status th_build(th_session *s, const char *source, size_t len, const char *what, void **dl, th_fn *fn,
                    int *hit, double *cc_s, double *load_s);
 

@@ -117,12 +117,21 @@ static kh_status th_open(const kh_host_api *host, const kh_device *dev, kh_bsess
         return st;
     }
     s->set.passes = opt[0] == '1';
+    st = th_build_open(s, err, errlen);
+    if (st != KH_OK) {
+        free(b);
+        return st;
+    }
     th_blas_threads(s->threads);
     *out = b;
     return KH_OK;
 }
 
-static void th_close(kh_bsession *b) { free(b); }
+static void th_close(kh_bsession *b) {
+    if (!b) return;
+    th_build_close(&b->s);
+    free(b);
+}
 
 static const char *th_last_error(kh_bsession *b) { return b ? b->s.err : "theano: no session"; }
 
@@ -130,8 +139,8 @@ static kh_status th_environment(kh_bsession *b, char *buf, size_t n) {
     if (!b || !buf || n == 0) return KH_ERR_INVALID;
     th_session *s = &b->s;
     char ver[64];
-    snprintf(buf, n, "blas=%s threads=%d cc=%s cflags=\"%s\" optimize=%d", th_blas_version(ver, sizeof ver), s->threads,
-             s->set.cc, s->set.cflags, s->set.passes);
+    snprintf(buf, n, "blas=%s threads=%d cc=%s cflags=\"%s\" optimize=%d cache=%s", th_blas_version(ver, sizeof ver),
+             s->threads, s->set.cc, s->set.cflags, s->set.passes, th_build_cache_dir(s));
     return KH_OK;
 }
 

@@ -43,6 +43,7 @@ ok '[[ $rc == 1 ]]' "missing prerequisites: status 1"
 ok '(( $(date +%s) - t0 <= 5 ))' "the check takes seconds"
 ok 'grep -q "^inih: .*make-devdeps.sh" <<<"$msg"' "inih named with make-devdeps.sh"
 ok 'grep -q "^cJSON: .*make-devdeps-extra.sh" <<<"$msg"' "cJSON named with make-devdeps-extra.sh"
+ok 'grep -q "^libmd: .*make-devdeps-extra.sh" <<<"$msg"' "libmd named with make-devdeps-extra.sh"
 ok 'grep -q "^data: .*make-devdeps-extra.sh" <<<"$msg"' "the data named with make-devdeps-extra.sh"
 ok '! grep -q "^libjpeg\|^zlib\|^libpng" <<<"$msg"' "present pieces are not reported"
 # the carried mirror with a file missing
