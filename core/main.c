@@ -88,7 +88,16 @@ int main(int argc, char **argv) {
     }
     int sub_argc = argc - first;
     char **sub_argv = argv + first;
-    if (!strcmp(cmd, "report")) return kh_cmd_report(sub_argc, sub_argv);
+    /* Every command that may load modules needs the scanner, report too (--published, --html open the task
+     * modules for their figures): without it a module the cache does not know yet could not be inspected. */
+    char *self = realpath("/proc/self/exe", NULL);
+    kh_scan_set_helper(self ? self : argv[0]);
+    free(self);
+    if (!strcmp(cmd, "report")) {
+        int rc = kh_cmd_report(sub_argc, sub_argv);
+        kh_scan_set_helper(NULL);
+        return rc;
+    }
 
     int is_run = !strcmp(cmd, "run");
     int implicit_run = cmd[0] == '-' && strcmp(cmd, "--list") && strcmp(cmd, "--list-devices");
@@ -96,12 +105,10 @@ int main(int argc, char **argv) {
         strcmp(cmd, "profile") &&
         strcmp(cmd, "--list") && strcmp(cmd, "--list-devices")) {
         fprintf(stderr, "khost: unknown command '%s' (see khost --help)\n", cmd);
+        kh_scan_set_helper(NULL);
         return KH_EXIT_USAGE;
     }
     kh_host h;
-    char *self = realpath("/proc/self/exe", NULL);
-    kh_scan_set_helper(self ? self : argv[0]);
-    free(self);
     int rc = kh_host_open(&h, argv[0]);
     if (rc != KH_EXIT_OK) {
         kh_host_close(&h);
