@@ -4,7 +4,9 @@
  * by task and prints, per task, the accuracy table (the record's metric: val_acc, or loss for text generation) and
  * the time-per-epoch table (mean over all epochs, the seed's definition) as markdown, backends as rows and
  * devices as columns. A time cell is "245.5 (2.6x)", the factor to the fastest finished cell of its column,
- * which is bold; a third table gives each finished cell's achieved GFLOP/s and fraction of the roofline when
+ * which is bold; beside each device's time column, when some record there has one, its model-compile time
+ * ("cold / warm" for backends with a generated-code cache, one time for the others, "—" unknown) with the
+ * explanation under the table; a third table gives each finished cell's achieved GFLOP/s and fraction of the roofline when
  * the records carry them. Reference rows (tools/reference) are labelled. Cells that did not finish show their
  * status; cells of a Slurm array name their array task and node (the records' slurm_* environment), and a cell
  * a Slurm plan under DIR/slurm/ lists without a record shows "missing". Everything is sorted, so the output depends
@@ -615,7 +617,8 @@ static void print_published(FILE *f, kh_host *h, int host_ok, const kh_report_ta
 static void report_usage(FILE *f) {
     fprintf(f,
             "usage: khost report DIR [--svg FILE] [--html FILE] [--published]\n"
-            "Tables (markdown) of accuracy and time per epoch from DIR/<task>/*.json, per task.\n"
+            "Tables (markdown) of accuracy and time per epoch (with model-compile time, cold / warm, where the\n"
+            "records have it) from DIR/<task>/*.json, per task.\n"
             "  --svg FILE     also write a bar chart of time per epoch\n"
             "  --html FILE    also write one self-contained HTML page: tables, charts, learning curves,\n"
             "                 published figures, environment, unfinished cells (open it in any browser)\n"
