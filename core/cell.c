@@ -336,6 +336,80 @@ static void count_work(cell *c, int64_t per_epoch, int64_t n_val) {
     r->roofline_gflops = kh_peak_bound(&pk, r->bytes_per_epoch > 0 ? r->flops_per_epoch / r->bytes_per_epoch : INFINITY);
 }
 
+static const char *cache_word(int32_t cache) {
+    return cache == KH_COMPILE_HIT ? "hit" : cache == KH_COMPILE_MISS ? "miss" : cache == KH_COMPILE_NO_CACHE ? "none" : NULL;
+}
+
+/* A backend's seconds: NAN when negative or not finite (unknown, never a fake zero). */
+static double seconds_or_nan(double s) { return isfinite(s) && s >= 0 ? s : NAN; }
+
+/* Model-compile time (ABI 1.2). compile_s is the wall time of the compile call that made the trained model,
+ * for every backend. A backend with compile_info also says whether its generated code came from its cache
+ * and how the time splits; after a miss the host compiles the same spec once more, right away and before any
+ * training, expecting a hit, and records that call's wall time as the warm time beside the cold one (the
+ * second model is freed at once). A second compile that is not a hit gives no warm time: it would not be one. */
+static void compile_times(cell *c, const kh_compile_opts *co, double wall) {
+    kh_cell_record *rec = c->rec;
+    const kh_backend_api *b = c->b;
+    const char *who = c->o->backend->desc->name;
+    rec->compile_s = wall;
+    if (!KH_HAS_MEMBER(kh_backend_api, b->struct_size, compile_info) || !b->compile_info) return;
+    kh_compile_info ci;
+    memset(&ci, 0, sizeof ci);
+    ci.struct_size = sizeof ci;
+    kh_status st = b->compile_info(c->model, &ci);
+    if (st != KH_OK) {
+        kh_logf(KH_LOG_WARN, "%s: compile_info: %s: %s", who, kh_status_name(st), berr(c));
+        return;
+    }
+    const char *word = cache_word(ci.cache);
+    if (!word) {
+        kh_logf(KH_LOG_WARN, "%s: compile_info: unknown cache value %d: ignored", who, (int)ci.cache);
+        return;
+    }
+    snprintf(rec->compile_cache, sizeof rec->compile_cache, "%s", word);
+    rec->compile_units = ci.units >= 0 ? ci.units : -1;
+    rec->compile_codegen_s = seconds_or_nan(ci.codegen_s);
+    rec->compile_cc_s = seconds_or_nan(ci.compile_s);
+    rec->compile_load_s = seconds_or_nan(ci.load_s);
+    if (ci.cache == KH_COMPILE_HIT) rec->compile_warm_s = wall;
+    if (ci.cache != KH_COMPILE_MISS) return;
+
+    rec->compile_cold_s = wall;
+    kh_bmodel *m2 = NULL;
+    double t0 = kh_now();
+    st = b->compile(c->sess, &c->spec, co, &m2);
+    double t1 = kh_now();
+    if (st != KH_OK) {
+        kh_logf(KH_LOG_WARN, "%s: the second compile (for the warm compile time) failed: %s: %s; no warm time", who,
+                kh_status_name(st), berr(c));
+        return;
+    }
+    kh_compile_info c2;
+    memset(&c2, 0, sizeof c2);
+    c2.struct_size = sizeof c2;
+    st = b->compile_info(m2, &c2);
+    if (st == KH_OK && c2.cache == KH_COMPILE_HIT)
+        rec->compile_warm_s = t1 - t0;
+    else
+        kh_logf(KH_LOG_WARN, "%s: the second compile of the same model was %s, not a cache hit: no warm time recorded",
+                who, st != KH_OK ? "not described (compile_info failed)" : cache_word(c2.cache) ? cache_word(c2.cache) : "unknown");
+    b->model_free(m2);
+}
+
+/* One line before the first epoch for backends with generated code: where the compile time went. */
+static void print_compile(cell *c) {
+    const kh_cell_record *r = c->rec;
+    if (c->o->quiet || !r->compile_cache[0]) return;
+    FILE *f = c->o->out;
+    int none = !strcmp(r->compile_cache, "none");
+    fprintf(f, "compile: %.3g s (%s%s", r->compile_s, none ? "no generated code" : "cache ", none ? "" : r->compile_cache);
+    if (r->compile_units >= 0) fprintf(f, ", %d unit%s", r->compile_units, r->compile_units == 1 ? "" : "s");
+    if (isfinite(r->compile_cold_s) && isfinite(r->compile_warm_s)) fprintf(f, "; warm %.3g s", r->compile_warm_s);
+    fputs(")\n", f);
+    fflush(f);
+}
+
 /* The record so far, as status "running"; a failure to write it is only warned about here (the final write
  * reports it as an error). */
 static void checkpoint(cell *c, int epoch, int epochs) {
@@ -419,11 +493,15 @@ static int run(cell *c) {
     if (c->b->environment && c->b->environment(c->sess, err, sizeof err) == KH_OK)
         kh_record_set_env(rec, "backend_env", err);
     kh_compile_opts co = {.struct_size = sizeof co, .max_batch = c->batch, .seed = o->seed, .deterministic = 0};
+    double tc = kh_now();
     kh_status cs = c->b->compile(c->sess, &c->spec, &co, &c->model);
+    double compile_wall = kh_now() - tc;
     if (cs != KH_OK) {
         c->model = NULL;
         return fail_status(c, cs, "error", KH_EXIT_TRAIN, "compile", berr(c));
     }
+    compile_times(c, &co, compile_wall);
+    print_compile(c);
     if (kh_cell_init_weights(c->b, c->sess, c->model, &c->spec, o->seed, err, sizeof err) != 0)
         return fail(c, "error", KH_EXIT_TRAIN, "%s", err);
 

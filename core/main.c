@@ -35,8 +35,9 @@ static const char usage[] =
     "      the shared --out folder; prints the job ids. --resume submits only cells without a finished\n"
     "      record. --slurm-script-only writes the scripts without submitting. khost matrix --slurm --help.\n"
     "  khost report DIR [--svg FILE] [--html FILE] [--published]\n"
-    "      the original benchmark's tables (accuracy; time per epoch with factors; GFLOP/s and fraction of\n"
-    "      the roofline) from stored results; --html writes one self-contained page with charts.\n"
+    "      the original benchmark's tables (accuracy; time per epoch with factors and model-compile time,\n"
+    "      cold / warm; GFLOP/s and fraction of the roofline) from stored results; --html writes one\n"
+    "      self-contained page with charts.\n"
     "  khost describe --task T [--limit-train N] [--limit-val N]\n"
     "      what the task will train on: samples per split, shapes, classes, vocabulary, the model.\n"
     "  khost verify --plugin P [--device D] [--task T|all|none] [--tol X] [--seed N] [--batch N]\n"
@@ -56,7 +57,8 @@ static const char usage[] =
     "modules: each new or changed .so is first inspected in a child process (crashes, hangs and exits\n"
     "  become load errors) and refused when it or its folder is group/world-writable or owned by another\n"
     "  user (strict_modes = false in [khost] turns that off).\n"
-    "results: <out>/<task>/<plugin>__<device>.csv and .json (written atomically); matrix locks <out>,\n"
+    "results: <out>/<task>/<plugin>__<device>.csv and .json (written atomically; the JSON also holds\n"
+    "  compile_s and, for backends with generated code, compile_cache/_cold_s/_warm_s); matrix locks <out>,\n"
     "  run its cell (<out>/.khost.lock, <out>/<task>/.<plugin>__<device>.lock): a second writer is refused.\n"
     "\n"
     "exit status: 0 ok; 1 training failed (diverged, backend error; matrix: some cell failed); 2 usage;\n"
@@ -88,7 +90,16 @@ int main(int argc, char **argv) {
     }
     int sub_argc = argc - first;
     char **sub_argv = argv + first;
-    if (!strcmp(cmd, "report")) return kh_cmd_report(sub_argc, sub_argv);
+    /* Every command that may load modules needs the scanner, report too (--published, --html open the task
+     * modules for their figures): without it a module the cache does not know yet could not be inspected. */
+    char *self = realpath("/proc/self/exe", NULL);
+    kh_scan_set_helper(self ? self : argv[0]);
+    free(self);
+    if (!strcmp(cmd, "report")) {
+        int rc = kh_cmd_report(sub_argc, sub_argv);
+        kh_scan_set_helper(NULL);
+        return rc;
+    }
 
     int is_run = !strcmp(cmd, "run");
     int implicit_run = cmd[0] == '-' && strcmp(cmd, "--list") && strcmp(cmd, "--list-devices");
@@ -96,12 +107,10 @@ int main(int argc, char **argv) {
         strcmp(cmd, "profile") &&
         strcmp(cmd, "--list") && strcmp(cmd, "--list-devices")) {
         fprintf(stderr, "khost: unknown command '%s' (see khost --help)\n", cmd);
+        kh_scan_set_helper(NULL);
         return KH_EXIT_USAGE;
     }
     kh_host h;
-    char *self = realpath("/proc/self/exe", NULL);
-    kh_scan_set_helper(self ? self : argv[0]);
-    free(self);
     int rc = kh_host_open(&h, argv[0]);
     if (rc != KH_EXIT_OK) {
         kh_host_close(&h);

@@ -4,7 +4,9 @@
  * by task and prints, per task, the accuracy table (the record's metric: val_acc, or loss for text generation) and
  * the time-per-epoch table (mean over all epochs, the seed's definition) as markdown, backends as rows and
  * devices as columns. A time cell is "245.5 (2.6x)", the factor to the fastest finished cell of its column,
- * which is bold; a third table gives each finished cell's achieved GFLOP/s and fraction of the roofline when
+ * which is bold; beside each device's time column, when some record there has one, its model-compile time
+ * ("cold / warm" for backends with a generated-code cache, one time for the others, "—" unknown) with the
+ * explanation under the table; a third table gives each finished cell's achieved GFLOP/s and fraction of the roofline when
  * the records carry them. Reference rows (tools/reference) are labelled. Cells that did not finish show their
  * status; cells of a Slurm array name their array task and node (the records' slurm_* environment), and a cell
  * a Slurm plan under DIR/slurm/ lists without a record shows "missing". Everything is sorted, so the output depends
@@ -37,6 +39,46 @@ void kh_report_fmt_seconds(double s, char *buf, size_t n) {
         snprintf(buf, n, "%.1f", s);
     else
         snprintf(buf, n, "%.3g", s);
+}
+
+const char kh_report_compile_note[] =
+    "compile: model-compile time before the first epoch (s); cold = code generated and compiled (cache miss), "
+    "warm = loaded from the generated-code cache; — = unknown. Backends without generated code show one "
+    "time: they compile in milliseconds.";
+
+int kh_report_has_compile(const kh_report_task *t, int d) {
+    for (int p = 0; p < t->np; p++) {
+        const kh_cell_record *r = t->cells[p * t->nd + d];
+        if (r && isfinite(r->compile_s)) return 1;
+    }
+    return 0;
+}
+
+/* A compile time: as the tables print seconds, but under a millisecond only "<0.001" (a backend without
+ * generated code takes microseconds; more digits would be noise). */
+static void fmt_compile_seconds(double s, char *buf, size_t n) {
+    if (isfinite(s) && s < 0.001)
+        snprintf(buf, n, "<0.001");
+    else
+        kh_report_fmt_seconds(s, buf, n);
+}
+
+void kh_report_fmt_compile(const kh_cell_record *r, char *buf, size_t n) {
+    static const char dash[] = "—";
+    if (!r || !isfinite(r->compile_s)) {
+        snprintf(buf, n, "%s", dash);
+        return;
+    }
+    if (strcmp(r->compile_cache, "hit") && strcmp(r->compile_cache, "miss")) {
+        fmt_compile_seconds(r->compile_s, buf, n);
+        return;
+    }
+    char cold[32], warm[32];
+    if (isfinite(r->compile_cold_s)) fmt_compile_seconds(r->compile_cold_s, cold, sizeof cold);
+    else snprintf(cold, sizeof cold, "%s", dash);
+    if (isfinite(r->compile_warm_s)) fmt_compile_seconds(r->compile_warm_s, warm, sizeof warm);
+    else snprintf(warm, sizeof warm, "%s", dash);
+    snprintf(buf, n, "%s / %s", cold, warm);
 }
 
 /* Rank: cpu, then cuda:N by N, then anything else by name. */
@@ -451,14 +493,28 @@ static void print_task(FILE *f, const kh_report_task *t) {
         fprintf(f, "\n");
     }
 
-    fprintf(f, "\nTime per epoch (s, mean over all epochs; factor to the fastest on each device):\n\n");
-    print_header_row(f, t);
+    /* Time per epoch, and beside each device's column its compile times when any record there has them. */
+    int any_compile = 0;
+    for (int d = 0; d < t->nd; d++) any_compile |= kh_report_has_compile(t, d);
+    fprintf(f, "\nTime per epoch (s, mean over all epochs; factor to the fastest on each device)%s:\n\n",
+            any_compile ? "; model-compile time (s, cold / warm)" : "");
+    fprintf(f, "| backend |");
+    for (int d = 0; d < t->nd; d++) {
+        fprintf(f, " %s |", t->devices[d]);
+        if (kh_report_has_compile(t, d)) fprintf(f, " %s compile cold/warm |", t->devices[d]);
+    }
+    fprintf(f, "\n|---|");
+    for (int d = 0; d < t->nd; d++) fprintf(f, "%s", kh_report_has_compile(t, d) ? "---:|---:|" : "---:|");
+    fprintf(f, "\n");
     for (int p = 0; p < t->np; p++) {
         print_row_label(f, t, p);
         for (int d = 0; d < t->nd; d++) {
             const kh_cell_record *r = t->cells[p * t->nd + d];
+            char cc[96] = "";
+            if (kh_report_has_compile(t, d)) kh_report_fmt_compile(r, cc, sizeof cc);
             if (!is_ok(r) || !isfinite(r->mean_epoch_s) || r->mean_epoch_s <= 0) {
                 fprintf(f, " %s |", is_ok(r) ? "n/a" : unfinished(r));
+                if (cc[0]) fprintf(f, " %s |", cc);
                 continue;
             }
             double best = INFINITY;
@@ -471,9 +527,11 @@ static void print_task(FILE *f, const kh_report_task *t) {
             kh_report_fmt_seconds(r->mean_epoch_s, s, sizeof s);
             int fastest = r->mean_epoch_s == best;
             fprintf(f, " %s%s (%.1fx)%s |", fastest ? "**" : "", s, r->mean_epoch_s / best, fastest ? "**" : "");
+            if (cc[0]) fprintf(f, " %s |", cc);
         }
         fprintf(f, "\n");
     }
+    if (any_compile) fprintf(f, "\n%s\n", kh_report_compile_note);
 
     print_throughput(f, t);
 
@@ -559,7 +617,8 @@ static void print_published(FILE *f, kh_host *h, int host_ok, const kh_report_ta
 static void report_usage(FILE *f) {
     fprintf(f,
             "usage: khost report DIR [--svg FILE] [--html FILE] [--published]\n"
-            "Tables (markdown) of accuracy and time per epoch from DIR/<task>/*.json, per task.\n"
+            "Tables (markdown) of accuracy and time per epoch (with model-compile time, cold / warm, where the\n"
+            "records have it) from DIR/<task>/*.json, per task.\n"
             "  --svg FILE     also write a bar chart of time per epoch\n"
             "  --html FILE    also write one self-contained HTML page: tables, charts, learning curves,\n"
             "                 published figures, environment, unfinished cells (open it in any browser)\n"

@@ -23,6 +23,14 @@ typedef struct kh_report {
 /* Seconds as the tables print them: one decimal from 1 s up (as the seed's README), 3 significant
  * digits below (smoke runs would otherwise all read 0.0). */
 void kh_report_fmt_seconds(double s, char *buf, size_t n);
+/* Model-compile time (ABI 1.2 records): 1 when some record of device column d has compile_s, so older
+ * result sets get no column of dashes. */
+int kh_report_has_compile(const kh_report_task *t, int d);
+/* A compile cell: "cold / warm" for a backend with a generated-code cache (hit or miss; an unknown side is
+ * "—"), compile_s alone for the others, "—" when the record does not say. */
+void kh_report_fmt_compile(const kh_cell_record *r, char *buf, size_t n);
+/* The explanation printed with a table that has a compile column. */
+extern const char kh_report_compile_note[];
 /* Device order of the tables and chart (strcmp-like). */
 int kh_report_cmp_device(const char *a, const char *b);
 /* The time-per-epoch chart as a self-contained SVG, written atomically. 0 ok, else err names the file. */

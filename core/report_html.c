@@ -1,6 +1,7 @@
 /* core/report_html.c — `khost report DIR --html FILE`: one self-contained page (inline CSS, SVG and a few
  * lines of script; nothing loaded from the network or from other files). Per task: the accuracy and time
- * tables (time with GFLOP/s and the fraction of the roofline), a chart of time per epoch per backend and
+ * tables (time with GFLOP/s and the fraction of the roofline, and the model-compile time beside it where the
+ * records have one, its split as the cell's title), a chart of time per epoch per backend and
  * device, the learning curves per epoch, the original benchmark's published figures beside ours, the
  * environment of every cell, and the cells that did not finish with their reasons. Reference rows
  * (tools/reference's PyTorch / Keras 3 records) are marked as such. The markup is well-formed XML as well as
@@ -55,6 +56,35 @@ static void header(FILE *f, const kh_report_task *t, const char *first) {
     fputs("</tr></thead>\n", f);
 }
 
+/* How a compile time splits (the backend's compile_info), for a cell's tooltip and the environment table;
+ * empty when the record does not say. */
+static void compile_detail(const kh_cell_record *r, char *buf, size_t n) {
+    buf[0] = 0;
+    if (!r || !r->compile_cache[0]) return;
+    size_t k = (size_t)snprintf(buf, n, "cache %s", r->compile_cache);
+    if (k < n && r->compile_units >= 0)
+        k += (size_t)snprintf(buf + k, n - k, ", %d generated unit%s", r->compile_units, r->compile_units == 1 ? "" : "s");
+    const struct { const char *what; double v; } part[] = {
+        {"codegen", r->compile_codegen_s}, {"C compiler / NVRTC", r->compile_cc_s}, {"load", r->compile_load_s}};
+    for (size_t i = 0; i < 3 && k < n; i++)
+        if (isfinite(part[i].v)) k += (size_t)snprintf(buf + k, n - k, "; %s %.3g s", part[i].what, part[i].v);
+}
+
+static void compile_cell(FILE *f, const kh_cell_record *r) {
+    char text[96], detail[256];
+    kh_report_fmt_compile(r, text, sizeof text);
+    compile_detail(r, detail, sizeof detail);
+    fputs("<td class=\"compile\"", f);
+    if (detail[0]) {
+        fputs(" title=\"", f);
+        esc(f, detail);
+        fputs("\"", f);
+    }
+    fputs(">", f);
+    esc(f, text);
+    fputs("</td>", f);
+}
+
 static void tables(FILE *f, const kh_report_task *t) {
     const char *metric = NULL;
     for (int i = 0; i < t->np * t->nd && !metric; i++)
@@ -81,10 +111,23 @@ static void tables(FILE *f, const kh_report_task *t) {
     }
     fputs("</tbody></table>\n", f);
 
-    fputs("<table class=\"time\"><caption>Time per epoch (s, mean over all epochs; factor to the fastest on each "
-          "device), achieved GFLOP/s and fraction of the roofline</caption>\n", f);
-    header(f, t, "backend");
-    fputs("<tbody>\n", f);
+    int any_compile = 0;
+    for (int d = 0; d < t->nd; d++) any_compile |= kh_report_has_compile(t, d);
+    fprintf(f, "<table class=\"time\"><caption>Time per epoch (s, mean over all epochs; factor to the fastest on each "
+               "device), achieved GFLOP/s and fraction of the roofline%s</caption>\n",
+            any_compile ? "; model-compile time (s, cold / warm)" : "");
+    fputs("<thead><tr><th>backend</th>", f);
+    for (int d = 0; d < t->nd; d++) {
+        fputs("<th>", f);
+        esc(f, t->devices[d]);
+        fputs("</th>", f);
+        if (kh_report_has_compile(t, d)) {
+            fputs("<th class=\"compile\">", f);
+            esc(f, t->devices[d]);
+            fputs(" compile cold/warm</th>", f);
+        }
+    }
+    fputs("</tr></thead>\n<tbody>\n", f);
     for (int p = 0; p < t->np; p++) {
         fputs("<tr><th>", f);
         row_label(f, t, p);
@@ -95,6 +138,7 @@ static void tables(FILE *f, const kh_report_task *t) {
                 fputs("<td class=\"dnf\">", f);
                 esc(f, r ? (is_ok(r) ? "n/a" : r->status) : "");
                 fputs("</td>", f);
+                if (kh_report_has_compile(t, d)) compile_cell(f, r);
                 continue;
             }
             double best = INFINITY;
@@ -115,10 +159,16 @@ static void tables(FILE *f, const kh_report_task *t) {
                 fputs("</span>", f);
             }
             fputs("</td>", f);
+            if (kh_report_has_compile(t, d)) compile_cell(f, r);
         }
         fputs("</tr>\n", f);
     }
     fputs("</tbody></table>\n", f);
+    if (any_compile) {
+        fputs("<p class=\"compile-note\">", f);
+        esc(f, kh_report_compile_note);
+        fputs("</p>\n", f);
+    }
 }
 
 // --- charts ----------------------------------------------------------------------------------------------
@@ -287,6 +337,19 @@ static void environment(FILE *f, const kh_report_task *t) {
                     (unsigned long long)r->seed);
             if (isfinite(r->flops_per_epoch))
                 fprintf(f, "<tr><th>FLOPs per epoch</th><td>%.4g</td></tr>\n", r->flops_per_epoch);
+            if (isfinite(r->compile_s)) {
+                char text[96], detail[256];
+                kh_report_fmt_compile(r, text, sizeof text);
+                compile_detail(r, detail, sizeof detail);
+                fputs("<tr><th>compile (s)</th><td>", f);
+                esc(f, text);
+                if (detail[0]) {
+                    fputs(" (", f);
+                    esc(f, detail);
+                    fputs(")", f);
+                }
+                fputs("</td></tr>\n", f);
+            }
             if (r->peak_source[0]) {
                 fputs("<tr><th>peak</th><td>", f);
                 if (isfinite(r->peak_gflops)) fprintf(f, "%.4g GFLOP/s", r->peak_gflops);
@@ -337,6 +400,7 @@ static const char css[] =
     "thead th,tbody th{text-align:left;background:#f4f4f4}caption{text-align:left;font-weight:600;padding:4px 0}table.accuracy,table.time{min-width:28em}"
     ".row{display:flex;flex-wrap:wrap;gap:2em;align-items:flex-start}"
     "td.best{font-weight:700}td.dnf{color:#a00;text-align:center}.factor,.gflops{color:#666;font-size:90%}"
+    "td.compile,th.compile{color:#444;font-size:90%}.compile-note{color:#555;font-size:90%;max-width:60em}"
     ".ref{color:#666;font-style:italic}svg text{font-size:12px;fill:#222}figure{margin:1em 0}"
     "section.task{border-top:2px solid #ddd;margin-top:2em}details{margin:1em 0}";
 

@@ -18,6 +18,9 @@ void kh_record_init(kh_cell_record *r) {
     r->metric_value = r->mean_epoch_s = r->median_epoch_s = r->time_to_target_s = NAN;
     r->flops_per_epoch = r->bytes_per_epoch = r->gflops = NAN;
     r->peak_gflops = r->peak_gbps = r->roofline_gflops = r->roofline_fraction = NAN;
+    r->compile_s = r->compile_codegen_s = r->compile_cc_s = r->compile_load_s = NAN;
+    r->compile_cold_s = r->compile_warm_s = NAN;
+    r->compile_units = -1;
 }
 
 void kh_record_free(kh_cell_record *r) {
@@ -187,6 +190,17 @@ char *kh_record_to_json(const kh_cell_record *r, int compact) {
     cJSON_AddItemToObject(o, "roofline_gflops", num_or_null(r->roofline_gflops));
     cJSON_AddItemToObject(o, "roofline_fraction", num_or_null(r->roofline_fraction));
     cJSON_AddStringToObject(o, "peak_source", r->peak_source);
+    /* compile time: compile_s in every record; the rest only where known (absent = unknown, as in records
+     * written before ABI 1.2 and for backends without compile_info) */
+    cJSON_AddItemToObject(o, "compile_s", num_or_null(r->compile_s));
+    if (r->compile_cache[0]) cJSON_AddStringToObject(o, "compile_cache", r->compile_cache);
+    if (r->compile_units >= 0) cJSON_AddNumberToObject(o, "compile_units", r->compile_units);
+    const struct { const char *key; double v; } opt[] = {
+        {"compile_codegen_s", r->compile_codegen_s}, {"compile_cc_s", r->compile_cc_s},
+        {"compile_load_s", r->compile_load_s},       {"compile_cold_s", r->compile_cold_s},
+        {"compile_warm_s", r->compile_warm_s}};
+    for (size_t i = 0; i < sizeof opt / sizeof *opt; i++)
+        if (isfinite(opt[i].v)) cJSON_AddNumberToObject(o, opt[i].key, opt[i].v);
     cJSON *rows = cJSON_AddArrayToObject(o, "epochs");
     for (int i = 0; rows && i < r->n_rows; i++) {
         const kh_epoch_row *e = &r->rows[i];
@@ -335,6 +349,14 @@ int kh_record_read(const char *path, kh_cell_record *r, char *err, size_t errlen
     r->roofline_gflops = get_num(o, "roofline_gflops");
     r->roofline_fraction = get_num(o, "roofline_fraction");
     get_str(o, "peak_source", r->peak_source, sizeof r->peak_source);
+    r->compile_s = get_num(o, "compile_s");
+    get_str(o, "compile_cache", r->compile_cache, sizeof r->compile_cache);
+    if (isfinite(v = get_num(o, "compile_units")) && v >= 0 && v < 1e9) r->compile_units = (int)v;
+    r->compile_codegen_s = get_num(o, "compile_codegen_s");
+    r->compile_cc_s = get_num(o, "compile_cc_s");
+    r->compile_load_s = get_num(o, "compile_load_s");
+    r->compile_cold_s = get_num(o, "compile_cold_s");
+    r->compile_warm_s = get_num(o, "compile_warm_s");
     const cJSON *rows = cJSON_GetObjectItemCaseSensitive(o, "epochs"), *e;
     if (rows && !cJSON_IsArray(rows)) {
         snprintf(err, errlen, "%s: field \"epochs\" is not an array", path);

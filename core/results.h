@@ -17,6 +17,12 @@
  *   "gflops": 12.1 | null,                              (flops_per_epoch / mean_epoch_s)
  *   "peak_gflops", "peak_gbps", "roofline_gflops": .. | null, "roofline_fraction": 0.31 | null,
  *   "peak_source": "calibrated ... cached in ~/.cache/khost/peak-cpu.txt" | "published: ..." | "unknown: ...",
+ *   "compile_s": 0.002 | null,                          (host wall time of the backend's compile call)
+ *   and only when the backend implements compile_info (ABI 1.2), each key absent when unknown:
+ *   "compile_cache": "hit" | "miss" | "none", "compile_units": 12,
+ *   "compile_codegen_s", "compile_cc_s", "compile_load_s": the backend's split of that compile,
+ *   "compile_cold_s": (the first compile, when it was a miss), "compile_warm_s": (a miss: the wall time of a
+ *   second compile of the same spec, made right after and served from the cache; a hit: compile_s),
  *   "epochs": [ {"epoch":1,"elapsed":3.4,"loss":..,"acc":..,"val_loss":..,"val_acc":..,
  *                "train_s":3.0,"val_s":0.4,"epoch_s":3.4}, ... ],
  *   "environment": { "khost_version", "git_rev", "plugin_version", "task_version", "device_name",
@@ -56,6 +62,12 @@ typedef struct kh_cell_record {
     double flops_per_epoch, bytes_per_epoch, gflops;
     double peak_gflops, peak_gbps, roofline_gflops, roofline_fraction;
     char peak_source[256];
+    /* model-compile time (ABI 1.2): NAN / "" / -1 when unknown (older records, failed compiles) */
+    double compile_s;          /* host wall time of the compile call that made the trained model */
+    char compile_cache[8];     /* "hit", "miss", "none"; "" when the backend has no compile_info */
+    int compile_units;         /* -1 when unknown */
+    double compile_codegen_s, compile_cc_s, compile_load_s; /* the backend's split (compile_info) */
+    double compile_cold_s, compile_warm_s;
     kh_epoch_row *rows; int n_rows, cap_rows;
     int n_env;                 /* environment as ordered key/value strings */
     char env_key[KH_ENV_MAX][32];

@@ -22,8 +22,9 @@ extern "C" {
 #endif
 
 #define KH_ABI_MAJOR 1
-/* 1.1: kh_backend_api.profile (optional; 1.0 modules load unchanged, their tables end before it) */
-#define KH_ABI_MINOR 1
+/* 1.1: kh_backend_api.profile (optional; 1.0 modules load unchanged, their tables end before it)
+ * 1.2: kh_backend_api.compile_info (optional; 1.0 and 1.1 modules load unchanged, their tables end before it) */
+#define KH_ABI_MINOR 2
 
 /* The one symbol a module exports. */
 #define KH_ENTRY_NAME "khost_module_entry"

@@ -95,6 +95,24 @@ typedef struct kh_profile {
     double other_s;        /* backend: time in no row (loss, optimizer when not per layer, staging) */
 } kh_profile;
 
+/* How a model was compiled (ABI 1.2, kh_backend_api.compile_info): for backends that generate and compile
+ * code at model-compile time through a cache (theano). Times are seconds of the compile() call that made the
+ * model, measured by the backend; the host measures the call's wall time itself. */
+typedef enum kh_compile_cache {
+    KH_COMPILE_NO_CACHE = 0, /* nothing was generated (or nothing went through a cache) */
+    KH_COMPILE_HIT = 1,      /* every generated unit was loaded from the cache */
+    KH_COMPILE_MISS = 2      /* at least one unit was compiled now */
+} kh_compile_cache;
+
+typedef struct kh_compile_info {
+    uint32_t struct_size;  /* set by the host; the backend writes only members it covers (KH_HAS_MEMBER) */
+    int32_t cache;         /* kh_compile_cache */
+    int32_t units;         /* generated sources (functions / modules) */
+    double codegen_s;      /* graph optimisation and source generation */
+    double compile_s;      /* the C compiler or NVRTC (0 on a hit) */
+    double load_s;         /* cache checks and dlopen / cuModuleLoadData */
+} kh_compile_info;
+
 typedef struct kh_backend_api {
     uint32_t struct_size;
 
@@ -147,6 +165,13 @@ typedef struct kh_backend_api {
      * synchronise before returning. Timing must cost nothing measurable when profile is not running. */
     kh_status (*profile)(kh_bmodel *m, const kh_tensor *x, const kh_tensor *y, int32_t warmup, int32_t steps,
                          kh_profile *out);
+
+    /* --- ABI 1.2 (read only when struct_size covers it; NULL for backends without generated code) ---
+     * compile_info: how the model m was compiled (kh_compile_info); out is host-owned with struct_size set and
+     * every member zeroed. Cheap and side-effect free: it reports what compile() measured, it compiles nothing.
+     * When m was a cache miss, the host compiles the same spec once more right after (expecting a hit) to
+     * record the warm compile time beside the cold one, and frees that second model before training. */
+    kh_status (*compile_info)(kh_bmodel *m, kh_compile_info *out);
 } kh_backend_api;
 
 #ifdef __cplusplus

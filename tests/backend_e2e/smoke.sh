@@ -17,9 +17,12 @@ for t in mnist_mlp mnist_cnn cifar10_cnn imdb_bidirectional_lstm imdb_fasttext l
   grep -q '"status":[[:space:]]*"ok"' "$f" 2>/dev/null || { echo "FAIL: $t: $(grep -o '"reason":[^,]*' "$f" 2>/dev/null)"; fail=1; }
   # a real epoch happened: a finite loss was recorded
   grep -q '"loss":[[:space:]]*[0-9]' "$f" 2>/dev/null || { echo "FAIL: $t: no loss recorded"; fail=1; }
+  # the model-compile time, measured by the host for every backend
+  grep -q '"compile_s":[[:space:]]*[0-9]' "$f" 2>/dev/null || { echo "FAIL: $t: no compile_s recorded"; fail=1; }
 done
 "$khost" report "$tmp" > "$tmp/report.md" || { echo "FAIL: report"; fail=1; }
 grep -q "lstm_text_generation" "$tmp/report.md" || { echo "FAIL: report misses a task"; fail=1; }
+grep -q "| cpu compile cold/warm |" "$tmp/report.md" || { echo "FAIL: report has no compile column"; fail=1; }
 cat "$tmp/report.md"
 [ $fail -eq 0 ] && echo "test_${plugin}_smoke: 1 passed, 0 failed" || echo "test_${plugin}_smoke: 0 passed, 1 failed"
 exit $fail

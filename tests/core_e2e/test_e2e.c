@@ -14,10 +14,22 @@
 static const char *bin, *ini;
 static char out[1 << 16];
 
-static int khost(const char *args) {
-    char cmd[4096];
-    snprintf(cmd, sizeof cmd, "KHOST_CONF='%s' KHOST_LIBCUDA=/nonexistent/libcuda.so.1 '%s' %s", ini, bin, args);
+/* khost with extra environment assignments (env: "A=1 B=2" or ""). */
+static int khost_env(const char *env, const char *args) {
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd, "%s KHOST_CONF='%s' KHOST_LIBCUDA=/nonexistent/libcuda.so.1 '%s' %s", env, ini, bin, args);
     return kh_test_run(cmd, out, sizeof out);
+}
+static int khost(const char *args) { return khost_env("", args); }
+
+static char *slurp(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    static char buf[1 << 18];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    return buf;
 }
 
 static int count_lines(const char *path) {
@@ -193,6 +205,131 @@ static void test_no_driver(void) {
     CHECK(strstr(out, "no CUDA device") != NULL, "no explanation of the missing CUDA devices: %s", out);
 }
 
+/* Model-compile time in the records (ABI 1.2). fixture_codegen plays a backend with a generated-code cache
+ * (its compiles are logged one line each); fixture has no compile_info; fixture_abi11 was built against ABI
+ * 1.1 (its table ends before compile_info). The report of the folder shows the compile column and its note. */
+static void test_compile_info(const char *dir) {
+    char args[2048], env[2048], path[2048], log[2048], cache[2048], res[2048], err[512];
+    kh_cell_record r;
+    snprintf(res, sizeof res, "%s/compile", dir);
+    snprintf(cache, sizeof cache, "%s/codegen-cache", dir);
+    snprintf(args, sizeof args, "mkdir -p '%s'", cache);
+    kh_test_run(args, out, sizeof out);
+    snprintf(log, sizeof log, "%s/compile.log", dir);
+
+    /* 1. a miss: the cold compile (>= the fixture's 200 ms "C compiler"), then one more compile of the same
+     * spec, served from the cache, as the warm time */
+    snprintf(env, sizeof env, "KHOST_FIXTURE_CODEGEN_CACHE='%s' KHOST_FIXTURE_COMPILE_LOG='%s'", cache, log);
+    snprintf(args, sizeof args, "run --plugin fixture_codegen --task fixture_blobs --device cpu --epochs 1 --out '%s/miss'", res);
+    int rc = khost_env(env, args);
+    CHECK(rc == 0, "fixture_codegen (miss) exit %d: %s", rc, out);
+    CHECK(strstr(out, "compile: ") && strstr(out, "cache miss, 3 units; warm "), "no compile line in the run's output: %s", out);
+    char *lg = slurp(log);
+    CHECK(lg && !strcmp(lg, "compile miss\ncompile hit\n"), "a miss must be followed by exactly one more compile, a hit: [%s]",
+          lg ? lg : "(no log)");
+    snprintf(path, sizeof path, "%s/miss", res);
+    char rp[2200];
+    kh_record_path(rp, sizeof rp, path, "fixture_blobs", "fixture_codegen", "cpu", "json");
+    if (kh_record_read(rp, &r, err, sizeof err) == 0) {
+        CHECK(!strcmp(r.status, "ok"), "status %s (%s)", r.status, r.reason);
+        CHECK(!strcmp(r.compile_cache, "miss") && r.compile_units == 3, "cache '%s', units %d", r.compile_cache, r.compile_units);
+        CHECK(r.compile_s >= 0.2 && r.compile_cold_s == r.compile_s, "cold: compile_s %g, compile_cold_s %g", r.compile_s,
+              r.compile_cold_s);
+        CHECK(isfinite(r.compile_warm_s) && r.compile_warm_s < 0.2 && r.compile_warm_s < r.compile_cold_s,
+              "warm %g (cold %g)", r.compile_warm_s, r.compile_cold_s);
+        CHECK(r.compile_cc_s >= 0.2 && r.compile_cc_s <= r.compile_s && isfinite(r.compile_codegen_s) &&
+                  isfinite(r.compile_load_s),
+              "split: codegen %g cc %g load %g", r.compile_codegen_s, r.compile_cc_s, r.compile_load_s);
+        /* the training times start after both compiles */
+        CHECK(r.n_rows == 1 && r.rows[0].elapsed < r.compile_s + 5, "epoch row");
+        kh_record_free(&r);
+    } else {
+        CHECK(0, "no record: %s", err);
+    }
+
+    /* 2. the same model again: a hit; warm = compile_s, cold unknown (absent), no second compile */
+    remove(log);
+    snprintf(args, sizeof args, "run --plugin fixture_codegen --task fixture_blobs --device cpu --epochs 1 --out '%s/hit' --quiet", res);
+    rc = khost_env(env, args);
+    CHECK(rc == 0, "fixture_codegen (hit) exit %d: %s", rc, out);
+    lg = slurp(log);
+    CHECK(lg && !strcmp(lg, "compile hit\n"), "a hit needs no second compile: [%s]", lg ? lg : "(no log)");
+    snprintf(path, sizeof path, "%s/hit", res);
+    kh_record_path(rp, sizeof rp, path, "fixture_blobs", "fixture_codegen", "cpu", "json");
+    char *js = slurp(rp);
+    CHECK(js && strstr(js, "\"compile_cache\":\t\"hit\"") && !strstr(js, "\"compile_cold_s\""),
+          "hit record: compile_cache hit, no compile_cold_s key: %s", js ? js : "(none)");
+    if (kh_record_read(rp, &r, err, sizeof err) == 0) {
+        CHECK(!strcmp(r.compile_cache, "hit") && isnan(r.compile_cold_s) && r.compile_warm_s == r.compile_s &&
+                  r.compile_s < 0.2 && r.compile_cc_s == 0,
+              "hit: cache %s cold %g warm %g compile_s %g cc %g", r.compile_cache, r.compile_cold_s, r.compile_warm_s,
+              r.compile_s, r.compile_cc_s);
+        kh_record_free(&r);
+    } else {
+        CHECK(0, "no record: %s", err);
+    }
+
+    /* 3. a cache that never hits: cold recorded, the second compile made once, no warm time (it was not warm) */
+    remove(log);
+    snprintf(env, sizeof env, "KHOST_FIXTURE_CODEGEN=miss KHOST_FIXTURE_CODEGEN_MS=20 KHOST_FIXTURE_COMPILE_LOG='%s'", log);
+    snprintf(args, sizeof args, "run --plugin fixture_codegen --task fixture_blobs --device cpu --epochs 1 --out '%s/nocache'", res);
+    rc = khost_env(env, args);
+    CHECK(rc == 0 && strstr(out, "not a cache hit: no warm time"), "always-miss exit %d, no warning: %s", rc, out);
+    lg = slurp(log);
+    CHECK(lg && !strcmp(lg, "compile miss\ncompile miss\n"), "always-miss: two compiles expected: [%s]", lg ? lg : "(no log)");
+    snprintf(path, sizeof path, "%s/nocache", res);
+    kh_record_path(rp, sizeof rp, path, "fixture_blobs", "fixture_codegen", "cpu", "json");
+    if (kh_record_read(rp, &r, err, sizeof err) == 0) {
+        CHECK(!strcmp(r.compile_cache, "miss") && r.compile_cold_s == r.compile_s && isnan(r.compile_warm_s),
+              "always-miss: cache %s cold %g warm %g", r.compile_cache, r.compile_cold_s, r.compile_warm_s);
+        kh_record_free(&r);
+    } else {
+        CHECK(0, "no record: %s", err);
+    }
+
+    /* 4. no compile_info (fixture) and a module built against ABI 1.1 (fixture_abi11, whose source fills
+     * compile_info beyond its table): compile_s only, and fixture_abi11 must never be asked (no log line) */
+    remove(log);
+    snprintf(env, sizeof env, "KHOST_FIXTURE_CODEGEN_CACHE='%s' KHOST_FIXTURE_COMPILE_LOG='%s'", cache, log);
+    const char *plain[] = {"fixture", "fixture_abi11"};
+    for (int i = 0; i < 2; i++) {
+        snprintf(args, sizeof args, "run --plugin %s --task fixture_blobs --device cpu --epochs 1 --out '%s/%s' --quiet",
+                 plain[i], res, i ? "miss" : "hit");
+        rc = khost_env(env, args);
+        CHECK(rc == 0, "%s exit %d: %s", plain[i], rc, out);
+        snprintf(path, sizeof path, "%s/%s", res, i ? "miss" : "hit");
+        kh_record_path(rp, sizeof rp, path, "fixture_blobs", plain[i], "cpu", "json");
+        js = slurp(rp);
+        CHECK(js && strstr(js, "\"compile_s\":\t") && !strstr(js, "\"compile_s\":\tnull") && !strstr(js, "\"compile_cache\"") && !strstr(js, "\"compile_warm_s\"") &&
+                  !strstr(js, "\"compile_units\""),
+              "%s: compile_s only expected: %s", plain[i], js ? js : "(none)");
+        if (kh_record_read(rp, &r, err, sizeof err) == 0) {
+            CHECK(isfinite(r.compile_s) && r.compile_s >= 0 && !r.compile_cache[0] && isnan(r.compile_warm_s) &&
+                      isnan(r.compile_cold_s),
+                  "%s: compile_s %g cache '%s'", plain[i], r.compile_s, r.compile_cache);
+            kh_record_free(&r);
+        } else {
+            CHECK(0, "no record: %s", err);
+        }
+    }
+    lg = slurp(log);
+    CHECK(lg && lg[0] == 'c' && !strcmp(lg, "compile hit\n"),
+          "fixture_abi11 compiles through its cache (one line) and is never asked for compile_info: [%s]", lg ? lg : "(none)");
+
+    /* 5. the report of these records: the column beside time per epoch, and what it means */
+    snprintf(args, sizeof args, "report '%s/miss' --html '%s/miss.html'", res, res);
+    rc = khost(args);
+    CHECK(rc == 0, "report exit %d: %s", rc, out);
+    CHECK(strstr(out, "| backend | cpu | cpu compile cold/warm |") && strstr(out, "compile: model-compile time"),
+          "report: no compile column or note: %s", out);
+    CHECK(strstr(out, "| fixture_abi11 |") && strstr(out, "| fixture_codegen |"), "report rows: %s", out);
+    snprintf(path, sizeof path, "%s/miss.html", res);
+    js = slurp(path);
+    CHECK(js && strstr(js, "<th class=\"compile\">cpu compile cold/warm</th>") && strstr(js, "<p class=\"compile-note\">") &&
+              strstr(js, "title=\"cache miss, 3 generated units; codegen "),
+          "html: no compile column, note or split");
+}
+
 static void test_list(void) {
     int rc = khost("--list");
     CHECK(rc == 0, "--list exit %d", rc);
@@ -219,5 +356,6 @@ int main(int argc, char **argv) {
     test_resolution_and_usage(dir);
     test_no_driver();
     test_list();
+    test_compile_info(dir);
     return kh_test_finish("test_e2e");
 }

@@ -144,6 +144,27 @@ static void test_good_modules(void) {
         CHECK(m.backend->forward != NULL, "1.0 members kept");
         CHECK(!KH_HAS_MEMBER(kh_backend_api, m.backend->struct_size, profile) && m.backend->profile == NULL,
               "profile (ABI 1.1) absent from a 1.0 table");
+        CHECK(m.backend->compile_info == NULL, "compile_info (ABI 1.2) absent from a 1.0 table");
+        kh_module_unload(&m);
+    }
+    /* A module compiled against ABI 1.1 loads under 1.2; compile_info, which its source fills but its table
+     * does not cover, reads as NULL. */
+    rc = kh_module_load(FX "/fx_abi11.so", &host, &m, err, sizeof err);
+    CHECK(rc == 0, "fx_abi11 (ABI 1.1) refused: %s", err);
+    if (!rc) {
+        CHECK(m.desc->abi_minor == 1 && m.backend->struct_size == offsetof(kh_backend_api, compile_info),
+              "ABI 1.1 descriptor and table size kept (%u)", (unsigned)m.backend->struct_size);
+        CHECK(KH_HAS_MEMBER(kh_backend_api, m.backend->struct_size, profile), "a 1.1 table covers profile");
+        CHECK(!KH_HAS_MEMBER(kh_backend_api, m.backend->struct_size, compile_info) && m.backend->compile_info == NULL,
+              "compile_info (ABI 1.2) past a 1.1 table must read as NULL");
+        kh_module_unload(&m);
+    }
+    rc = kh_module_load(FX "/fx_compile_info.so", &host, &m, err, sizeof err);
+    CHECK(rc == 0, "fx_compile_info refused: %s", err);
+    if (!rc) {
+        kh_compile_info ci = {.struct_size = sizeof ci};
+        CHECK(m.backend->compile_info != NULL && m.backend->compile_info(NULL, &ci) == KH_OK && ci.cache == KH_COMPILE_HIT,
+              "an ABI 1.2 table keeps compile_info");
         kh_module_unload(&m);
     }
     rc = kh_module_load(FX "/fx_probes.so", &host, &m, err, sizeof err);

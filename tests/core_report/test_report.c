@@ -3,6 +3,7 @@
  * byte (imdb_fasttext's two records come from different machines: the report must say its times do not
  * compare the backends), the SVG must be produced, malformed records must be named and skipped, and bad
  * folders and command lines must give the documented exit codes.
+ * data-compile/ holds records with model-compile times (ABI 1.2) beside old ones: expected-compile.md.
  * Usage: test_report SOURCE_DIR (the folder holding data/ and expected.md); needs $KHOST_BIN. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
@@ -110,6 +111,36 @@ int main(int argc, char **argv) {
     }
     free(got);
     free(want);
+    /* 1b. Model-compile times (ABI 1.2 records, data-compile/): a "compile cold/warm" column beside a
+     * device's time per epoch only where some record of that column has compile_s (old records read "—"),
+     * the explanation with the table; expected-compile.md byte for byte. The old result set above has none. */
+    snprintf(cmd, sizeof cmd, "'%s' report '%s/data'", bin, src);
+    rc = kh_test_run(cmd, out, sizeof out);
+    CHECK(rc == 0 && !strstr(out, "compile"), "a result set without compile times shows no compile column: %s", out);
+    snprintf(cmd, sizeof cmd, "{ '%s' report '%s/data-compile' > '%s/compile.md'; }", bin, src, tmp);
+    rc = kh_test_run(cmd, out, sizeof out);
+    CHECK(rc == 0 && out[0] == 0, "report data-compile exited %d: %s", rc, out);
+    snprintf(path, sizeof path, "%s/compile.md", tmp);
+    snprintf(path2, sizeof path2, "%s/expected-compile.md", src);
+    got = slurp(path, &n_got);
+    want = slurp(path2, &n_want);
+    CHECK(got && want, "cannot read %s or %s", path, path2);
+    if (got && want) {
+        int same = n_got == n_want && memcmp(got, want, n_got) == 0;
+        CHECK(same, "report differs from expected-compile.md; got:\n%s", got);
+        /* the points of it, spelled out (so a regenerated golden file cannot silently lose them) */
+        CHECK(strstr(got, "| backend | cpu | cpu compile cold/warm | cuda:0 |\n") != NULL,
+              "mnist_cnn: compile column for cpu only (cuda:0 has only old records)");
+        CHECK(strstr(got, "| theano | 5.9 (1.8x) | 41.2 / 0.351 | 0.95 (1.1x) | \xe2\x80\x94 / 0.412 |") != NULL,
+              "miss: cold / warm; hit: unknown cold / warm");
+        CHECK(strstr(got, "| cntk | **3.2 (1.0x)** | 0.0021 | **0.84 (1.0x)** | \xe2\x80\x94 |") != NULL,
+              "no compile_info: one time; an old record: a dash");
+        CHECK(strstr(got, "| tensorflow | 4.0 (1.3x) | \xe2\x80\x94 | crashed | <0.001 |") != NULL, "crashed cell keeps its compile time");
+        CHECK(count(got, "\ncompile: model-compile time before the first epoch") == 2, "one explanation per task with the column");
+    }
+    free(got);
+    free(want);
+
     snprintf(path, sizeof path, "%s/chart.svg", tmp);
     char *svg = slurp(path, NULL);
     CHECK(svg != NULL, "no chart written to %s", path);

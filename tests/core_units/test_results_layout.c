@@ -54,7 +54,34 @@ static void test_record_roundtrip(void) {
     CHECK(b.flops_per_epoch == 7e9 && b.gflops == r.gflops && b.roofline_fraction == r.roofline_fraction &&
               !strcmp(b.peak_source, "published: test") && isnan(b.peak_gbps),
           "round trip of the work counts (peak_gbps unknown stays unknown)");
+    CHECK(isnan(b.compile_s) && !b.compile_cache[0] && b.compile_units == -1 && isnan(b.compile_warm_s),
+          "no compile times written, none read (compile_s %g)", b.compile_s);
     kh_record_free(&b);
+
+    /* model-compile times (ABI 1.2): a miss with its split, cold and warm round-trip; a record without them
+     * (written before 1.2) reads as unknown, not as zero */
+    r.compile_s = r.compile_cold_s = 41.25;
+    r.compile_warm_s = 0.375;
+    snprintf(r.compile_cache, sizeof r.compile_cache, "miss");
+    r.compile_units = 12;
+    r.compile_codegen_s = 0.75;
+    r.compile_cc_s = 40.0;
+    r.compile_load_s = 0.5;
+    CHECK(kh_record_write(&r, dir, err, sizeof err) == 0, "write: %s", err);
+    CHECK(kh_record_read(path, &b, err, sizeof err) == 0, "read: %s", err);
+    CHECK(b.compile_s == 41.25 && b.compile_cold_s == 41.25 && b.compile_warm_s == 0.375 &&
+              !strcmp(b.compile_cache, "miss") && b.compile_units == 12 && b.compile_codegen_s == 0.75 &&
+              b.compile_cc_s == 40.0 && b.compile_load_s == 0.5,
+          "compile times round trip: %g %g %g %s %d %g %g %g", b.compile_s, b.compile_cold_s, b.compile_warm_s,
+          b.compile_cache, b.compile_units, b.compile_codegen_s, b.compile_cc_s, b.compile_load_s);
+    kh_record_free(&b);
+    char *js = kh_record_to_json(&r, 1);
+    CHECK(js && strstr(js, "\"compile_cache\":\"miss\"") && strstr(js, "\"compile_cold_s\":41.25"), "JSON: %s", js ? js : "");
+    free(js);
+    r.compile_cold_s = NAN; /* a hit: the cold time is unknown and its key absent */
+    js = kh_record_to_json(&r, 1);
+    CHECK(js && !strstr(js, "compile_cold_s") && strstr(js, "\"compile_warm_s\":0.375"), "JSON: %s", js ? js : "");
+    free(js);
     kh_record_free(&r);
     /* malformed files are named, never crash */
     char bad[2048];

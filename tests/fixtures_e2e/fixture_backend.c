@@ -7,9 +7,19 @@
  * FIXTURE_FAULTS (a working backend, built by tests/core_safety as fixture_faults) injects resource faults
  * from the environment: KHOST_FIXTURE_SLOW_MS sleeps that long per training batch (a cell to kill midway);
  * KHOST_FIXTURE_ALLOC_MB allocates and touches that much at compile, answering KH_ERR_NOMEM when it cannot,
- * or, with KHOST_FIXTURE_ALLOC_ABORT=1, printing "out of memory" and aborting as libc or C++ would. */
+ * or, with KHOST_FIXTURE_ALLOC_ABORT=1, printing "out of memory" and aborting as libc or C++ would.
+ * FIXTURE_CODEGEN (fixture_codegen) plays a backend that generates code at compile time through an on-disk
+ * cache and implements compile_info (ABI 1.2). KHOST_FIXTURE_CODEGEN picks the cache's answer: "auto" (the
+ * default) is a miss that fills the cache (a file per model shape in the folder KHOST_FIXTURE_CODEGEN_CACHE)
+ * and a hit once the file is there; "hit" and "miss" force one answer for every compile, "none" reports that
+ * nothing was generated. A miss spends KHOST_FIXTURE_CODEGEN_MS (default 200) ms "in the C compiler".
+ * KHOST_FIXTURE_COMPILE_LOG names a file that gets one line per compile call ("compile hit|miss|none"), so
+ * tests can count the host's compiles. FIXTURE_ABI11 (fixture_abi11) declares itself built against ABI 1.1:
+ * minor 1 and a table that ends before compile_info, although the member is filled in the source — the host
+ * must neither see nor call it. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
+#include <stddef.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,6 +45,7 @@ struct kh_bmodel {
     int in, out, max_batch;
     float *w, *b, *aw, *ab; /* weights [in,out], bias [out], RMSprop accumulators */
     float *p;               /* probabilities [max_batch, out] */
+    kh_compile_info ci;     /* FIXTURE_CODEGEN: how this model was compiled */
     kh_optimizer_spec opt;
     int64_t iterations;
     kh_metrics m[2];
@@ -85,6 +96,66 @@ static long env_long(const char *name) {
 }
 #endif
 
+#ifdef FIXTURE_CODEGEN
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* The fake code generator: decides hit or miss, spends the compiler's time on a miss, logs the call. */
+static void codegen(kh_bmodel *m) {
+    const char *mode = getenv("KHOST_FIXTURE_CODEGEN"), *dir = getenv("KHOST_FIXTURE_CODEGEN_CACHE");
+    const char *ms_env = getenv("KHOST_FIXTURE_CODEGEN_MS");
+    long ms = ms_env && *ms_env ? strtol(ms_env, NULL, 10) : 200;
+    if (!mode || !*mode) mode = "auto";
+    double t0 = now_s();
+    char key[4096] = "";
+    if (dir && *dir) snprintf(key, sizeof key, "%s/fixture_codegen-%dx%d.o", dir, m->in, m->out);
+    int hit = !strcmp(mode, "hit") || (!strcmp(mode, "auto") && key[0] && access(key, R_OK) == 0);
+    int none = !strcmp(mode, "none");
+    double t1 = now_s(), t2 = t1;
+    if (!hit && !none) {
+        struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+        nanosleep(&ts, NULL);
+        if (!strcmp(mode, "auto") && key[0]) {
+            FILE *f = fopen(key, "w");
+            if (f) {
+                fputs("generated\n", f);
+                fclose(f);
+            }
+        }
+        t2 = now_s();
+    }
+    double t3 = now_s();
+    m->ci.cache = none ? KH_COMPILE_NO_CACHE : hit ? KH_COMPILE_HIT : KH_COMPILE_MISS;
+    m->ci.units = none ? 0 : 3;
+    m->ci.codegen_s = t1 - t0;
+    m->ci.compile_s = t2 - t1;
+    m->ci.load_s = t3 - t2;
+    const char *log = getenv("KHOST_FIXTURE_COMPILE_LOG");
+    if (log && *log) {
+        FILE *f = fopen(log, "a");
+        if (f) {
+            fprintf(f, "compile %s\n", none ? "none" : hit ? "hit" : "miss");
+            fclose(f);
+        }
+    }
+}
+
+static kh_status compile_info(kh_bmodel *m, kh_compile_info *out) {
+    /* write only what the host's struct has room for (ABI rule 7) */
+    if (!KH_HAS_MEMBER(kh_compile_info, out->struct_size, load_s)) {
+        snprintf(m->s->err, sizeof m->s->err, "fixture: compile_info struct too small (%u)", (unsigned)out->struct_size);
+        return KH_ERR_INVALID;
+    }
+    uint32_t size = out->struct_size;
+    *out = m->ci;
+    out->struct_size = size;
+    return KH_OK;
+}
+#endif
+
 static kh_status compile(kh_bsession *s, const kh_model_spec *spec, const kh_compile_opts *o, kh_bmodel **out) {
 #ifdef FIXTURE_FAULTS
     long mb = env_long("KHOST_FIXTURE_ALLOC_MB");
@@ -122,6 +193,9 @@ static kh_status compile(kh_bsession *s, const kh_model_spec *spec, const kh_com
         model_free(m);
         return KH_ERR_NOMEM;
     }
+#ifdef FIXTURE_CODEGEN
+    codegen(m);
+#endif
     *out = m;
     return KH_OK;
 }
@@ -238,15 +312,26 @@ static kh_status read_metrics(kh_bmodel *m, uint32_t phase, kh_metrics *out, int
 }
 static kh_status sync_m(kh_bmodel *m) { return KH_OK; }
 
+#ifdef FIXTURE_ABI11
+#define FIXTURE_API_SIZE offsetof(kh_backend_api, compile_info)
+#define FIXTURE_MINOR 1
+#else
+#define FIXTURE_API_SIZE sizeof(kh_backend_api)
+#define FIXTURE_MINOR KH_ABI_MINOR
+#endif
+
 static const kh_backend_api api = {
-    .struct_size = sizeof(kh_backend_api), .get_caps = caps, .open = open_s, .close = close_s,
+    .struct_size = FIXTURE_API_SIZE, .get_caps = caps, .open = open_s, .close = close_s,
     .last_error = last_error, .environment = environment, .compile = compile, .model_free = model_free,
     .set_weight = set_weight, .get_weight = get_weight, .train_batch = train_batch, .eval_batch = eval_batch,
     .predict = predict, .read_metrics = read_metrics, .sync = sync_m,
+#ifdef FIXTURE_CODEGEN
+    .compile_info = compile_info,
+#endif
 };
 
 static const kh_module_desc desc = {
-    .struct_size = sizeof(kh_module_desc), .abi_major = KH_ABI_MAJOR, .abi_minor = KH_ABI_MINOR,
+    .struct_size = sizeof(kh_module_desc), .abi_major = KH_ABI_MAJOR, .abi_minor = FIXTURE_MINOR,
     .kind = KH_MODULE_BACKEND, .name = FIXTURE_NAME, .version = "test",
     .description = "softmax-regression fixture backend for the host tests", .api = &api,
 };

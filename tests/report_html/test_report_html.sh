@@ -70,5 +70,15 @@ grep -q 'pytorch <span class="ref">(reference)</span>' "$dom" && ok || bad "the 
 grep -q 'signal 11 (Segmentation fault)' "$dom" && ok || bad "the crashed cell's reason is missing"
 grep -q '&lt;script&gt;alert' "$dom" && ! grep -q '<script>alert' "$dom" && ok || bad "a reason's markup was not escaped"
 grep -q '<details class="environment"' "$dom" && grep -q 'cpu_model' "$dom" && ok || bad "no environment"
+# model-compile time (ABI 1.2 records in mnist_cnn's cpu column only): a column beside cpu's time per epoch and
+# the explanation, in mnist_cnn alone (lstm_text_generation's records predate it: no column of dashes)
+[ "$(count '<th class="compile">cpu compile cold/warm</th>')" -eq 1 ] && ok || bad "compile columns: $(count '<th class="compile">')"
+[ "$(count '<th class="compile">')" -eq 1 ] && ok || bad "a compile column where no record has compile times"
+[ "$(count '<p class="compile-note">compile: model-compile time before the first epoch')" -eq 1 ] && ok ||
+    bad "compile explanations: $(count '<p class="compile-note">')"
+grep -q '<td class="compile" title="cache miss, 12 generated units; codegen 0.81 s; C compiler / NVRTC 40.1 s; load 0.33 s">41.2 / 0.351</td>' "$dom" &&
+    ok || bad "theano's cold / warm compile cell with its split"
+grep -q '<td class="compile">&lt;0.001</td>' "$dom" && ok || bad "cntk's compile time (no generated code)"
+[ "$(count '<td class="compile">—</td>')" -ge 2 ] && ok || bad "records without compile times must read —"
 echo "test_report_html: $pass passed, $fail failed (page $page, screenshot $png)"
 [ $fail -eq 0 ]
