@@ -131,5 +131,6 @@ kh_status th_api_sync(kh_bmodel *m);
 kh_status th_api_forward(kh_bmodel *m, const kh_tensor *x, kh_tensor *out);
 kh_status th_api_backward(kh_bmodel *m, const kh_tensor *dy, kh_tensor *dx);
 kh_status th_api_get_grad(kh_bmodel *m, int32_t layer, int32_t slot, kh_tensor *g);
+kh_status th_api_compile_info(kh_bmodel *m, kh_compile_info *out);
 
 #endif

@@ -334,6 +334,17 @@ kh_status th_api_read_metrics(kh_bmodel *b, uint32_t phase, kh_metrics *out, int
     return KH_OK;
 }
 
+kh_status th_api_compile_info(kh_bmodel *b, kh_compile_info *out) {
+    if (!b || !out) return KH_ERR_INVALID;
+    const th_model *m = M(b);
+    out->cache = m->cache_misses > 0 ? KH_COMPILE_MISS : KH_COMPILE_HIT;
+    out->units = m->units;
+    out->codegen_s = m->codegen_s;
+    out->compile_s = m->cc_s;
+    out->load_s = m->load_s;
+    return KH_OK;
+}
+
 /* Generated functions run synchronously on the calling thread. */
 kh_status th_api_sync(kh_bmodel *b) { return b ? KH_OK : KH_ERR_INVALID; }
 

@@ -8,6 +8,7 @@ if [ -z "$data" ] || [ ! -d "$data/mnist" ] || [ ! -d "$data/imdb" ] || [ ! -d "
   echo "SKIPPED: data sets not installed in KHOST_DATA='$data' (tools/fetch-datasets)"; exit 77
 fi
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/khost-smoke-XXXXXX"); trap 'rm -rf "$tmp"' EXIT
+export XDG_CACHE_HOME="$tmp/cache" # generated code (theano) compiles cold into a cache of this run's own
 "$khost" matrix --plugins "$plugin" --tasks all --devices cpu --epochs 1 --limit-train 256 --limit-val 128 \
   --timeout 600 --out "$tmp" 2>&1; rc=$?
 [ $rc -eq 0 ] || { echo "FAIL: matrix exit $rc"; exit 1; }
@@ -19,6 +20,11 @@ for t in mnist_mlp mnist_cnn cifar10_cnn imdb_bidirectional_lstm imdb_fasttext l
   grep -q '"loss":[[:space:]]*[0-9]' "$f" 2>/dev/null || { echo "FAIL: $t: no loss recorded"; fail=1; }
   # the model-compile time, measured by the host for every backend
   grep -q '"compile_s":[[:space:]]*[0-9]' "$f" 2>/dev/null || { echo "FAIL: $t: no compile_s recorded"; fail=1; }
+  # generated code (theano, run with a cache of its own): the first compile misses, the second hits
+  if [ "$plugin" = theano ]; then
+    grep -q '"compile_cache":[[:space:]]*"miss"' "$f" || { echo "FAIL: $t: the cold compile was not a cache miss"; fail=1; }
+    grep -q '"compile_warm_s":[[:space:]]*[0-9]' "$f" || { echo "FAIL: $t: no warm compile time"; fail=1; }
+  fi
 done
 "$khost" report "$tmp" > "$tmp/report.md" || { echo "FAIL: report"; fail=1; }
 grep -q "lstm_text_generation" "$tmp/report.md" || { echo "FAIL: report misses a task"; fail=1; }

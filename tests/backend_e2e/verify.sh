@@ -7,6 +7,8 @@ khost=$1 plugin=$2 data=${KHOST_DATA:-}
 if [ -z "$data" ] || [ ! -d "$data/mnist" ] || [ ! -d "$data/imdb" ] || [ ! -d "$data/nietzsche" ] || [ ! -d "$data/cifar10" ]; then
   echo "SKIPPED: data sets not installed in KHOST_DATA='$data' (tools/fetch-datasets)"; exit 77
 fi
+cache=$(mktemp -d "${TMPDIR:-/tmp}/khost-verify-XXXXXX"); trap 'rm -rf "$cache"' EXIT
+export XDG_CACHE_HOME="$cache" # generated code (theano) compiles cold into a cache of this run's own
 out=$("$khost" verify --plugin "$plugin" --device cpu --task all 2>&1); rc=$?
 echo "$out"
 [ $rc -eq 0 ] || { echo "FAIL: verify exit $rc"; exit 1; }
