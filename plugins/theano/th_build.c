@@ -50,6 +50,10 @@ kh_status th_build(th_session *s, const char *source, size_t len, const char *wh
     double t0 = now();
     *dl = dlopen(res.artifact_path, RTLD_NOW | RTLD_LOCAL);
     if (!*dl) return th_fail(s, KH_ERR_INTERNAL, "compile", "dlopen %s: %s", res.artifact_path, dlerror());
+    /* The first generated object stays loaded for the life of the process, and with it the OpenMP runtime it
+     * pulled in: unloading that runtime under its idle worker threads would crash them. */
+    static int pinned;
+    if (!pinned && dlopen(res.artifact_path, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE)) pinned = 1;
     void *sym = dlsym(*dl, "th_main");
     *load_s = res.check_s + (now() - t0);
     if (!sym) return th_fail(s, KH_ERR_INTERNAL, "compile", "%s has no th_main", res.artifact_path);

@@ -9,8 +9,8 @@
 #include "khost/ref.h"
 #include "th.h"
 
-/* im2col scratch per block: blocks of samples are sized to keep patches within this many floats */
-#define TH_IM2COL_BLOCK_FLOATS (4 << 20)
+/* element-wise loops shorter than this run on one thread (a parallel region costs a few microseconds) */
+#define TH_PAR_MIN_ELEMENTS 32768
 
 typedef struct ectx {
     const th_emit_env *env;
@@ -96,6 +96,8 @@ static void emit_loop(ectx *c, int32_t i, const kh_gexpr *e, const int32_t *in) 
             th_sb_printf(c->b, "        const uint64_t key%d = kh_crng_key(c->seed, c->counter, %dull);\n", k,
                          e->ops[k].salt);
     th_sb_printf(c->b, "        float *o = v%d;\n        const int64_t R = %s;\n", i, r);
+    th_sb_printf(c->b, "TH_PARALLEL_FOR(num_threads(c->threads) schedule(static) if (R * %lld >= %d))\n",
+                 (long long)C, TH_PAR_MIN_ELEMENTS);
     th_sb_printf(c->b, "        for (int64_t r = 0; r < R; r++)\n        for (int64_t j = 0; j < %lld; j++) {\n"
                        "            const int64_t k = r * %lld + j;\n", (long long)C, (long long)C);
     th_expr_text(c->b, e, "k", "j", "key", "float");
@@ -153,18 +155,11 @@ static void conv_geometry(ectx *c, int32_t x, int32_t w_or_y, int pool, const kh
         c->st = kh_errf(c->err, c->errlen, KH_ERR_INVALID, "node %d: convolution geometry", id);
         return;
     }
-    int64_t block = c->env->g->max_batch;
-    if (!pool) {
-        int64_t per = d.OH * d.OW * KH * KW * X->dims[3];
-        block = TH_IM2COL_BLOCK_FLOATS / (per > 0 ? per : 1);
-        if (block < 1) block = 1;
-        if (block > c->g->max_batch) block = c->g->max_batch;
-        if (block * per > *c->env->scratch_floats) *c->env->scratch_floats = block * per;
-    }
-    th_sb_printf(b, "    static const th_conv g%d = {%lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld};\n",
+    if (!pool) scratch(c, d.OH * d.OW * KH * KW * X->dims[3] + KH * KW * X->dims[3] * F); /* patches + partial dW */
+    th_sb_printf(b, "    static const th_conv g%d = {%lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld};\n",
                  id, (long long)d.H, (long long)d.W, (long long)d.C, (long long)KH, (long long)KW, (long long)F,
                  (long long)d.OH, (long long)d.OW, (long long)SH, (long long)SW, (long long)d.pad_top,
-                 (long long)d.pad_left, (long long)block);
+                 (long long)d.pad_left);
 }
 
 static void emit_apply(ectx *c, int32_t i, const int32_t *in) {
@@ -185,9 +180,11 @@ static void emit_apply(ectx *c, int32_t i, const int32_t *in) {
     else snprintf(call, sizeof call, "w[k] -= lr * gk");
     th_sb_printf(c->b, "    { /* %s of variable %d */\n        float *w = c->w[%d], *s1 = c->s1[%d], *s2 = c->s2[%d], *g = v%d;\n"
                        "        const float lr = c->lr;\n        (void)s1, (void)s2;\n"
+                       "TH_PARALLEL_FOR(num_threads(c->threads) schedule(static) if (%lld >= %d))\n"
                        "        for (int64_t k = 0; k < %lld; k++) {\n            const float gk = g[k];\n"
                        "            %s;%s\n        }\n    }\n",
-                 kh_gop_name(nd->op), v, v, v, v, in[1], (long long)c->env->mg->vars[v].numel, call,
+                 kh_gop_name(nd->op), v, v, v, v, in[1], (long long)c->env->mg->vars[v].numel, TH_PAR_MIN_ELEMENTS,
+                 (long long)c->env->mg->vars[v].numel, call,
                  clear ? "\n            g[k] = 0.0f;" : "");
 }
 
@@ -226,7 +223,8 @@ static void emit_node(ectx *c, int32_t i) {
     case KH_GOP_BIAS_ADD_GRAD: {
         char ra[64];
         rows(c, in[0], ra, sizeof ra);
-        th_sb_printf(b, "    th_bias_grad(v%d, v%d, %s, %lld);\n", in[0], i, ra, (long long)nd->dims[0]);
+        scratch(c, nd->dims[0]);
+        th_sb_printf(b, "    th_bias_grad(c, v%d, v%d, %s, %lld);\n", in[0], i, ra, (long long)nd->dims[0]);
         return;
     }
     case KH_GOP_SOFTMAX:
@@ -250,11 +248,11 @@ static void emit_node(ectx *c, int32_t i) {
         return;
     case KH_GOP_MAXPOOL:
         conv_geometry(c, in[0], -1, 1, t, N(c, in[0])->dims[3], b, i);
-        th_sb_printf(b, "    th_maxpool(&g%d, v%d, v%d, n, 0, NULL, NULL);\n", i, in[0], i);
+        th_sb_printf(b, "    th_maxpool(c, &g%d, v%d, v%d, n, 0, NULL, NULL);\n", i, in[0], i);
         return;
     case KH_GOP_MAXPOOL_GRAD: /* (x, dy) */
         conv_geometry(c, in[0], -1, 1, t, N(c, in[0])->dims[3], b, i);
-        th_sb_printf(b, "    th_maxpool(&g%d, v%d, NULL, n, 1, v%d, v%d);\n", i, in[0], in[1], i);
+        th_sb_printf(b, "    th_maxpool(c, &g%d, v%d, NULL, n, 1, v%d, v%d);\n", i, in[0], in[1], i);
         return;
     case KH_GOP_SLICE:
         around(c, in[0], t->axis, outer, sizeof outer, &len, &inner);

@@ -2,7 +2,8 @@
  *
  * Settings ([plugin theano] in the registry):
  *   cc         the C compiler generated code is built with (default: cc)
- *   cflags     its flags (default: -O3 -march=native -ffp-contract=fast -fno-math-errno -fno-trapping-math)
+ *   cflags     its flags (default: -O3 -march=native -fopenmp -ffp-contract=fast -fno-math-errno
+ *              -fno-trapping-math); without -fopenmp the generated loops run on one thread
  *   cache_dir  the generated-code cache (default: $XDG_CACHE_HOME/khost/theano, else ~/.cache/khost/theano)
  *   optimize   1 runs the graph passes (default), 0 compiles the graph as lowered (to measure the passes)
  */
@@ -15,7 +16,7 @@
 
 static const kh_host_api *g_host;
 
-#define TH_DEFAULT_CFLAGS "-O3 -march=native -ffp-contract=fast -fno-math-errno -fno-trapping-math"
+#define TH_DEFAULT_CFLAGS "-O3 -march=native -fopenmp -ffp-contract=fast -fno-math-errno -fno-trapping-math"
 
 kh_status th_fail(th_session *s, kh_status st, const char *what, const char *fmt, ...) {
     if (!s) return st;
@@ -122,7 +123,7 @@ static kh_status th_open(const kh_host_api *host, const kh_device *dev, kh_bsess
         free(b);
         return st;
     }
-    th_blas_threads(s->threads);
+    th_blas_threads(1); /* the generated code's OpenMP loops split big GEMMs; BLAS never starts threads */
     *out = b;
     return KH_OK;
 }

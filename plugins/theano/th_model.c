@@ -92,8 +92,10 @@ static kh_status alloc_storage(th_model *m) {
     m->feed_labels = th_alloc(s, (size_t)N * 4);
     m->feed_dy = th_alloc(s, (size_t)(N * m->mg.out_numel) * 4);
     if (!m->feed_x || !m->feed_labels || !m->feed_dy) return oom(m, "the staged batch", N * m->mg.input_numel * 4);
-    if (m->scratch_floats > 0 && !(m->scratch = th_alloc(s, (size_t)m->scratch_floats * sizeof(float))))
-        return oom(m, "convolution scratch", m->scratch_floats * 4);
+    /* scratch_floats is what one thread needs; every thread of the parallel loops has its own */
+    int64_t stride = (m->scratch_floats + 15) / 16 * 16;
+    if (stride > 0 && !(m->scratch = th_alloc(s, (size_t)(stride * s->threads) * sizeof(float))))
+        return oom(m, "scratch", stride * s->threads * 4);
     for (int f = 0; f < KH_GFN_COUNT; f++) {
         th_fn_unit *u = &m->fn[f];
         if (!u->run) continue;
@@ -114,6 +116,8 @@ static kh_status alloc_storage(th_model *m) {
         c->labels = m->feed_labels;
         c->feed_dy = m->feed_dy;
         c->scratch = m->scratch;
+        c->scratch_stride = stride;
+        c->threads = s->threads;
         c->sgemm = th_blas_sgemm();
         c->seed = m->seed;
         c->bad_index = -1;

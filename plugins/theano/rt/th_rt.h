@@ -24,7 +24,9 @@ typedef struct th_rt_ctx {
     void *feed_x;            /* staged batch (f32, or i32 indices) */
     const int32_t *labels;
     const float *feed_dy;    /* probe: output gradient */
-    float *scratch;          /* im2col blocks */
+    float *scratch;          /* per-thread scratch: thread t owns [t * scratch_stride, (t + 1) * scratch_stride) */
+    int64_t scratch_stride;
+    int threads;             /* OpenMP threads of the parallel loops (BLAS itself runs single-threaded) */
     th_sgemm_fn sgemm;
     float lr;                /* this step's learning rate (kh_optimizer_step_lr) */
     uint64_t seed, counter;  /* dropout key */
@@ -37,26 +39,76 @@ typedef struct th_rt_ctx {
 typedef int (*th_fn)(th_rt_ctx *c, int64_t n, int part);
 
 #define TH_RT_FN static inline __attribute__((unused))
+/* OpenMP loops when the source is compiled with -fopenmp, plain loops otherwise */
+#ifdef _OPENMP
+#define TH_PRAGMA(x) _Pragma(#x)
+#else
+#define TH_PRAGMA(x)
+#endif
+#define TH_PARALLEL_FOR(clauses) TH_PRAGMA(omp parallel for clauses)
 #define TH_TANH kh_tanhf_fast /* formulas.h's float tanh on the host */
 
-/* C (M,N) = op(A) op(B) (+ beta C), row-major, all contiguous */
-TH_RT_FN void th_gemm(const th_rt_ctx *c, int ta, int tb, int64_t M, int64_t N, int64_t K, const float *A,
-                      const float *B, float *C, float beta) {
-    c->sgemm(101, ta ? 112 : 111, tb ? 112 : 111, (int)M, (int)N, (int)K, 1.0f, A, ta ? (int)M : (int)K, B,
-             tb ? (int)K : (int)N, beta, C, (int)N);
-}
-
-/* the same with explicit leading dimensions (strided rows of a larger value) */
-TH_RT_FN void th_gemm_ld(const th_rt_ctx *c, int ta, int tb, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
-                         const float *B, int64_t ldb, float *C, int64_t ldc, float beta) {
+/* C (M,N) = op(A) op(B) (+ beta C), row-major, explicit leading dimensions, on the calling thread */
+TH_RT_FN void th_gemm1(const th_rt_ctx *c, int ta, int tb, int64_t M, int64_t N, int64_t K, const float *A,
+                       int64_t lda, const float *B, int64_t ldb, float *C, int64_t ldc, float beta) {
+    if (M <= 0 || N <= 0) return;
     c->sgemm(101, ta ? 112 : 111, tb ? 112 : 111, (int)M, (int)N, (int)K, 1.0f, A, (int)lda, B, (int)ldb, beta, C,
              (int)ldc);
 }
 
-TH_RT_FN void th_bias_grad(const float *dy, float *db, int64_t rows, int64_t C) {
-    memset(db, 0, (size_t)C * sizeof *db);
-    for (int64_t r = 0; r < rows; r++)
-        for (int64_t j = 0; j < C; j++) db[j] += dy[r * C + j];
+/* The same split by rows of C over the threads when it is big enough to pay for them (about 4 MFLOP a part);
+ * BLAS runs single-threaded inside, so one thread pool (OpenMP's) does all the parallel work. */
+#define TH_GEMM_PART_FLOPS 4.0e6
+TH_RT_FN void th_gemm_ld(const th_rt_ctx *c, int ta, int tb, int64_t M, int64_t N, int64_t K, const float *A,
+                         int64_t lda, const float *B, int64_t ldb, float *C, int64_t ldc, float beta) {
+    double flops = 2.0 * (double)M * (double)N * (double)K;
+    int parts = c->threads;
+    if (flops / TH_GEMM_PART_FLOPS < parts) parts = (int)(flops / TH_GEMM_PART_FLOPS);
+    if (parts <= 1 || M < 16) {
+        th_gemm1(c, ta, tb, M, N, K, A, lda, B, ldb, C, ldc, beta);
+        return;
+    }
+    int64_t grain = ((M + parts - 1) / parts + 7) & ~(int64_t)7;
+TH_PARALLEL_FOR(num_threads(parts) schedule(static))
+    for (int p = 0; p < parts; p++) {
+        int64_t r0 = p * grain, r1 = r0 + grain < M ? r0 + grain : M;
+        if (r0 < r1) th_gemm1(c, ta, tb, r1 - r0, N, K, ta ? A + r0 : A + r0 * lda, lda, B, ldb, C + r0 * ldc, ldc, beta);
+    }
+}
+
+TH_RT_FN void th_gemm(const th_rt_ctx *c, int ta, int tb, int64_t M, int64_t N, int64_t K, const float *A,
+                      const float *B, float *C, float beta) {
+    th_gemm_ld(c, ta, tb, M, N, K, A, ta ? M : K, B, tb ? K : N, C, N, beta);
+}
+
+#ifdef _OPENMP
+#include <omp.h>
+TH_RT_FN int th_thread_id(void) { return omp_get_thread_num(); }
+#else
+TH_RT_FN int th_thread_id(void) { return 0; }
+#endif
+
+/* column sums: each thread sums its rows into its scratch, then the partial sums are added in thread order */
+TH_RT_FN void th_bias_grad(const th_rt_ctx *c, const float *dy, float *db, int64_t rows, int64_t C) {
+    int parts = rows * C >= 65536 && c->scratch_stride >= C ? c->threads : 1;
+    if (parts <= 1) {
+        memset(db, 0, (size_t)C * sizeof *db);
+        for (int64_t r = 0; r < rows; r++)
+            for (int64_t j = 0; j < C; j++) db[j] += dy[r * C + j];
+        return;
+    }
+    int64_t grain = (rows + parts - 1) / parts;
+TH_PARALLEL_FOR(num_threads(parts) schedule(static))
+    for (int p = 0; p < parts; p++) {
+        float *acc = c->scratch + p * c->scratch_stride;
+        memset(acc, 0, (size_t)C * sizeof *acc);
+        int64_t r1 = (p + 1) * grain < rows ? (p + 1) * grain : rows;
+        for (int64_t r = p * grain; r < r1; r++)
+            for (int64_t j = 0; j < C; j++) acc[j] += dy[r * C + j];
+    }
+    memcpy(db, c->scratch, (size_t)C * sizeof *db);
+    for (int p = 1; p < parts; p++)
+        for (int64_t j = 0; j < C; j++) db[j] += c->scratch[p * c->scratch_stride + j];
 }
 
 TH_RT_FN void th_softmax(const float *x, float *y, int64_t rows, int64_t C) {
@@ -79,9 +131,9 @@ TH_RT_FN void th_softmax_grad(const float *y, const float *dy, float *dx, int64_
     }
 }
 
-/* --- convolution: im2col over blocks of samples, one GEMM per block (NHWC, HWIO) --------------------------- */
+/* --- convolution: im2col + GEMM per sample (NHWC, HWIO) ------------------------------------------------------ */
 typedef struct th_conv {
-    int64_t H, W, C, KH, KW, F, OH, OW, SH, SW, PT, PL, block;
+    int64_t H, W, C, KH, KW, F, OH, OW, SH, SW, PT, PL;
 } th_conv;
 
 /* patches (b*OH*OW, KH*KW*C) of samples [0, b) of x */
@@ -124,44 +176,65 @@ TH_RT_FN void th_col2im(const th_conv *g, const float *col, int64_t b, float *dx
             }
 }
 
+/* Samples in parallel, each with its patches in its thread's scratch (Theano's CorrMM: im2col + GEMM per
+ * sample, OpenMP over the batch, BLAS single-threaded inside). */
 TH_RT_FN void th_conv2d(const th_rt_ctx *c, const th_conv *g, const float *x, const float *w, float *y, int64_t n) {
     int64_t K = g->KH * g->KW * g->C, in_s = g->H * g->W * g->C, out_s = g->OH * g->OW * g->F;
-    for (int64_t s0 = 0; s0 < n; s0 += g->block) {
-        int64_t b = n - s0 < g->block ? n - s0 : g->block;
-        if (g->KH == 1 && g->KW == 1 && g->SH == 1 && g->SW == 1 && g->PT == 0 && g->PL == 0) {
-            th_gemm(c, 0, 0, b * g->OH * g->OW, g->F, K, x + s0 * in_s, w, y + s0 * out_s, 0.0f);
-            continue;
-        }
-        th_im2col(g, x + s0 * in_s, b, c->scratch);
-        th_gemm(c, 0, 0, b * g->OH * g->OW, g->F, K, c->scratch, w, y + s0 * out_s, 0.0f);
+    if (g->KH == 1 && g->KW == 1 && g->SH == 1 && g->SW == 1 && g->PT == 0 && g->PL == 0) {
+        th_gemm(c, 0, 0, n * g->OH * g->OW, g->F, K, x, w, y, 0.0f);
+        return;
+    }
+TH_PARALLEL_FOR(num_threads(c->threads) schedule(static))
+    for (int64_t s = 0; s < n; s++) {
+        float *col = c->scratch + th_thread_id() * c->scratch_stride;
+        th_im2col(g, x + s * in_s, 1, col);
+        th_gemm1(c, 0, 0, g->OH * g->OW, g->F, K, col, K, w, g->F, y + s * out_s, g->F, 0.0f);
     }
 }
 
+/* per-thread partial filter gradients after the patches in each thread's scratch, summed in thread order */
 TH_RT_FN void th_conv2d_bwd_filter(const th_rt_ctx *c, const th_conv *g, const float *x, const float *dy, float *dw,
                                    int64_t n) {
     int64_t K = g->KH * g->KW * g->C, in_s = g->H * g->W * g->C, out_s = g->OH * g->OW * g->F;
-    for (int64_t s0 = 0; s0 < n; s0 += g->block) {
-        int64_t b = n - s0 < g->block ? n - s0 : g->block;
-        th_im2col(g, x + s0 * in_s, b, c->scratch);
-        th_gemm(c, 1, 0, K, g->F, b * g->OH * g->OW, c->scratch, dy + s0 * out_s, dw, s0 == 0 ? 0.0f : 1.0f);
+    int64_t cols = g->OH * g->OW * K;
+    int parts = n < c->threads ? (int)n : c->threads;
+    int64_t grain = (n + parts - 1) / parts;
+TH_PARALLEL_FOR(num_threads(parts) schedule(static))
+    for (int p = 0; p < parts; p++) {
+        float *col = c->scratch + p * c->scratch_stride, *part = col + cols;
+        int64_t s1 = (p + 1) * grain < n ? (p + 1) * grain : n;
+        if (p * grain >= s1) memset(part, 0, (size_t)(K * g->F) * sizeof *part);
+        for (int64_t s = p * grain; s < s1; s++) {
+            th_im2col(g, x + s * in_s, 1, col);
+            th_gemm1(c, 1, 0, K, g->F, g->OH * g->OW, col, K, dy + s * out_s, g->F, part, g->F,
+                     s == p * grain ? 0.0f : 1.0f);
+        }
+    }
+    memcpy(dw, c->scratch + cols, (size_t)(K * g->F) * sizeof *dw);
+    for (int p = 1; p < parts; p++) {
+        const float *part = c->scratch + p * c->scratch_stride + cols;
+        for (int64_t k = 0; k < K * g->F; k++) dw[k] += part[k];
     }
 }
 
 TH_RT_FN void th_conv2d_bwd_input(const th_rt_ctx *c, const th_conv *g, const float *w, const float *dy, float *dx,
                                   int64_t n) {
     int64_t K = g->KH * g->KW * g->C, in_s = g->H * g->W * g->C, out_s = g->OH * g->OW * g->F;
-    memset(dx, 0, (size_t)(n * in_s) * sizeof *dx);
-    for (int64_t s0 = 0; s0 < n; s0 += g->block) {
-        int64_t b = n - s0 < g->block ? n - s0 : g->block;
-        th_gemm(c, 0, 1, b * g->OH * g->OW, K, g->F, dy + s0 * out_s, w, c->scratch, 0.0f);
-        th_col2im(g, c->scratch, b, dx + s0 * in_s);
+TH_PARALLEL_FOR(num_threads(c->threads) schedule(static))
+    for (int64_t s = 0; s < n; s++) {
+        float *col = c->scratch + th_thread_id() * c->scratch_stride;
+        th_gemm1(c, 0, 1, g->OH * g->OW, K, g->F, dy + s * out_s, g->F, w, g->F, col, K, 0.0f);
+        memset(dx + s * in_s, 0, (size_t)in_s * sizeof *dx);
+        th_col2im(g, col, 1, dx + s * in_s);
     }
 }
 
 /* --- max pooling (each gradient to the first maximum of its window, row-major) ----------------------------- */
-TH_RT_FN void th_maxpool(const th_conv *g, const float *x, float *y, int64_t n, int grad, const float *dy, float *dx) {
-    if (grad) memset(dx, 0, (size_t)(n * g->H * g->W * g->C) * sizeof *dx);
-    for (int64_t s = 0; s < n; s++)
+TH_RT_FN void th_maxpool(const th_rt_ctx *c, const th_conv *g, const float *x, float *y, int64_t n, int grad,
+                         const float *dy, float *dx) {
+TH_PARALLEL_FOR(num_threads(c->threads) schedule(static))
+    for (int64_t s = 0; s < n; s++) {
+        if (grad) memset(dx + s * g->H * g->W * g->C, 0, (size_t)(g->H * g->W * g->C) * sizeof *dx);
         for (int64_t oh = 0; oh < g->OH; oh++)
             for (int64_t ow = 0; ow < g->OW; ow++)
                 for (int64_t ch = 0; ch < g->C; ch++) {
@@ -184,6 +257,7 @@ TH_RT_FN void th_maxpool(const th_conv *g, const float *x, float *y, int64_t n, 
                     if (grad) dx[at] += dy[o];
                     else y[o] = best;
                 }
+    }
 }
 
 /* --- copies around an axis: (outer, len, inner) views ------------------------------------------------------- */
@@ -297,6 +371,7 @@ TH_RT_FN void th_lstm_scan(const th_rt_ctx *c, const float *xw, const float *Uw,
     for (int64_t t = 0; t < T; t++) {
         for (int64_t r = 0; r < n; r++) memcpy(z + r * G, xw + (r * T + t) * G, (size_t)G * sizeof *z);
         if (t > 0) th_gemm_ld(c, 0, 0, n, G, U, S + (t - 1) * 6 * U, ST, Uw, G, z, G, 1.0f);
+TH_PARALLEL_FOR(num_threads(c->threads) schedule(static) if (n * U >= 4096))
         for (int64_t r = 0; r < n; r++) {
             const float *zr = z + r * G;
             float *s = S + r * ST + t * 6 * U;
@@ -315,6 +390,7 @@ TH_RT_FN void th_lstm_scan_grad(const th_rt_ctx *c, const float *S, const float 
     float *dh_next = tmp, *dc_next = tmp + n * U;
     memset(tmp, 0, (size_t)(2 * n * U) * sizeof *tmp);
     for (int64_t t = T - 1; t >= 0; t--) {
+TH_PARALLEL_FOR(num_threads(c->threads) schedule(static) if (n * U >= 4096))
         for (int64_t r = 0; r < n; r++) {
             const float *s = S + r * ST + t * 6 * U, *ds = dS + r * ST + t * 6 * U;
             const float *cp = t > 0 ? s - 6 * U + U : NULL;
