@@ -333,7 +333,7 @@ static void emit_node(ectx *c, int32_t i) {
     }
     case KH_GOP_LSTM_SCAN_GRAD: { /* (S, U, dS) -> dXW */
         const kh_gnode *S = N(c, in[0]);
-        scratch(c, c->g->max_batch * 2 * S->dims[3]);
+        scratch(c, (c->g->max_batch * 2 + 1) * S->dims[3]);
         th_sb_printf(b, "    th_lstm_scan_grad(c, v%d, v%d, v%d, v%d, c->scratch, n, %lld, %lld);\n", in[0], in[1],
                      in[2], i, (long long)S->dims[1], (long long)S->dims[3]);
         return;

@@ -6,7 +6,9 @@
  *              -fno-trapping-math); without -fopenmp the generated loops run on one thread
  *   cache_dir  the generated-code cache (default: $XDG_CACHE_HOME/khost/theano, else ~/.cache/khost/theano)
  *   optimize   1 runs the graph passes (default), 0 compiles the graph as lowered (to measure the passes)
+ * The generated loops use OpenMP with the device's threads; OMP_WAIT_POLICY defaults to passive.
  */
+#define _POSIX_C_SOURCE 200809L /* setenv */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -124,6 +126,11 @@ static kh_status th_open(const kh_host_api *host, const kh_device *dev, kh_bsess
         return st;
     }
     th_blas_threads(1); /* the generated code's OpenMP loops split big GEMMs; BLAS never starts threads */
+    /* Idle OpenMP workers sleep instead of spinning (unless the user chose otherwise): the scans open two
+     * short parallel regions per time step, and spinning workers on a shared or oversubscribed machine turned
+     * each region's barrier into a wait for a descheduled thread (lstm_text_generation ran 30x slower under
+     * load). libgomp reads this when the first generated object loads it. */
+    setenv("OMP_WAIT_POLICY", "passive", 0);
     *out = b;
     return KH_OK;
 }

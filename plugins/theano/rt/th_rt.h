@@ -373,32 +373,43 @@ TH_RT_FN void th_lstm_scan(const th_rt_ctx *c, const float *xw, const float *Uw,
         if (t > 0) th_gemm_ld(c, 0, 0, n, G, U, S + (t - 1) * 6 * U, ST, Uw, G, z, G, 1.0f);
 TH_PARALLEL_FOR(num_threads(c->threads) schedule(static) if (n * U >= 4096))
         for (int64_t r = 0; r < n; r++) {
-            const float *zr = z + r * G;
+            /* restrict-qualified views so the cell loop vectorises: the step's six outputs, its four gate
+             * inputs and the previous step's c never overlap */
+            const float *restrict zi = z + r * G, *restrict zf = zi + U, *restrict zc = zi + 2 * U, *restrict zo = zi + 3 * U;
             float *s = S + r * ST + t * 6 * U;
-            const float *cp = t > 0 ? s - 6 * U + U : NULL;
-            for (int64_t u = 0; u < U; u++)
-                kh_lstm_cell(zr[u], zr[U + u], zr[2 * U + u], zr[3 * U + u], cp ? cp[u] : 0.0f, &s[2 * U + u],
-                             &s[3 * U + u], &s[4 * U + u], &s[5 * U + u], &s[U + u], &s[u]);
+            float *restrict h = s, *restrict cc = s + U, *restrict gi = s + 2 * U, *restrict gf = s + 3 * U;
+            float *restrict gg = s + 4 * U, *restrict go = s + 5 * U;
+            if (t > 0) {
+                const float *restrict cp = s - 6 * U + U;
+                for (int64_t u = 0; u < U; u++)
+                    kh_lstm_cell(zi[u], zf[u], zc[u], zo[u], cp[u], &gi[u], &gf[u], &gg[u], &go[u], &cc[u], &h[u]);
+            } else {
+                for (int64_t u = 0; u < U; u++)
+                    kh_lstm_cell(zi[u], zf[u], zc[u], zo[u], 0.0f, &gi[u], &gf[u], &gg[u], &go[u], &cc[u], &h[u]);
+            }
         }
     }
 }
 
-/* dXW (n, T, 4U) from dS's h and c components */
+/* dXW (n, T, 4U) from dS's h and c components; tmp holds dh, dc of the next step and U zeros */
 TH_RT_FN void th_lstm_scan_grad(const th_rt_ctx *c, const float *S, const float *Uw, const float *dS, float *dxw,
                                 float *tmp, int64_t n, int64_t T, int64_t U) {
     const int64_t G = 4 * U, ST = T * 6 * U;
     float *dh_next = tmp, *dc_next = tmp + n * U;
-    memset(tmp, 0, (size_t)(2 * n * U) * sizeof *tmp);
+    memset(tmp, 0, (size_t)(2 * n * U + U) * sizeof *tmp);
     for (int64_t t = T - 1; t >= 0; t--) {
 TH_PARALLEL_FOR(num_threads(c->threads) schedule(static) if (n * U >= 4096))
         for (int64_t r = 0; r < n; r++) {
             const float *s = S + r * ST + t * 6 * U, *ds = dS + r * ST + t * 6 * U;
-            const float *cp = t > 0 ? s - 6 * U + U : NULL;
-            float *dz = dxw + (r * T + t) * G, *dhn = dh_next + r * U, *dcn = dc_next + r * U;
+            const float *restrict cc = s + U, *restrict gi = s + 2 * U, *restrict gf = s + 3 * U;
+            const float *restrict gg = s + 4 * U, *restrict go = s + 5 * U, *restrict dh = ds, *restrict dc = ds + U;
+            const float *restrict cp = t > 0 ? s - 6 * U + U : tmp + 2 * n * U; /* step 0: c_{-1} = 0 */
+            float *restrict dzi = dxw + (r * T + t) * G, *restrict dzf = dzi + U, *restrict dzc = dzi + 2 * U;
+            float *restrict dzo = dzi + 3 * U, *restrict dcn = dc_next + r * U;
+            const float *restrict dhn = dh_next + r * U;
             for (int64_t u = 0; u < U; u++)
-                kh_lstm_cell_backward(s[2 * U + u], s[3 * U + u], s[4 * U + u], s[5 * U + u], s[U + u],
-                                      cp ? cp[u] : 0.0f, ds[u] + dhn[u], ds[U + u] + dcn[u], &dz[u], &dz[U + u],
-                                      &dz[2 * U + u], &dz[3 * U + u], &dcn[u]);
+                kh_lstm_cell_backward(gi[u], gf[u], gg[u], go[u], cc[u], cp[u], dh[u] + dhn[u], dc[u] + dcn[u],
+                                      &dzi[u], &dzf[u], &dzc[u], &dzo[u], &dcn[u]);
         }
         if (t > 0) th_gemm_ld(c, 0, 1, n, U, G, dxw + t * G, T * G, Uw, G, dh_next, U, 0.0f);
     }
