@@ -213,7 +213,7 @@ static kh_status check_slot(th_model *m, int32_t layer, int32_t slot, const kh_t
 
 kh_status th_api_set_weight(kh_bmodel *b, int32_t layer, int32_t slot, const kh_tensor *w) {
     if (!b) return KH_ERR_INVALID;
-    int32_t v;
+    int32_t v = -1;
     kh_status st = check_slot(M(b), layer, slot, w, "set_weight", &v);
     if (st == KH_OK) memcpy(M(b)->vars[v].w, w->data, (size_t)M(b)->vars[v].numel * sizeof(float));
     return st;
@@ -221,7 +221,7 @@ kh_status th_api_set_weight(kh_bmodel *b, int32_t layer, int32_t slot, const kh_
 
 kh_status th_api_get_weight(kh_bmodel *b, int32_t layer, int32_t slot, kh_tensor *w) {
     if (!b) return KH_ERR_INVALID;
-    int32_t v;
+    int32_t v = -1;
     kh_status st = check_slot(M(b), layer, slot, w, "get_weight", &v);
     if (st == KH_OK) memcpy(w->data, M(b)->vars[v].w, (size_t)M(b)->vars[v].numel * sizeof(float));
     return st;
@@ -391,7 +391,7 @@ kh_status th_api_backward(kh_bmodel *b, const kh_tensor *dy, kh_tensor *dx) {
 kh_status th_api_get_grad(kh_bmodel *b, int32_t layer, int32_t slot, kh_tensor *g) {
     if (!b) return KH_ERR_INVALID;
     th_model *m = M(b);
-    int32_t v;
+    int32_t v = -1;
     kh_status st = check_slot(m, layer, slot, g, "get_grad", &v);
     if (st != KH_OK) return st;
     if (!m->have_grad) return th_fail(m->s, KH_ERR_INVALID, "get_grad", "no backward() since the last forward()");
