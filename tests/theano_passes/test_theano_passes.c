@@ -414,6 +414,7 @@ static void test_merge_distinct(void) {
     pairs[np][0] = w6b, pairs[np++][1] = w6c; /* another slot, another layer */
     pairs[np][0] = w6, pairs[np++][1] = w6b;
     pairs[np][0] = tp_zeros(&g, TP_DIMS(MB, 6), 1), pairs[np++][1] = tp_zeros(&g, TP_DIMS(MB, 3, 2), 1);
+    pairs[np][0] = tp_zeros(&g, TP_DIMS(MB, 4), 1), pairs[np++][1] = tp_zeros(&g, TP_DIMS(MB, 4), 0); /* n vs MB rows */
     pairs[np][0] = tp_reshape(&g, x, TP_DIMS(MB, 2, 3)), pairs[np++][1] = tp_reshape(&g, x, TP_DIMS(MB, 3, 2));
     kh_gexpr e;
     memset(&e, 0, sizeof e);
@@ -629,18 +630,31 @@ static void test_fuse_bounds(void) {
     int32_t a8 = tp_add(&g, KH_GOP_ADDN, leaf + 2, 8, NULL);
     flag_out(&g, a9);
     flag_out(&g, TP1(&g, KH_GOP_RELU, a8));
+    /* an AddN of k inputs is k - 1 instructions: five AddN(t, v x 7) (2 distinct inputs, 7 adds each) and a
+     * Tanh are 36 instructions, more than one program holds */
+    int32_t v = tp_var(&g, 30, 0, TP_DIMS(MB, 6)), an = tp_input(&g, KH_GIN_DY, KH_F32, TP_DIMS(MB, 6));
+    for (int k = 0; k < 5; k++) an = tp_add(&g, KH_GOP_ADDN, TP_IN(an, v, v, v, v, v, v, v), NULL);
+    an = TP1(&g, KH_GOP_TANH, an);
+    flag_out(&g, an);
     rewrite f = run(th_pass_fuse, &g);
     const kh_gexpr *e = prog(&f, t);
-    int ops_chain = 0, groups_chain = 0, ops_sum = 0, max_in_sum = 0;
+    int ops_chain = 0, groups_chain = 0, ops_sum = 0, max_in_sum = 0, ops_an = 0, groups_an = 0;
     for (int32_t i = 0; i < f.out.n_nodes; i++) {
         const kh_gnode *n = &f.out.nodes[i];
         if (n->op != KH_GOP_ELEMWISE) continue;
         const kh_gexpr *p = &f.out.exprs[n->attr.expr];
-        int from_leaf = 0;
-        for (int j = 0; j < n->n_in; j++) from_leaf |= f.out.nodes[tp_in(&f.out, i, j)].op == KH_GOP_VARIABLE;
+        int from_leaf = 0, from_v = 0;
+        for (int j = 0; j < n->n_in; j++) {
+            const kh_gnode *src = &f.out.nodes[tp_in(&f.out, i, j)];
+            from_leaf |= src->op == KH_GOP_VARIABLE;
+            from_v |= src->op == KH_GOP_VARIABLE && src->attr.layer == 30;
+        }
         if (n->n_in == 1 && !from_leaf) {
             ops_chain += p->n_ops;
             groups_chain++;
+        } else if (from_v) {
+            ops_an += p->n_ops;
+            groups_an++;
         } else if (p->ops[p->n_ops - 1].op != KH_GOP_RELU) {
             ops_sum += p->n_ops;
             if (n->n_in > max_in_sum) max_in_sum = n->n_in;
@@ -651,6 +665,9 @@ static void test_fuse_bounds(void) {
     CHECK(ops_sum == 11 && max_in_sum <= KH_GEXPR_MAX_IN && max_in_sum >= 6,
           "fuse: 11 adds/subs of 12 inputs, no program over 8 inputs (%d ops, widest %d)", ops_sum, max_in_sum);
     CHECK(image(&f, a9)->op == KH_GOP_ADDN && image(&f, a9)->n_in == 9, "fuse: an AddN of 9 stays");
+    e = prog(&f, an);
+    CHECK(e && groups_an == 2 && ops_an == 36, "fuse: 5 AddN of 8 and a Tanh: 36 instructions in 2 programs (%d, %d)",
+          groups_an, ops_an);
     e = prog(&f, a8);
     CHECK(!e, "fuse: the AddN of 8 joined its Relu");
     CHECK(tp_fused_form(&f.out), "fuse: bounds held everywhere");

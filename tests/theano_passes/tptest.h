@@ -34,8 +34,10 @@ int32_t tp_elemwise(kh_graph *g, const kh_gexpr *e, const int32_t *in, int32_t n
 int32_t tp_count(const kh_graph *g, uint32_t op);
 /* The ops of g as "add 3, relu 2, ..." (for messages). */
 const char *tp_ops(const kh_graph *g);
-/* Input j of node i. */
-static inline int32_t tp_in(const kh_graph *g, int32_t i, int j) { return kh_graph_inputs(g, i)[j]; }
+/* Input j of node i (-2 when there is no such node or input, so a missing node fails a comparison). */
+static inline int32_t tp_in(const kh_graph *g, int32_t i, int j) {
+    return i >= 0 && i < g->n_nodes && j >= 0 && j < g->nodes[i].n_in ? kh_graph_inputs(g, i)[j] : -2;
+}
 /* Fusion's result form: every Elemwise within KH_GEXPR_MAX_IN / KH_GEXPR_MAX_OPS, and no element-wise node
  * outside one (but an AddN too wide for one program). */
 int tp_fused_form(const kh_graph *g);
