@@ -13,11 +13,11 @@
 #include "khost/graph.h"
 #include "khost/ref.h"
 
-/* (outer, len, inner) view of a shape around `axis` */
+/* (outer, len, inner) view of a shape around `axis`; the leading axis holds n0 rows only when batched */
 static void around(const kh_gnode *x, int axis, int64_t n0, int64_t *outer, int64_t *len, int64_t *inner) {
     *outer = 1;
     *inner = 1;
-    for (int d = 0; d < axis; d++) *outer *= d == 0 ? n0 : x->dims[d];
+    for (int d = 0; d < axis; d++) *outer *= d == 0 && (x->flags & KH_GVAL_BATCHED) ? n0 : x->dims[d];
     *len = x->dims[axis];
     for (int d = axis + 1; d < x->rank; d++) *inner *= x->dims[d];
 }

@@ -26,10 +26,11 @@ kh_status th_pass_canon(th_rw *r, int32_t *changed) {
         case KH_GOP_RESHAPE:
             if (same_shape(A, n) && (A->flags & KH_GVAL_BATCHED) == (n->flags & KH_GVAL_BATCHED)) to = a;
             else if (A->op == KH_GOP_RESHAPE) {
+                /* the input id by value: the add may grow d->ins, which kh_graph_inputs points into */
+                int32_t src = kh_graph_inputs(d, a)[0];
                 kh_gattr at = kh_gattr_none();
                 at.layer = n->attr.layer;
-                to = th_rw_add(r, KH_GOP_RESHAPE, kh_graph_inputs(d, a), 1, &at, n->dtype, n->rank, n->dims, n->flags,
-                               n->phase);
+                to = th_rw_add(r, KH_GOP_RESHAPE, &src, 1, &at, n->dtype, n->rank, n->dims, n->flags, n->phase);
             }
             break;
         case KH_GOP_SLICE:

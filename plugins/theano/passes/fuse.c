@@ -1,9 +1,10 @@
 /* passes/fuse.c — element-wise fusion (Theano's elemwise fusion into Composite ops): a chain of element-wise
  * nodes over one index space becomes one Elemwise node whose program computes the whole chain per element,
  * so intermediate values never reach memory. A producer joins its consumer's group when it is element-wise,
- * has no other reader, is not an output, and has the group's shape (a bias-like vector stays an input); a
- * group is bounded by KH_GEXPR_MAX_IN inputs and KH_GEXPR_MAX_OPS instructions. Every element-wise node ends
- * up in exactly one Elemwise node, so the code generators have one element-wise form to emit. */
+ * has no other reader, is not an output (flagged or in outputs[]) nor another node's shape_of, and has the
+ * group's shape (a bias-like vector stays an input); a group is bounded by KH_GEXPR_MAX_IN inputs and
+ * KH_GEXPR_MAX_OPS instructions. Every element-wise node ends up in exactly one Elemwise node, so the code
+ * generators have one element-wise form to emit. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -126,9 +127,16 @@ kh_status th_pass_fuse(th_rw *r, int32_t *changed) {
     kh_status st = kh_graph_consumers(g, &off, &cons);
     if (st != KH_OK) return st;
     char *absorbed = calloc((size_t)g->n_nodes + 1, 1), *in_group = calloc((size_t)g->n_nodes + 1, 1);
+    char *pinned = calloc((size_t)g->n_nodes + 1, 1);
     int32_t *root_of = malloc(((size_t)g->n_nodes + 1) * sizeof *root_of);
     group *groups = malloc(((size_t)g->n_nodes + 1) * sizeof *groups);
-    if (!absorbed || !in_group || !root_of || !groups) st = KH_ERR_NOMEM;
+    if (!absorbed || !in_group || !pinned || !root_of || !groups) st = KH_ERR_NOMEM;
+    /* values the graph names outside its edges must stay materialised: the outputs, and every node another
+     * takes its shape from (attr.shape_of) */
+    for (int k = 0; st == KH_OK && k < 8; k++)
+        if (g->outputs[k] >= 0) pinned[g->outputs[k]] = 1;
+    for (int32_t i = 0; st == KH_OK && i < g->n_nodes; i++)
+        if (g->nodes[i].attr.shape_of >= 0) pinned[g->nodes[i].attr.shape_of] = 1;
     /* groups, from the last node back: a root pulls in producers while the bounds allow */
     for (int32_t i = g->n_nodes - 1; st == KH_OK && i >= 0; i--) {
         if (absorbed[i]) continue; /* root_of[i] names its group */
@@ -154,7 +162,7 @@ kh_status th_pass_fuse(th_rw *r, int32_t *changed) {
                 int32_t p = gr->ext[k];
                 const kh_gnode *pn = &g->nodes[p];
                 if (gr->vec[k] || absorbed[p] || !candidate(g, p) || off[p + 1] - off[p] != 1 ||
-                    (pn->flags & KH_GVAL_OUTPUT) || !same_shape(pn, &g->nodes[i]))
+                    (pn->flags & KH_GVAL_OUTPUT) || pinned[p] || !same_shape(pn, &g->nodes[i]))
                     continue;
                 if (!try_join(g, gr, k, p)) continue;
                 absorbed[p] = 1;
@@ -197,6 +205,7 @@ kh_status th_pass_fuse(th_rw *r, int32_t *changed) {
     free(cons);
     free(absorbed);
     free(in_group);
+    free(pinned);
     free(root_of);
     free(groups);
     return st != KH_OK ? st : r->st;

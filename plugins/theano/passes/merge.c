@@ -16,22 +16,25 @@ static int mergeable(uint32_t op) {
            op != KH_GOP_APPLY_ADADELTA && op != KH_GOP_GATHER_GRAD;
 }
 
-/* attributes that define the value (the layer tag does not, except for variables) */
-static kh_gattr key_attr(const kh_gnode *n) {
+/* attributes that define the value (the layer tag does not, except for variables); a source node's shape_of
+ * (a node id) is taken through `map` into the merged graph's numbering, where its candidates live */
+static kh_gattr key_attr(const kh_gnode *n, const int32_t *map) {
     kh_gattr a = n->attr;
     if (n->op != KH_GOP_VARIABLE) a.layer = 0;
     a.expr = 0;
+    if (map && a.shape_of >= 0) a.shape_of = map[a.shape_of]; /* as th_rw_copy maps it */
     return a;
 }
 
-static int same(const kh_graph *d, int32_t j, const kh_gnode *n, const int32_t *ins, const kh_graph *src) {
+static int same(const kh_graph *d, int32_t j, const kh_gnode *n, const int32_t *ins, const kh_graph *src,
+                const int32_t *map) {
     const kh_gnode *m = &d->nodes[j];
     if (m->op != n->op || m->dtype != n->dtype || m->rank != n->rank || m->n_in != n->n_in ||
         ((m->flags ^ n->flags) & KH_GVAL_BATCHED))
         return 0;
     for (int k = 0; k < n->rank; k++)
         if (m->dims[k] != n->dims[k]) return 0;
-    kh_gattr x = key_attr(m), y = key_attr(n);
+    kh_gattr x = key_attr(m, NULL), y = key_attr(n, map);
     if (memcmp(&x, &y, sizeof x) != 0) return 0;
     if (n->op == KH_GOP_ELEMWISE && memcmp(&d->exprs[m->attr.expr], &src->exprs[n->attr.expr], sizeof(kh_gexpr)) != 0)
         return 0;
@@ -62,14 +65,14 @@ kh_status th_pass_merge(th_rw *r, int32_t *changed) {
         uint64_t h = mix(n->op, (uint64_t)n->rank);
         for (int k = 0; k < n->rank; k++) h = mix(h, (uint64_t)n->dims[k]);
         for (int k = 0; k < n->n_in; k++) h = mix(h, (uint64_t)(ins[k] = r->map[in[k]]));
-        kh_gattr a = key_attr(n);
+        kh_gattr a = key_attr(n, r->map);
         uint32_t aw[sizeof a / sizeof(uint32_t)];
         memcpy(aw, &a, sizeof aw);
         for (size_t k = 0; k < sizeof aw / sizeof *aw; k++) h = mix(h, aw[k]);
         size_t slot = (size_t)h & (cap - 1);
         int32_t found = -1;
         for (; table[slot] >= 0; slot = (slot + 1) & (cap - 1))
-            if (same(r->dst, table[slot], n, ins, g)) {
+            if (same(r->dst, table[slot], n, ins, g, r->map)) {
                 found = table[slot];
                 break;
             }
