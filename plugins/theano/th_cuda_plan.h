@@ -136,6 +136,10 @@ int64_t th_cu_grid(const th_cu_launch *e, int64_t n);
 /* "kernel", "cublas", "cudnn", "memset", "loop" */
 const char *th_cu_entry_library(uint32_t kind);
 
+/* Where node i's value lives, as the CPU path resolves it: a Reshape is its input, an in-place node the node it
+ * reuses, then the memory plan's store. KH_ERR_INTERNAL for a node without storage. */
+kh_status th_cu_value(const th_emit_env *env, int32_t i, th_cu_ref *r);
+
 /* The CUDA C source of one optimised graph function (the support code of th_rt_cuda.h first) and its launch
  * plan. env->scratch_floats is not used. */
 kh_status th_emit_cuda(const th_emit_env *env, th_sb *src, th_cu_plan *plan, char *err, size_t errlen);

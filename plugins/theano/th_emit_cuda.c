@@ -99,15 +99,14 @@ static const char *text(th_cu_affine x, char *buf, size_t len) {
 static th_cu_affine scale(th_cu_affine x, int64_t k) { return aff(x.a * k, x.b * k); }
 
 // --- storage --------------------------------------------------------------------------------------------------
-/* Where a node's value lives, as the CPU path resolves it: a Reshape is its input, an in-place node the node it
- * reuses, then the plan's store. */
-static th_cu_ref value(cctx *c, int32_t i) {
-    th_cu_ref r = {TH_CU_NONE, 0, 0, 0};
-    const kh_gplan *p = c->env->plan;
-    for (int hops = 0; hops <= c->g->n_nodes; hops++) {
-        const kh_gnode *nd = N(c, i);
+kh_status th_cu_value(const th_emit_env *env, int32_t i, th_cu_ref *r) {
+    const kh_graph *g = env->g;
+    const kh_gplan *p = env->plan;
+    *r = (th_cu_ref){TH_CU_NONE, 0, 0, 0};
+    for (int hops = 0; i >= 0 && i < g->n_nodes && hops <= g->n_nodes; hops++) {
+        const kh_gnode *nd = &g->nodes[i];
         if (nd->op == KH_GOP_RESHAPE) {
-            i = IN(c, i)[0];
+            i = kh_graph_inputs(g, i)[0];
             continue;
         }
         if (p->e[i].inplace_of >= 0) {
@@ -116,19 +115,22 @@ static th_cu_ref value(cctx *c, int32_t i) {
         }
         const kh_gplan_entry *e = &p->e[i];
         switch (e->store) {
-        case KH_GSTORE_ARENA: r.base = TH_CU_ARENA, r.offset = e->offset; break;
+        case KH_GSTORE_ARENA: r->base = TH_CU_ARENA, r->offset = e->offset; return KH_OK;
         case KH_GSTORE_VARIABLE:
-            r.base = TH_CU_VAR;
-            r.index = kh_model_graphs_var(c->env->mg, nd->attr.layer, nd->attr.slot);
-            if (r.index < 0) fail(c, KH_ERR_INTERNAL, "node %d has no variable (%d, %d)", i, nd->attr.layer, nd->attr.slot);
-            break;
-        case KH_GSTORE_FEED: r.base = TH_CU_FEED, r.index = nd->attr.input_id; break;
-        case KH_GSTORE_PERSISTENT: r.base = TH_CU_PERSISTENT, r.index = (int32_t)e->offset; break;
-        default: fail(c, KH_ERR_INTERNAL, "node %d has no storage", i); break;
+            r->base = TH_CU_VAR;
+            r->index = kh_model_graphs_var(env->mg, nd->attr.layer, nd->attr.slot);
+            return r->index >= 0 ? KH_OK : KH_ERR_INTERNAL;
+        case KH_GSTORE_FEED: r->base = TH_CU_FEED, r->index = nd->attr.input_id; return KH_OK;
+        case KH_GSTORE_PERSISTENT: r->base = TH_CU_PERSISTENT, r->index = (int32_t)e->offset; return KH_OK;
+        default: return KH_ERR_INTERNAL;
         }
-        return r;
     }
-    fail(c, KH_ERR_INTERNAL, "a cycle of views or in-place reuses");
+    return KH_ERR_INTERNAL;
+}
+
+static th_cu_ref value(cctx *c, int32_t i) {
+    th_cu_ref r;
+    if (th_cu_value(c->env, i, &r) != KH_OK) fail(c, KH_ERR_INTERNAL, "node %d has no storage", i);
     return r;
 }
 
