@@ -20,7 +20,7 @@
  * CUBIN, and each kernel's parameter list (count, offsets, sizes, read from the CUBIN's .nv.info) equal to the
  * plan's argument list. A source that does not compile fails with NVRTC's log. It skips (exit 77) only where the
  * build found no NVRTC library; a found library that does not load is a failure. Prints per model and function
- * the kernel count, library calls and compile time. */
+ * the kernel count, library calls and compile time. TH_TEST_DUMP=DIR writes every generated source there. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
@@ -241,6 +241,12 @@ static void one_fn(const char *model, const kh_model_graphs *mg, const kh_graph 
     if (st == KH_OK) {
         fnctx c = {model, names[f], &g, &p, mg, &plan, f};
         check_plan(&c, src.s);
+        if (getenv("TH_TEST_DUMP")) { /* TH_TEST_DUMP=DIR: every generated source written there, to read */
+            char path[512];
+            snprintf(path, sizeof path, "%s/%s_%s.cu", getenv("TH_TEST_DUMP"), model, names[f]);
+            FILE *fp = fopen(path, "w");
+            if (fp) fwrite(src.s, 1, src.len, fp), fclose(fp);
+        }
         double cs = 0;
         size_t bytes = 0;
         if (g_nvrtc) {
@@ -256,13 +262,6 @@ static void one_fn(const char *model, const kh_model_graphs *mg, const kh_graph 
             if (st == KH_OK) {
                 st = th_cubin_check_plan(cubin, bytes, &plan, err, sizeof err);
                 CHECK(st == KH_OK, "%s %s: CUBIN against the launch plan: %s", model, names[f], err);
-            }
-            if (st != KH_OK && getenv("TH_TEST_DUMP")) {
-                char path[256];
-                snprintf(path, sizeof path, "%s/%s_%s.cu", getenv("TH_TEST_DUMP"), model, names[f]);
-                FILE *fp = fopen(path, "w");
-                if (fp) fwrite(src.s, 1, src.len, fp), fclose(fp);
-                fprintf(stderr, "  source written to %s\n", path);
             }
             free(cubin);
         }
