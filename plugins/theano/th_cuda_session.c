@@ -153,6 +153,12 @@ kh_status th_cuda_open(th_session *s, char *err, size_t errlen) {
     CUresult r = th_cu.DeviceGet(&cs->dev, s->dev.ordinal);
     CUcontext cur = NULL;
     if (r == CUDA_SUCCESS) what = "cuCtxGetCurrent", r = th_cu.CtxGetCurrent(&cur);
+    if (r == CUDA_SUCCESS && cur && s->dev.cu_context && cur != (CUcontext)s->dev.cu_context) {
+        sess_destroy(cs);
+        return kh_errf(err, errlen, KH_ERR_DEVICE,
+                       "theano open on %s: the current CUDA context is not the device's primary context the host retained",
+                       id);
+    }
     if (r == CUDA_SUCCESS && cur) {
         /* the host's primary context: it must be the one of the device asked for */
         CUdevice d = -1;
