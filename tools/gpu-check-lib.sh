@@ -111,3 +111,16 @@ gc_cublas_dir() {
     done
     return 1
 }
+
+# gc_nvrtc_lib CUDA_ROOT SITE — the NVRTC library theano's GPU path loads (libnvrtc.so.<major>): the toolkit's
+# (lib64, lib, targets/*/lib, each on its own), else one of NVIDIA's pip wheels under SITE (nvidia/*/lib);
+# empty with status 1 when neither has one. Never libnvrtc-builtins or the .alt variant.
+gc_nvrtc_lib() {
+    local root=$1 site=$2 d f
+    for d in "$root/lib64" "$root/lib" "$root"/targets/*/lib "$site"/nvidia/*/lib; do
+        [[ -d $d ]] || continue
+        f=$(compgen -G "$d/libnvrtc.so.[0-9]*" | sort | head -1)
+        [[ -n $f ]] && { echo "$f"; return 0; }
+    done
+    return 1
+}

@@ -6,15 +6,18 @@
 #      folder) and stops within seconds, naming what is missing and the command that prepares it
 #      (tools/gpu-check-lib.sh); OpenBLAS is optional (without it the cpu device kind is unavailable);
 #   1. finds the CUDA toolkit (nvcc), cuDNN and cuBLAS (the toolkit's, else NVIDIA's pip wheels under the
-#      Python's site-packages, else a file search) and says which it used;
+#      Python's site-packages, else a file search) and NVRTC (theano's GPU path compiles its generated CUDA C with
+#      it at model-compile time: the toolkit's, else a pip wheel's; passed as KHOST_NVRTC) and says which it used;
 #   2. installs the carried data (tools/fetch-datasets) and builds khost for sm_90 (+ compute_90 PTX;
 #      KHOST_CUDA_ARCHS to change) in build-gpucheck/, against .devdeps when present;
 #   3. prints `khost --list-devices`, runs the GPU tests (ctest -L gpu) and, separately, the CPU-side tests of
-#      the GPU paths (each ctest on its own: a failure in one never hides the other's results), then
-#      `khost verify --device cuda:0` for every plugin whose GPU path was built;
+#      the GPU paths (each ctest on its own: a failure in one never hides the other's results; theano's include
+#      compiling every generated function of the six models with NVRTC for sm_90), then
+#      `khost verify --device cuda:0` for every plugin whose GPU path was built (cntk, tensorflow, theano);
 #   4. runs a short matrix of those plugins x the six tasks on cuda:0 (2 epochs, sets cut to fit:
 #      GPU_CHECK_LIMIT_TRAIN / GPU_CHECK_LIMIT_VAL; tensorflow GPU_CHECK_TF_LIMIT_TRAIN / _VAL, smaller: its
-#      unrolled LSTMs launch thousands of kernels per batch), and the PyTorch reference on the same GPU for the
+#      unrolled LSTMs launch thousands of kernels per batch; theano's cells include NVRTC compiling four functions),
+#      and the PyTorch reference on the same GPU for the
 #      same tasks and cntk's sizes (tools/reference/pytorch --device cuda:0; skipped where PyTorch has no CUDA);
 #   5. writes report.md, summary.txt, build.log, tests.log, verify.log, matrix.log, reference.log and
 #      results.tar.gz (JSON/CSV records of khost and the reference, per-cell logs) into OUTDIR (default $OUT,
@@ -134,7 +137,11 @@ else
     if [[ -n $l ]]; then cublas_root=$(dirname "$(dirname "$l")") cublas_from="pip ($cublas_root)"; fi
 fi
 rep "- cuBLAS: from ${cublas_from:-nowhere (not found)}"
-gc_head="gpu: $gpu_line; cuDNN ${cudnn_lib:-none} (${cudnn_from:-not found}); cuBLAS from ${cublas_from:-nowhere}"
+
+# NVRTC: theano's GPU path loads it at run time (dlopen); the build records the path as its default
+nvrtc_lib=$(gc_nvrtc_lib "${cuda_root:-/nonexistent}" "${site:-/nonexistent}" || true)
+rep "- NVRTC (theano): ${nvrtc_lib:-not found, so theano reports its GPU path unavailable}"
+gc_head="gpu: $gpu_line; cuDNN ${cudnn_lib:-none} (${cudnn_from:-not found}); cuBLAS from ${cublas_from:-nowhere}; NVRTC ${nvrtc_lib:-none}"
 gc_write "in progress"
 
 ldp=""
@@ -142,6 +149,10 @@ ldp=""
 [[ -n $cublas_root ]] && ldp=$ldp:$cublas_root/lib
 [[ -n $cublas_dir ]] && ldp=$ldp:$cublas_dir
 [[ -n $cuda_root ]] && ldp=$ldp:$cuda_root/lib64
+if [[ -n $nvrtc_lib ]]; then # libnvrtc loads libnvrtc-builtins from the loader's path
+    ldp=$ldp:$(dirname "$nvrtc_lib")
+    export KHOST_NVRTC=$nvrtc_lib
+fi
 
 # --- 2. dependencies, data, build -------------------------------------------------------------------------
 cm_args=(-DCMAKE_BUILD_TYPE=Release -DKHOST_WERROR=OFF "-DKHOST_CUDA_ARCHS=${KHOST_CUDA_ARCHS:-90}")
@@ -149,6 +160,7 @@ if [[ -n $nvcc && -n $cudnn_lib ]]; then
     cm_args+=(-DKHOST_CUDA=ON "-DCMAKE_CUDA_COMPILER=$nvcc" "-DCUDAToolkit_ROOT=$cuda_root"
               "-DCUDNN_INCLUDE_DIR=$cudnn_inc" "-DCUDNN_LIBRARY=$cudnn_lib")
     [[ -n $cublas_root ]] && cm_args+=("-DCUBLAS_ROOT=$cublas_root")
+    [[ -n $nvrtc_lib ]] && cm_args+=("-DTH_NVRTC_LIBRARY=$nvrtc_lib")
 else
     cm_args+=(-DKHOST_CUDA=AUTO)
 fi
@@ -277,12 +289,13 @@ if [[ -x $khost ]]; then
     else
         skipped "GPU tests (ctest -L gpu)"
     fi
-    # the CPU-side tests of the GPU paths: weight mapping, caps without a device, the lazy GPU half, layouts
-    cpu_side='test_cntk_rnnmap|test_cntk_gpu_caps|test_cntk_cpu_maps|test_cntk_gpu_half_missing|test_tf_cuda_plan|test_tf_cuda_geom|test_tf_gpu_caps'
-    to=$(gc_timeout 60)
+    # the CPU-side tests of the GPU paths: weight mapping, caps without a device, the lazy GPU half, layouts,
+    # theano's launch plans and its generated CUDA C compiled by NVRTC for sm_90 (the slowest: run in parallel)
+    cpu_side='test_cntk_rnnmap|test_cntk_gpu_caps|test_cntk_cpu_maps|test_cntk_gpu_half_missing|test_tf_cuda_plan|test_tf_cuda_geom|test_tf_gpu_caps|test_theano_cuda_plan|test_theano_cuda_nvrtc|test_theano_gpu_caps'
+    to=$(gc_timeout 90)
     if ((to > 0)); then
         say "ctest -R '$cpu_side'"
-        run_ctest "CPU-side tests of the GPU paths" "$to" -R "$cpu_side" || failed=1
+        run_ctest "CPU-side tests of the GPU paths" "$to" -j "$(nproc)" -R "$cpu_side" || failed=1
     else
         skipped "CPU-side tests"
     fi
@@ -310,7 +323,7 @@ for p in $gpu_plugins; do
         to=$(gc_timeout 150)
         if ((to > 0)); then
             args=(verify --plugin "$p" --device cuda:0)
-            [[ $p == tensorflow ]] && args+=(--task all)
+            [[ $p == tensorflow || $p == theano ]] && args+=(--task all)
             say "khost ${args[*]}"
             tmp=$out/verify.part
             timeout "$to" "$khost" "${args[@]}" >"$tmp" 2>&1
@@ -342,7 +355,7 @@ lt=${GPU_CHECK_LIMIT_TRAIN:-4000} lv=${GPU_CHECK_LIMIT_VAL:-1000} cell_to=60
 if ((have_gpu)); then
     mx_plugins=$gpu_plugins mx_devices="cuda:0"
 else # rehearsal: prove the pipeline, quickly, on the cpu (cells "unsupported" where the build has no BLAS)
-    mx_plugins="cntk tensorflow" mx_devices="cpu" lt=256 lv=128
+    mx_plugins="cntk tensorflow theano" mx_devices="cpu" lt=256 lv=128
 fi
 : >"$out/matrix.log"
 for p in $mx_plugins; do

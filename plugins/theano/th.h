@@ -32,6 +32,7 @@ typedef struct th_session {
     int threads;
     th_settings set;
     char err[512];
+    struct th_cuda_session *cuda; /* the GPU path's session state (th_cuda.h); NULL on the cpu */
 } th_session;
 
 struct kh_bsession {
@@ -75,6 +76,7 @@ typedef struct th_model {
     kh_metrics met[2];
     double codegen_s, cc_s, load_s;
     int32_t cache_misses, units;
+    struct th_cuda_model *cuda; /* the GPU path's model (th_cuda.h); NULL on the cpu */
 } th_model;
 
 struct kh_bmodel {
@@ -94,8 +96,10 @@ th_sgemm_fn th_blas_sgemm(void);
 void th_blas_threads(int threads);
 const char *th_blas_version(char *buf, size_t n);
 
-/* th_prelude.c */
+/* th_prelude.c: the support code at the top of a generated C source (th_rt.h), or of a CUDA source
+ * (rt/th_rt_cuda.h, system includes dropped: NVRTC has no system headers) */
 kh_status th_prelude(th_sb *b, char *err, size_t errlen);
+kh_status th_prelude_cuda(th_sb *b, char *err, size_t errlen);
 
 /* th_emit_c.c: the C source of one function; *scratch_floats grows to the im2col scratch it needs. */
 typedef struct th_emit_env {
@@ -110,6 +114,12 @@ kh_status th_emit_c(const th_emit_env *env, th_sb *out, char *err, size_t errlen
 /* th_expr_text.c: the text of one element of an Elemwise program, as C expressions over i<j>[k] */
 void th_expr_text(th_sb *b, const kh_gexpr *e, const char *index, const char *vec_index, const char *key_prefix,
                   const char *ftype);
+/* A primitive element-wise op (Add, BiasAdd, Relu, Dropout, AddN of up to KH_GEXPR_MAX_IN inputs, ...) as a one-
+ * (or few-) instruction program, so both emitters generate every element-wise loop one way; 0 when it has none. */
+int th_expr_single(const kh_gnode *nd, kh_gexpr *e);
+/* The update of one element k by an Apply op (kh_adam_update(&w[k], &s1[k], &s2[k], gk, lr, ...) or the plain
+ * step) over w, s1, s2, the gradient element gk and the step's lr, for both emitters. */
+const char *th_update_text(uint32_t op, const kh_optimizer_spec *o, char *buf, size_t n);
 
 /* th_build.c: compile a source into a loaded function (through the cache) */
 kh_status th_build_open(th_session *s, char *err, size_t errlen);

@@ -104,43 +104,6 @@ static void emit_loop(ectx *c, int32_t i, const kh_gexpr *e, const int32_t *in) 
     th_sb_printf(c->b, "            o[k] = t%d;\n        }\n    }\n", e->n_ops - 1);
 }
 
-/* A primitive element-wise op as a one- (or few-) instruction program. */
-static int single_expr(const kh_gnode *nd, kh_gexpr *e) {
-    memset(e, 0, sizeof *e);
-    e->n_in = nd->n_in;
-    switch (nd->op) {
-    case KH_GOP_ADDN:
-        if (nd->n_in > KH_GEXPR_MAX_IN) return 0;
-        if (nd->n_in == 1) {
-            e->ops[0] = (kh_gexpr_op){KH_GOP_ADD, -1, -1, 0, 0};
-            e->ops[1] = (kh_gexpr_op){KH_GOP_SUB, 0, -1, 0, 0}; /* x + x - x: a copy */
-            e->n_ops = 2;
-            return 1;
-        }
-        e->ops[0] = (kh_gexpr_op){KH_GOP_ADD, -1, -2, 0, 0};
-        for (int j = 2; j < nd->n_in; j++) e->ops[j - 1] = (kh_gexpr_op){KH_GOP_ADD, j - 2, -1 - j, 0, 0};
-        e->n_ops = nd->n_in - 1;
-        return 1;
-    case KH_GOP_BIAS_ADD:
-        e->vec[1] = 1;
-        e->ops[0] = (kh_gexpr_op){KH_GOP_ADD, -1, -2, 0, 0};
-        break;
-    case KH_GOP_ADD: case KH_GOP_SUB: case KH_GOP_MUL: case KH_GOP_RELU_GRAD: case KH_GOP_SIGMOID_GRAD:
-    case KH_GOP_TANH_GRAD:
-        e->ops[0] = (kh_gexpr_op){nd->op, -1, -2, 0, 0};
-        break;
-    case KH_GOP_NEG: case KH_GOP_RELU: case KH_GOP_SIGMOID: case KH_GOP_TANH:
-        e->ops[0] = (kh_gexpr_op){nd->op, -1, 0, 0, 0};
-        break;
-    case KH_GOP_DROPOUT: case KH_GOP_DROPOUT_GRAD:
-        e->ops[0] = (kh_gexpr_op){nd->op, -1, 0, nd->attr.rate, nd->attr.salt};
-        break;
-    default: return 0;
-    }
-    e->n_ops = 1;
-    return 1;
-}
-
 static void scratch(ectx *c, int64_t floats) {
     if (floats > *c->env->scratch_floats) *c->env->scratch_floats = floats;
 }
@@ -168,16 +131,7 @@ static void emit_apply(ectx *c, int32_t i, const int32_t *in) {
     int32_t v = kh_model_graphs_var(c->env->mg, nd->attr.layer, nd->attr.slot);
     int clear = N(c, in[1])->op == KH_GOP_GATHER_GRAD; /* the accumulator starts from zero next step */
     char call[256];
-    if (nd->op == KH_GOP_APPLY_ADAM)
-        snprintf(call, sizeof call, "kh_adam_update(&w[k], &s1[k], &s2[k], gk, lr, %.9ef, %.9ef, %.9ef)",
-                 (double)o->beta_1, (double)o->beta_2, (double)o->epsilon);
-    else if (nd->op == KH_GOP_APPLY_RMSPROP)
-        snprintf(call, sizeof call, "kh_rmsprop_update(&w[k], &s1[k], gk, lr, %.9ef, %.9ef)", (double)o->rho,
-                 (double)o->epsilon);
-    else if (nd->op == KH_GOP_APPLY_ADADELTA)
-        snprintf(call, sizeof call, "kh_adadelta_update(&w[k], &s1[k], &s2[k], gk, lr, %.9ef, %.9ef)", (double)o->rho,
-                 (double)o->epsilon);
-    else snprintf(call, sizeof call, "w[k] -= lr * gk");
+    th_update_text(nd->op, o, call, sizeof call);
     th_sb_printf(c->b, "    { /* %s of variable %d */\n        float *w = c->w[%d], *s1 = c->s1[%d], *s2 = c->s2[%d], *g = v%d;\n"
                        "        const float lr = c->lr;\n        (void)s1, (void)s2;\n"
                        "TH_PARALLEL_FOR(num_threads(c->threads) schedule(static) if (%lld >= %d))\n"
@@ -346,7 +300,7 @@ static void emit_node(ectx *c, int32_t i) {
     }
     default: {
         kh_gexpr e;
-        if (kh_gop_elementwise(nd->op) && single_expr(nd, &e)) {
+        if (kh_gop_elementwise(nd->op) && th_expr_single(nd, &e)) {
             emit_loop(c, i, &e, in);
             return;
         }

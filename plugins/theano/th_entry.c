@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "th.h"
+#include "th_cuda.h"
 
 static const kh_host_api *g_host;
 
@@ -71,7 +72,7 @@ static kh_status th_get_caps(uint32_t device_kind, kh_caps *out) {
         snprintf(c.note, sizeof c.note, "%s", c.available ? "optimised graph compiled to C (cc + dlopen), OpenBLAS GEMM"
                                                           : "built without BLAS: CPU path unavailable");
     } else if (device_kind == KH_DEVICE_CUDA) {
-        snprintf(c.note, sizeof c.note, "the CUDA path runs no kernels yet (NVRTC code generation only)");
+        th_cuda_caps(&c); /* the note says plainly that this path has never run on a GPU */
     } else {
         snprintf(c.note, sizeof c.note, "unknown device kind %u", device_kind);
     }
@@ -96,9 +97,10 @@ static kh_status th_open(const kh_host_api *host, const kh_device *dev, kh_bsess
     *out = NULL;
     if (!dev) return kh_errf(err, errlen, KH_ERR_INVALID, "theano open: no device");
     const char *id = dev->id[0] ? dev->id : "?";
-    if (dev->kind != KH_DEVICE_CPU)
-        return kh_errf(err, errlen, KH_ERR_UNSUPPORTED, "theano open on %s: only the cpu runs generated code", id);
-    if (!th_blas_available()) return kh_errf(err, errlen, KH_ERR_UNSUPPORTED, "theano open on %s: built without BLAS", id);
+    if (dev->kind != KH_DEVICE_CPU && dev->kind != KH_DEVICE_CUDA)
+        return kh_errf(err, errlen, KH_ERR_UNSUPPORTED, "theano open on %s: unknown device kind %u", id, dev->kind);
+    if (dev->kind == KH_DEVICE_CPU && !th_blas_available())
+        return kh_errf(err, errlen, KH_ERR_UNSUPPORTED, "theano open on %s: built without BLAS", id);
     kh_bsession *b = calloc(1, sizeof *b);
     if (!b) return kh_errf(err, errlen, KH_ERR_NOMEM, "theano open on %s: out of memory", id);
     th_session *s = &b->s;
@@ -125,6 +127,11 @@ static kh_status th_open(const kh_host_api *host, const kh_device *dev, kh_bsess
         free(b);
         return st;
     }
+    if (dev->kind == KH_DEVICE_CUDA && (st = th_cuda_open(s, err, errlen)) != KH_OK) {
+        th_build_close(s);
+        free(b);
+        return st;
+    }
     th_blas_threads(1); /* the generated code's OpenMP loops split big GEMMs; BLAS never starts threads */
     /* Idle OpenMP workers sleep instead of spinning (unless the user chose otherwise): the scans open two
      * short parallel regions per time step, and spinning workers on a shared or oversubscribed machine turned
@@ -137,6 +144,7 @@ static kh_status th_open(const kh_host_api *host, const kh_device *dev, kh_bsess
 
 static void th_close(kh_bsession *b) {
     if (!b) return;
+    if (b->s.cuda) th_cuda_close(&b->s);
     th_build_close(&b->s);
     free(b);
 }
@@ -147,6 +155,11 @@ static kh_status th_environment(kh_bsession *b, char *buf, size_t n) {
     if (!b || !buf || n == 0) return KH_ERR_INVALID;
     th_session *s = &b->s;
     char ver[64];
+    if (s->cuda) {
+        snprintf(buf, n, "optimize=%d", s->set.passes);
+        size_t k = strlen(buf);
+        return th_cuda_environment(s, buf + k, n - k);
+    }
     snprintf(buf, n, "blas=%s threads=%d cc=%s cflags=\"%s\" optimize=%d cache=%s", th_blas_version(ver, sizeof ver),
              s->threads, s->set.cc, s->set.cflags, s->set.passes, th_build_cache_dir(s));
     return KH_OK;
@@ -181,8 +194,8 @@ static const kh_module_desc g_desc = {
     .kind = KH_MODULE_BACKEND,
     .name = "theano",
     .version = TH_VERSION,
-    .description = "compiler strategy: the graph optimised (fusion), emitted as C, compiled by cc and dlopen'ed "
-                   "(NHWC; LSTMs as scans)",
+    .description = "compiler strategy: the graph optimised (fusion), emitted as C (cc + dlopen) or CUDA C (NVRTC + "
+                   "driver API) (NHWC; LSTMs as scans)",
     .api = &th_backend_api,
 };
 

@@ -11,6 +11,7 @@
 
 #include "passes/th_passes.h"
 #include "th.h"
+#include "th_cuda.h"
 
 static th_model *M(kh_bmodel *b) { return &b->m; }
 static const char *const g_fn_names[KH_GFN_COUNT] = {"train", "eval", "predict", "probe"};
@@ -45,6 +46,10 @@ static kh_status build_fn(th_model *m, int f) {
     st = kh_graph_plan(&u->g, TH_ALIGN, &u->plan);
     if (st != KH_OK) return th_fail(m->s, st, "compile", "memory plan of the %s function failed", g_fn_names[f]);
     if (u->plan.arena_bytes > m->arena_bytes) m->arena_bytes = u->plan.arena_bytes;
+    if (m->s->cuda) { /* the GPU path emits and compiles every function in th_cuda_compile */
+        m->codegen_s += now() - t0;
+        return KH_OK;
+    }
     th_sb src = {0};
     th_emit_env env = {.g = &u->g, .plan = &u->plan, .mg = &m->mg, .fn = (kh_gfn)f, .scratch_floats = &m->scratch_floats};
     st = th_emit_c(&env, &src, why, sizeof why);
@@ -152,7 +157,7 @@ kh_status th_api_compile(kh_bsession *bs, const kh_model_spec *spec, const kh_co
     m->codegen_s += now() - t0;
     for (int f = 0; f < KH_GFN_COUNT && st == KH_OK; f++)
         if (m->mg.fn[f].n_nodes > 0) st = build_fn(m, f);
-    if (st == KH_OK) st = alloc_storage(m);
+    if (st == KH_OK) st = s->cuda ? th_cuda_compile(m) : alloc_storage(m);
     if (st != KH_OK) {
         th_api_model_free(b);
         return st;
@@ -167,6 +172,7 @@ void th_api_model_free(kh_bmodel *b) {
     if (!b) return;
     th_model *m = &b->m;
     th_session *s = m->s;
+    th_cuda_free(m);
     for (int f = 0; f < KH_GFN_COUNT; f++) {
         th_fn_unit *u = &m->fn[f];
         if (u->dl) dlclose(u->dl);
@@ -215,6 +221,7 @@ kh_status th_api_set_weight(kh_bmodel *b, int32_t layer, int32_t slot, const kh_
     if (!b) return KH_ERR_INVALID;
     int32_t v = -1;
     kh_status st = check_slot(M(b), layer, slot, w, "set_weight", &v);
+    if (st == KH_OK && M(b)->cuda) return th_cuda_set_var(M(b), v, w->data);
     if (st == KH_OK) memcpy(M(b)->vars[v].w, w->data, (size_t)M(b)->vars[v].numel * sizeof(float));
     return st;
 }
@@ -223,6 +230,7 @@ kh_status th_api_get_weight(kh_bmodel *b, int32_t layer, int32_t slot, kh_tensor
     if (!b) return KH_ERR_INVALID;
     int32_t v = -1;
     kh_status st = check_slot(M(b), layer, slot, w, "get_weight", &v);
+    if (st == KH_OK && M(b)->cuda) return th_cuda_get_var(M(b), v, w->data);
     if (st == KH_OK) memcpy(w->data, M(b)->vars[v].w, (size_t)M(b)->vars[v].numel * sizeof(float));
     return st;
 }
@@ -245,9 +253,16 @@ static kh_status check_x(th_model *m, const kh_tensor *x, const char *op, int64_
     return KH_OK;
 }
 
+/* Labels index the probabilities in the generated loss code: every one must be a class of the output. */
 static kh_status check_y(th_model *m, const kh_tensor *y, int64_t n, const char *op) {
     if (!y || !y->data || y->dtype != KH_I32 || kh_tensor_numel(y) != n)
         return th_fail(m->s, KH_ERR_INVALID, op, "y must be %lld i32 labels", (long long)n);
+    int64_t classes = m->mg.out_numel == 1 ? 2 : m->mg.out_numel;
+    const int32_t *lab = y->data;
+    for (int64_t r = 0; r < n; r++)
+        if (lab[r] < 0 || lab[r] >= classes)
+            return th_fail(m->s, KH_ERR_INVALID, op, "label %d of sample %lld outside [0, %lld)", lab[r], (long long)r,
+                           (long long)classes);
     return KH_OK;
 }
 
@@ -261,6 +276,7 @@ static kh_status check_out(th_model *m, const kh_tensor *out, int64_t n, int64_t
 static kh_status run(th_model *m, kh_gfn f, int part, const kh_tensor *x, const kh_tensor *y, int64_t n, double lr,
                      uint64_t counter, const char *op) {
     th_fn_unit *u = &m->fn[f];
+    if (m->cuda) return th_cuda_run(m, f, part, n, lr, counter, x ? x->data : NULL, y ? (const int32_t *)y->data : NULL, NULL);
     if (!u->run) return th_fail(m->s, KH_ERR_UNSUPPORTED, op, "the model has no loss (compiled for probes only)");
     if (x) memcpy(m->feed_x, x->data, (size_t)(n * m->mg.input_numel) * 4);
     if (y) memcpy(m->feed_labels, y->data, (size_t)n * 4);
@@ -278,6 +294,7 @@ static void add_metrics(th_model *m, kh_gfn f, uint32_t phase, int64_t n) {
 }
 
 static kh_status read_node(th_model *m, kh_gfn f, int32_t node, int64_t n, float *dst) {
+    if (m->cuda) return th_cuda_read_node(m, f, node, n, dst);
     const th_fn_unit *u = &m->fn[f];
     int32_t r = node;
     while (u->g.nodes[r].op == KH_GOP_RESHAPE) r = kh_graph_inputs(&u->g, r)[0];
@@ -333,6 +350,7 @@ kh_status th_api_read_metrics(kh_bmodel *b, uint32_t phase, kh_metrics *out, int
     if (!b) return KH_ERR_INVALID;
     th_model *m = M(b);
     if (!out || phase > KH_PHASE_EVAL) return th_fail(m->s, KH_ERR_INVALID, "read_metrics", "bad phase %u", phase);
+    if (m->cuda) return th_cuda_read_metrics(m, phase, out, reset); /* accumulated on the device */
     *out = m->met[phase];
     if (reset) memset(&m->met[phase], 0, sizeof m->met[phase]);
     return KH_OK;
@@ -349,8 +367,11 @@ kh_status th_api_compile_info(kh_bmodel *b, kh_compile_info *out) {
     return KH_OK;
 }
 
-/* Generated functions run synchronously on the calling thread. */
-kh_status th_api_sync(kh_bmodel *b) { return b ? KH_OK : KH_ERR_INVALID; }
+/* Generated C functions run synchronously on the calling thread; the GPU path's run on the session's stream. */
+kh_status th_api_sync(kh_bmodel *b) {
+    if (!b) return KH_ERR_INVALID;
+    return M(b)->cuda ? th_cuda_sync(M(b)) : KH_OK;
+}
 
 // --- probes ---------------------------------------------------------------------------------------------------
 kh_status th_api_forward(kh_bmodel *b, const kh_tensor *x, kh_tensor *out) {
@@ -378,6 +399,12 @@ kh_status th_api_backward(kh_bmodel *b, const kh_tensor *dy, kh_tensor *dx) {
     th_fn_unit *u = &m->fn[KH_GFN_PROBE];
     int32_t dxn = u->g.outputs[KH_GOUT_DX];
     if (dx && dxn >= 0 && check_out(m, dx, n, m->mg.input_numel, "backward") != KH_OK) return KH_ERR_INVALID;
+    if (m->cuda) { /* th_cuda_run clears the accumulators and stages dy */
+        kh_status st = th_cuda_run(m, KH_GFN_PROBE, 1, n, 0.0, m->probe_counter, NULL, NULL, dy->data);
+        if (st != KH_OK) return st;
+        m->have_grad = 1;
+        return dx && dxn >= 0 ? read_node(m, KH_GFN_PROBE, dxn, n, dx->data) : KH_OK;
+    }
     memcpy(m->feed_dy, dy->data, (size_t)(n * m->mg.out_numel) * 4);
     /* accumulators of a probe start from zero at every backward (no Apply consumes them) */
     for (int32_t k = 0; k < u->plan.n_persistent; k++) memset(u->persistent[k], 0, (size_t)u->plan.persistent_bytes[k]);

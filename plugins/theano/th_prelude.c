@@ -1,6 +1,7 @@
-/* th_prelude.c — the support code at the top of every generated source: th_rt.h with the khost headers it
- * includes written out in place (system headers stay includes), so a generated source compiles on its own and
- * its text is the whole of what the cache key must cover. */
+/* th_prelude.c — the support code at the top of every generated source: th_rt.h (C) or th_rt_cuda.h (CUDA C)
+ * with the khost headers it includes written out in place, so a generated source compiles on its own and its
+ * text is the whole of what the cache key must cover. System headers stay includes in C; NVRTC has none, so the
+ * CUDA prelude drops them (th_rt_cuda.h defines what they would have). */
 #include <string.h>
 
 #include "th.h"
@@ -12,8 +13,9 @@ static const th_embedded_file *find(const char *name, size_t len) {
     return NULL;
 }
 
-/* Copy a file, replacing `#include "x"` lines of embedded files by their text. */
-static int put_file(th_sb *b, const th_embedded_file *f, int depth) {
+/* Copy a file, replacing `#include "x"` lines of embedded files by their text (and `#include <x>` lines by a
+ * comment when drop_system). */
+static int put_file(th_sb *b, const th_embedded_file *f, int depth, int drop_system) {
     if (depth > 8) return 0;
     const char *p = f->text, *end = f->text + f->len;
     while (p < end) {
@@ -26,11 +28,18 @@ static int put_file(th_sb *b, const th_embedded_file *f, int depth) {
             const th_embedded_file *inc = close ? find(nm, (size_t)(close - nm)) : NULL;
             if (inc) {
                 th_sb_printf(b, "/* ---- %s ---- */\n", inc->name);
-                if (!put_file(b, inc, depth + 1)) return 0;
+                if (!put_file(b, inc, depth + 1, drop_system)) return 0;
                 p = le;
                 continue;
             }
             if (close) return 0; /* a local include the plugin did not embed */
+        }
+        if (drop_system && (size_t)(le - q) > 10 && memcmp(q, "#include <", 10) == 0) {
+            int k = (int)(le - q);
+            while (k > 0 && (q[k - 1] == '\n' || q[k - 1] == '\r')) k--;
+            th_sb_printf(b, "/* (system header dropped: %.*s) */\n", k, q);
+            p = le;
+            continue;
         }
         th_sb_put(b, p, (size_t)(le - p));
         p = le;
@@ -38,9 +47,13 @@ static int put_file(th_sb *b, const th_embedded_file *f, int depth) {
     return 1;
 }
 
-kh_status th_prelude(th_sb *b, char *err, size_t errlen) {
-    const th_embedded_file *rt = find("th_rt.h", 7);
-    if (!rt || !put_file(b, rt, 0))
+static kh_status prelude(th_sb *b, const char *root, int drop_system, char *err, size_t errlen) {
+    const th_embedded_file *rt = find(root, strlen(root));
+    if (!rt || !put_file(b, rt, 0, drop_system))
         return kh_errf(err, errlen, KH_ERR_INTERNAL, "theano: support code incomplete (an include is not embedded)");
     return KH_OK;
 }
+
+kh_status th_prelude(th_sb *b, char *err, size_t errlen) { return prelude(b, "th_rt.h", 0, err, errlen); }
+
+kh_status th_prelude_cuda(th_sb *b, char *err, size_t errlen) { return prelude(b, "th_rt_cuda.h", 1, err, errlen); }

@@ -16,6 +16,14 @@ ok '[[ $(gc_cublas_dir "$tmp/tk2") == "$tmp/tk2/lib" ]]' "cuBLAS in lib only"
 ok '[[ $(gc_cublas_dir "$tmp/tk3") == "$tmp/tk3/targets/x86_64-linux/lib" ]]' "cuBLAS under targets/"
 ok '! gc_cublas_dir "$tmp/tk4" >/dev/null' "no cuBLAS in the toolkit: not found"
 
+# NVRTC (theano's GPU path): the toolkit's libnvrtc.so.N, never its builtins or .alt variant; else a pip wheel's
+mkdir -p "$tmp/nv1/lib64" "$tmp/nv2/lib" "$tmp/site/nvidia/cu13/lib" "$tmp/nv3/lib64"
+touch "$tmp/nv1/lib64/"{libnvrtc-builtins.so.13.0,libnvrtc.alt.so.13,libnvrtc.so.13} "$tmp/site/nvidia/cu13/lib/libnvrtc.so.13"
+touch "$tmp/nv3/lib64/libnvrtc-builtins.so.13.0"
+ok '[[ $(gc_nvrtc_lib "$tmp/nv1" "$tmp/site") == "$tmp/nv1/lib64/libnvrtc.so.13" ]]' "NVRTC in the toolkit"
+ok '[[ $(gc_nvrtc_lib "$tmp/nv2" "$tmp/site") == "$tmp/site/nvidia/cu13/lib/libnvrtc.so.13" ]]' "NVRTC from pip"
+ok '! gc_nvrtc_lib "$tmp/nv3" "$tmp/nosite" >/dev/null' "only the builtins: not found"
+
 # the time box: a step never gets more than the limit minus the reserve minus what is used
 mkdir -p "$tmp/out"
 GPU_CHECK_LIMIT=100 GC_RESERVE=15 gc_init "$tmp/out"

@@ -33,7 +33,7 @@ int main(void) {
     kh_status st = b.api->open(ct_host(), &dev, &s, err, sizeof err);
     if (!c.available) {
         CHECK(st == KH_ERR_UNSUPPORTED && s == NULL, "open cuda:0 where unavailable: status %d", (int)st);
-        CHECK(strstr(err, "tensorflow open on cuda:0") != NULL, "open error names the device: %s", err);
+        CHECK(strstr(err, TFG_PLUGIN " open on cuda:0") != NULL, "open error names the device: %s", err);
         printf("open cuda:0: %s\n", err);
     } else {
         CHECK(st == KH_OK && s != NULL, "open cuda:0: %s", err);
@@ -77,5 +77,5 @@ int main(void) {
         b.api->close(b.s);
     }
     tfg_unload(&b);
-    return kh_test_finish("test_tf_gpu_caps");
+    return kh_test_finish("test_tf_gpu_caps (" TFG_PLUGIN ")");
 }

@@ -227,7 +227,7 @@ static void one_model(const kh_model_spec *sp, int max_batch) {
     kh_bmodel *mc = NULL, *mg = NULL;
     kh_status st = CPU.api->compile(CPU.s, sp, &o, &mc);
     if (st == KH_ERR_UNSUPPORTED) { /* outside the backend's capabilities on every device (e.g. strided Conv2D) */
-        printf("%s: not supported by the tensorflow backend: %s\n", name, CPU.api->last_error(CPU.s));
+        printf("%s: not supported by the " TFG_PLUGIN " backend: %s\n", name, CPU.api->last_error(CPU.s));
         kh_model_shapes_free(&sh);
         return;
     }
@@ -331,7 +331,7 @@ int main(void) {
     GPU.s = rehearsal ? tfg_open_cpu(&GPU, rt && *rt ? atoi(rt) : 2) : tfg_open_cuda(&GPU); /* skips without a usable device */
     if (!GPU.s) {
         CHECK(0, "open the rehearsal's second cpu session");
-        return kh_test_finish("test_tf_gpu_ref");
+        return kh_test_finish("test_tf_gpu_ref (" TFG_PLUGIN ")");
     }
     CPU = GPU;
     /* one thread: nodes in graph order, a fixed summation order on the reference side */
@@ -353,7 +353,7 @@ int main(void) {
     }
     GPU.api->close(GPU.s);
     tfg_unload(&GPU);
-    int rc = kh_test_finish("test_tf_gpu_ref");
+    int rc = kh_test_finish("test_tf_gpu_ref (" TFG_PLUGIN ")");
     if (rehearsal && rc == 0) kh_test_skip("harness rehearsal on two cpu sessions: the GPU path was not run");
     return rc;
 }

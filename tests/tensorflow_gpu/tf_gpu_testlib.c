@@ -13,7 +13,7 @@ void tfg_load_module(ct_backend *b) {
     memset(b, 0, sizeof *b);
     const char *build = getenv("KHOST_BUILD");
     char path[4096];
-    snprintf(path, sizeof path, "%s/plugins/tensorflow.so", build && *build ? build : ".");
+    snprintf(path, sizeof path, "%s/plugins/" TFG_PLUGIN ".so", build && *build ? build : ".");
     b->dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (!b->dl) {
         char why[4400];
@@ -22,10 +22,10 @@ void tfg_load_module(ct_backend *b) {
     }
     kh_entry_fn entry;
     *(void **)(&entry) = dlsym(b->dl, KH_ENTRY_NAME);
-    if (!entry) kh_test_skip("no entry point in tensorflow.so");
+    if (!entry) kh_test_skip("no entry point in " TFG_PLUGIN ".so");
     b->desc = entry(ct_host());
     b->api = b->desc ? b->desc->api : NULL;
-    if (!b->api) kh_test_skip("tensorflow entry returned no API");
+    if (!b->api) kh_test_skip(TFG_PLUGIN " entry returned no API");
 }
 
 kh_bsession *tfg_open_cpu(ct_backend *b, int threads) {
@@ -52,7 +52,7 @@ kh_bsession *tfg_open_cuda(ct_backend *b) {
     c.struct_size = sizeof c;
     if (b->api->get_caps(KH_DEVICE_CUDA, &c) != KH_OK || !c.available) {
         char why[300];
-        snprintf(why, sizeof why, "no CUDA device usable by tensorflow: %s", c.note);
+        snprintf(why, sizeof why, "no CUDA device usable by " TFG_PLUGIN ": %s", c.note);
         kh_test_skip(why);
     }
     const char *ord = getenv("TF_TEST_DEVICE");
@@ -71,7 +71,7 @@ kh_bsession *tfg_open_cuda(ct_backend *b) {
         exit(1);
     }
     char env[512];
-    if (b->api->environment(s, env, sizeof env) == KH_OK) printf("tensorflow on %s: %s\n", dev.id, env);
+    if (b->api->environment(s, env, sizeof env) == KH_OK) printf(TFG_PLUGIN " on %s: %s\n", dev.id, env);
     return s;
 }
 

@@ -1,10 +1,15 @@
-/* tests/tensorflow_gpu/tf_gpu_testlib.h — load the tensorflow plugin as the host does (dlopen of
- * $KHOST_BUILD/plugins/tensorflow.so) and open sessions on it; the model helpers of tests/cntk (ct_compile,
- * ct_init_weights, ct_tensor...) work on any backend through the same ct_backend. */
+/* tests/tensorflow_gpu/tf_gpu_testlib.h — load a graph backend as the host does (dlopen of
+ * $KHOST_BUILD/plugins/<TFG_PLUGIN>.so: tensorflow, or theano where tests/theano_cuda compiles these tests with
+ * TFG_PLUGIN="theano") and open sessions on it; the model helpers of tests/cntk (ct_compile, ct_init_weights,
+ * ct_tensor...) work on any backend through the same ct_backend. */
 #ifndef KHOST_TESTS_TF_GPU_TESTLIB_H
 #define KHOST_TESTS_TF_GPU_TESTLIB_H
 
 #include "../cntk/cntk_testlib.h"
+
+#ifndef TFG_PLUGIN
+#define TFG_PLUGIN "tensorflow"
+#endif
 
 /* Load the module (skips, exit 77, when it is missing); no session. */
 void tfg_load_module(ct_backend *b);

@@ -1,0 +1,40 @@
+/* th_cuda.h — theano's GPU path as the rest of the backend sees it (th_cuda_session.c, th_cuda_model.c,
+ * th_cuda_run.c), or the stub of builds without the CUDA toolkit, cuBLAS or cuDNN (th_cuda_stub.c).
+ *
+ * The model code (th_model.c) lowers the spec (LSTMs as scans on this path), runs the passes and plans each
+ * function, as on the CPU; then th_cuda_compile emits each function as CUDA C (th_emit_cuda.c), compiles it with
+ * NVRTC for the device's architecture, loads the CUBIN with cuModuleLoadData on the host's primary context, and
+ * allocates the device memory (one arena of the largest plan, variables with their optimizer slots,
+ * accumulators, staged feeds, the scratch the plans ask for, metric doubles). A run enqueues the launch plan on
+ * the session's stream: cuLaunchKernel, cuBLAS SGEMMs, cuDNN convolutions; it never synchronises. */
+#ifndef TH_CUDA_H
+#define TH_CUDA_H
+
+#include "th.h"
+
+typedef struct th_cuda_session th_cuda_session; /* th_cuda_exec.h */
+typedef struct th_cuda_model th_cuda_model;
+
+/* Capabilities of the CUDA device kind: available only with a driver, a device, NVRTC and cuDNN. */
+void th_cuda_caps(kh_caps *c);
+kh_status th_cuda_open(th_session *s, char *err, size_t errlen);
+void th_cuda_close(th_session *s);
+kh_status th_cuda_environment(th_session *s, char *buf, size_t n);
+
+/* After lowering, passes and plans (m->mg, m->fn[f].g and .plan): code, modules, device memory. */
+kh_status th_cuda_compile(th_model *m);
+void th_cuda_free(th_model *m);
+/* Variable v (index into m->mg.vars), canonical layout, host <-> device (synchronous). */
+kh_status th_cuda_set_var(th_model *m, int32_t v, const float *w);
+kh_status th_cuda_get_var(th_model *m, int32_t v, float *w);
+/* Stage the feeds (x: n rows of the model input; labels: n i32 or NULL; dy: the probe's output gradient or
+ * NULL; indices and labels validated on the host) and enqueue part `part` of function fn. Metrics of train and
+ * eval accumulate on the device. */
+kh_status th_cuda_run(th_model *m, kh_gfn fn, int part, int64_t n, double lr, uint64_t counter, const void *x,
+                      const int32_t *labels, const float *dy);
+/* Node `node` of the optimised function fn (n rows when batched) into host memory; synchronises. */
+kh_status th_cuda_read_node(th_model *m, kh_gfn fn, int32_t node, int64_t n, float *dst);
+kh_status th_cuda_read_metrics(th_model *m, uint32_t phase, kh_metrics *out, int32_t reset);
+kh_status th_cuda_sync(th_model *m);
+
+#endif

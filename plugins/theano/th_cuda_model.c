@@ -1,0 +1,357 @@
+#define _POSIX_C_SOURCE 200809L
+/* th_cuda_model.c — a compiled model on the GPU: each optimised, planned function emitted as CUDA C
+ * (th_emit_cuda.c), compiled by NVRTC for the device's architecture, its CUBIN checked against the launch plan
+ * (kernel names and parameter layouts, th_cubin.c) and loaded with cuModuleLoadData; then the device memory,
+ * all of it allocated here and none during a step: one arena of the largest function plan (the same offsets
+ * the CPU path uses), the scratch the plans ask for (convolution filters in cuDNN's layout, padded inputs, scan
+ * carries), variables with their optimizer slots, the GatherGrad accumulators, device feeds with two pinned
+ * staging buffers, the metric doubles, the cuDNN workspace. Weights, node values and metrics are read back
+ * synchronously; everything else is enqueued on the session's stream. */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <stdio.h>
+
+#include "cache/th_cache.h"
+#include "th_cuda_exec.h"
+
+static const char *const g_fn_names[KH_GFN_COUNT] = {"train", "eval", "predict", "probe"};
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+// --- free -----------------------------------------------------------------------------------------------------------
+void th_cuda_free(th_model *m) {
+    th_cuda_model *cm = m->cuda;
+    if (!cm) return;
+    if (cm->cs) {
+        th_cu.CtxSetCurrent(cm->cs->ctx);
+        th_cu.StreamSynchronize(cm->cs->stream);
+    }
+    for (int f = 0; f < KH_GFN_COUNT; f++) {
+        thc_fn *fn = &cm->fn[f];
+        thc_release_convs(m, f);
+        free(fn->conv);
+        free(fn->func);
+        free(fn->argp);
+        if (fn->mod) th_cu.ModuleUnload(fn->mod);
+        for (int32_t k = 0; fn->pers && k < fn->n_pers; k++) thc_free(fn->pers[k]);
+        free(fn->pers);
+        th_cu_plan_free(&fn->plan);
+    }
+    for (int32_t v = 0; v < m->mg.n_vars; v++) {
+        if (cm->w) thc_free(cm->w[v]);
+        if (cm->s1) thc_free(cm->s1[v]);
+        if (cm->s2) thc_free(cm->s2[v]);
+    }
+    free(cm->w);
+    free(cm->s1);
+    free(cm->s2);
+    for (int k = 0; k < 3; k++) thc_free(cm->feed[k]);
+    for (int k = 0; k < 2; k++) {
+        if (cm->pin[k]) th_cu.MemFreeHost(cm->pin[k]);
+        if (cm->staged[k]) th_cu.EventDestroy(cm->staged[k]);
+    }
+    if (cm->h_met) th_cu.MemFreeHost(cm->h_met);
+    thc_free(cm->met);
+    thc_free(cm->ws);
+    thc_free(cm->scratch);
+    thc_free(cm->arena);
+    free(cm);
+    m->cuda = NULL;
+}
+
+// --- code ---------------------------------------------------------------------------------------------------------
+typedef struct nvrtc_job {
+    const char *source;
+    const char *arch;
+} nvrtc_job;
+
+/* The cache's build callback: NVRTC to a CUBIN written at out_path (the cache publishes it). */
+static int nvrtc_build(void *ctx, const char *src_path, const char *out_path, const char *log_path, char *err,
+                       size_t errlen) {
+    (void)src_path, (void)log_path;
+    const nvrtc_job *j = ctx;
+    void *cubin = NULL;
+    size_t len = 0;
+    if (th_nvrtc_compile(j->source, j->arch, &cubin, &len, err, errlen) != KH_OK) return -1;
+    FILE *f = fopen(out_path, "wb");
+    int ok = f && fwrite(cubin, 1, len, f) == len;
+    if (f && fclose(f) != 0) ok = 0;
+    free(cubin);
+    if (!ok) snprintf(err, errlen, "cannot write %s", out_path);
+    return ok ? 0 : -1;
+}
+
+static kh_status read_file(const char *path, void **data, size_t *len, char *err, size_t errlen) {
+    FILE *f = fopen(path, "rb");
+    long n = -1;
+    if (f && fseek(f, 0, SEEK_END) == 0) n = ftell(f);
+    if (!f || n <= 0 || fseek(f, 0, SEEK_SET) != 0) {
+        if (f) fclose(f);
+        return kh_errf(err, errlen, KH_ERR_IO, "cannot read %s", path);
+    }
+    *data = malloc((size_t)n);
+    int ok = *data && fread(*data, 1, (size_t)n, f) == (size_t)n;
+    fclose(f);
+    if (!ok) {
+        free(*data);
+        *data = NULL;
+        return kh_errf(err, errlen, KH_ERR_IO, "cannot read %s", path);
+    }
+    *len = (size_t)n;
+    return KH_OK;
+}
+/* Emit, compile and load function f. */
+static kh_status build_module(th_model *m, int f) {
+    th_cuda_model *cm = m->cuda;
+    thc_fn *fn = &cm->fn[f];
+    th_fn_unit *u = &m->fn[f];
+    char why[2048];
+    double t0 = now();
+    th_emit_env env = {.g = &u->g, .plan = &u->plan, .mg = &m->mg, .fn = (kh_gfn)f, .scratch_floats = NULL};
+    th_sb src = {0};
+    kh_status st = th_emit_cuda(&env, &src, &fn->plan, why, sizeof why);
+    m->codegen_s += now() - t0;
+    if (st != KH_OK) {
+        th_sb_free(&src);
+        return th_fail(m->s, st, "compile", "%s function: CUDA code generation: %s", g_fn_names[f], why);
+    }
+    void *cubin = NULL;
+    size_t len = 0;
+    t0 = now();
+    /* through the generated-code cache: key = the source, NVRTC's version and options (with the architecture),
+     * the driver version and the generator's; the CUBIN is the artifact */
+    char nv[64], opts[256], extra[256];
+    snprintf(extra, sizeof extra, "generator=%s\ndriver=%d\n", TH_GENERATOR_VERSION, th_cu.version);
+    nvrtc_job job = {.source = src.s, .arch = cm->cs->arch};
+    th_cache_req req = {.source = src.s, .source_len = src.len, .source_name = "fn.cu", .artifact_name = "fn.cubin",
+                        .tool_identity = th_nvrtc_version(nv, sizeof nv),
+                        .tool_flags = th_nvrtc_options(cm->cs->arch, opts, sizeof opts), .key_extra = extra,
+                        .build = nvrtc_build, .build_ctx = &job};
+    th_cache_result res;
+    st = th_cache_get(m->s->cache, &req, &res, why, sizeof why) == 0 ? read_file(res.artifact_path, &cubin, &len, why, sizeof why)
+                                                                       : KH_ERR_INTERNAL;
+    th_sb_free(&src);
+    double cs = now() - t0;
+    cm->nvrtc_s += res.hit ? 0.0 : cs;
+    m->cc_s += res.hit ? 0.0 : cs;
+    m->load_s += res.hit ? cs : 0.0;
+    if (!res.hit) m->cache_misses++;
+    m->units++;
+    if (st != KH_OK) return th_fail(m->s, st, "compile", "%s function: %s", g_fn_names[f], why);
+    st = th_cubin_check_plan(cubin, len, &fn->plan, why, sizeof why);
+    if (st != KH_OK) {
+        free(cubin);
+        return th_fail(m->s, st, "compile", "%s function: the CUBIN does not match its launch plan: %s", g_fn_names[f], why);
+    }
+    t0 = now();
+    CUresult r = th_cu.ModuleLoadData(&fn->mod, cubin);
+    free(cubin);
+    if (r != CUDA_SUCCESS) {
+        fn->mod = NULL;
+        return thc_err_cu(m, -1, -1, "compile", r, "cuModuleLoadData(the CUBIN)");
+    }
+    fn->func = calloc((size_t)fn->plan.n + 1, sizeof *fn->func);
+    fn->argp = calloc(((size_t)fn->plan.n + 1) * TH_CU_MAX_ARGS, sizeof *fn->argp);
+    fn->conv = calloc((size_t)fn->plan.n + 1, sizeof *fn->conv);
+    if (!fn->func || !fn->argp || !fn->conv) return th_fail(m->s, KH_ERR_NOMEM, "compile", "out of host memory");
+    for (int32_t k = 0; k < fn->plan.n; k++) {
+        const th_cu_launch *e = &fn->plan.v[k];
+        if (e->kind != TH_CUL_KERNEL) continue;
+        r = th_cu.ModuleGetFunction(&fn->func[k], fn->mod, e->name);
+        if (r != CUDA_SUCCESS) return thc_err_cu(m, f, e->node, "compile", r, "cuModuleGetFunction(the kernel)");
+        cm->kernels++;
+        for (int j = 0; th_cu.FuncGetParamInfo && j < e->n_args; j++) { /* the driver's view of the parameters */
+            size_t off = 0, sz = 0;
+            if (th_cu.FuncGetParamInfo(fn->func[k], (size_t)j, &off, &sz) == CUDA_SUCCESS && sz != th_cu_arg_size(e->args[j].kind))
+                return thc_fail(m, f, e->node, "compile", KH_ERR_INTERNAL, "kernel %s parameter %d: %zu bytes, the plan passes %zu",
+                                e->name, j, sz, th_cu_arg_size(e->args[j].kind));
+        }
+    }
+    double ls = now() - t0;
+    cm->load_s += ls;
+    m->load_s += ls;
+    return KH_OK;
+}
+
+// --- memory ---------------------------------------------------------------------------------------------------------
+static kh_status alloc_vars(th_model *m) {
+    th_cuda_model *cm = m->cuda;
+    int32_t nv = m->mg.n_vars;
+    cm->w = calloc((size_t)nv + 1, sizeof *cm->w);
+    cm->s1 = calloc((size_t)nv + 1, sizeof *cm->s1);
+    cm->s2 = calloc((size_t)nv + 1, sizeof *cm->s2);
+    if (!cm->w || !cm->s1 || !cm->s2) return th_fail(m->s, KH_ERR_NOMEM, "compile", "out of host memory");
+    int slots = kh_optimizer_slots(m->mg.opt.kind);
+    for (int32_t v = 0; v < nv; v++) {
+        size_t b = (size_t)m->mg.vars[v].numel * sizeof(float);
+        kh_status st = thc_alloc(m, &cm->w[v], b, m->mg.vars[v].name);
+        if (st == KH_OK && slots >= 1) st = thc_alloc(m, &cm->s1[v], b, "an optimizer slot");
+        if (st == KH_OK && slots >= 2) st = thc_alloc(m, &cm->s2[v], b, "an optimizer slot");
+        if (st != KH_OK) return st;
+    }
+    return KH_OK;
+}
+
+static kh_status alloc_feeds(th_model *m) {
+    th_cuda_model *cm = m->cuda;
+    int64_t N = m->max_batch;
+    cm->feed_bytes[KH_GIN_X] = (size_t)(N * m->mg.input_numel) * 4u;
+    cm->feed_bytes[KH_GIN_LABELS] = (size_t)N * 4u;
+    cm->feed_bytes[KH_GIN_DY] = (size_t)(N * m->mg.out_numel) * 4u;
+    const char *names[3] = {"the staged input", "the staged labels", "the staged output gradient"};
+    size_t total = 0;
+    for (int k = 0; k < 3; k++) {
+        kh_status st = thc_alloc(m, &cm->feed[k], cm->feed_bytes[k], names[k]);
+        if (st != KH_OK) return st;
+        total += cm->feed_bytes[k];
+    }
+    for (int k = 0; k < 2; k++) {
+        THC_CU(m, -1, -1, "compile", th_cu.MemAllocHost(&cm->pin[k], total));
+        THC_CU(m, -1, -1, "compile", th_cu.EventCreate(&cm->staged[k], CU_EVENT_DISABLE_TIMING));
+        THC_CU(m, -1, -1, "compile", th_cu.EventRecord(cm->staged[k], cm->cs->stream));
+    }
+    kh_status st = thc_alloc(m, &cm->met, 4 * sizeof(double), "the metrics");
+    if (st != KH_OK) return st;
+    THC_CU(m, -1, -1, "compile", th_cu.MemAllocHost((void **)&cm->h_met, 4 * sizeof(double)));
+    return KH_OK;
+}
+
+/* the staged batch is validated against these: the smallest embedding table, the class count */
+static void bounds(th_model *m, const kh_graph *g) {
+    th_cuda_model *cm = m->cuda;
+    for (int32_t i = 0; i < g->n_nodes; i++) {
+        const kh_gnode *nd = &g->nodes[i];
+        const int32_t *in = kh_graph_inputs(g, i);
+        if (nd->op == KH_GOP_GATHER) {
+            int32_t v = (int32_t)g->nodes[in[0]].dims[0];
+            if (cm->idx_bound == 0 || v < cm->idx_bound) cm->idx_bound = v;
+        } else if (nd->op == KH_GOP_SOFTMAX_XENT || nd->op == KH_GOP_SIGMOID_XENT) {
+            int64_t c = g->nodes[in[0]].dims[1];
+            int32_t b = (int32_t)(c == 1 ? 2 : c);
+            if (cm->label_bound == 0 || b < cm->label_bound) cm->label_bound = b;
+        }
+    }
+}
+
+/* accumulators, resolved kernel arguments, cuDNN state of function f */
+static kh_status prepare_fn(th_model *m, int f) {
+    th_cuda_model *cm = m->cuda;
+    thc_fn *fn = &cm->fn[f];
+    const kh_gplan *p = &m->fn[f].plan;
+    if (p->n_persistent > 0) {
+        fn->pers = calloc((size_t)p->n_persistent, sizeof *fn->pers);
+        if (!fn->pers) return th_fail(m->s, KH_ERR_NOMEM, "compile", "out of host memory");
+        fn->n_pers = p->n_persistent;
+        for (int32_t k = 0; k < p->n_persistent; k++) { /* zeroed: each Apply clears what it consumed */
+            kh_status st = thc_alloc(m, &fn->pers[k], (size_t)p->persistent_bytes[k], "an embedding gradient");
+            if (st != KH_OK) return st;
+        }
+    }
+    for (int32_t k = 0; k < fn->plan.n; k++) {
+        const th_cu_launch *e = &fn->plan.v[k];
+        for (int j = 0; e->kind == TH_CUL_KERNEL && j < e->n_args; j++)
+            if (e->args[j].kind == TH_CUARG_PTR) {
+                CUdeviceptr a = thc_addr(m, f, &e->args[j].ref);
+                if (!a && e->args[j].ref.base != TH_CU_NONE)
+                    return thc_fail(m, f, e->node, "compile", KH_ERR_INTERNAL, "kernel %s argument %d has no storage",
+                                    e->name, j);
+                fn->argp[(size_t)k * TH_CU_MAX_ARGS + j] = a;
+            }
+    }
+    bounds(m, &m->fn[f].g);
+    return thc_prepare_convs(m, f);
+}
+
+kh_status th_cuda_compile(th_model *m) {
+    th_session *s = m->s;
+    if (!s->cuda) return th_fail(s, KH_ERR_INTERNAL, "compile", "no CUDA session state");
+    th_cuda_model *cm = calloc(1, sizeof *cm);
+    if (!cm) return th_fail(s, KH_ERR_NOMEM, "compile", "out of host memory");
+    m->cuda = cm;
+    cm->cs = s->cuda;
+    const char *se = getenv("TH_CUDA_SYNC_EACH_OP");
+    cm->sync_each = se && *se && *se != '0';
+    kh_status st = thc_bind(m, "compile");
+    for (int f = 0; f < KH_GFN_COUNT && st == KH_OK; f++)
+        if (m->mg.fn[f].n_nodes > 0) {
+            st = build_module(m, f);
+            if (st == KH_OK && cm->fn[f].plan.scratch_bytes > cm->scratch_bytes)
+                cm->scratch_bytes = cm->fn[f].plan.scratch_bytes;
+        }
+    if (st != KH_OK) return st;
+    cm->arena_bytes = m->arena_bytes; /* the largest function plan: one function runs at a time */
+    if ((st = thc_alloc(m, &cm->arena, (size_t)cm->arena_bytes, "the arena")) != KH_OK) return st;
+    if (cm->scratch_bytes > 0 && (st = thc_alloc(m, &cm->scratch, (size_t)cm->scratch_bytes, "the scratch")) != KH_OK)
+        return st;
+    if ((st = alloc_vars(m)) != KH_OK || (st = alloc_feeds(m)) != KH_OK) return st;
+    for (int f = 0; f < KH_GFN_COUNT && st == KH_OK; f++)
+        if (cm->fn[f].mod) st = prepare_fn(m, f);
+    if (st == KH_OK && cm->ws_bytes > 0) st = thc_alloc(m, &cm->ws, cm->ws_bytes, "the cuDNN workspace");
+    if (st != KH_OK) return st;
+    THC_CU(m, -1, -1, "compile", th_cu.StreamSynchronize(cm->cs->stream));
+    th_log(s, KH_LOG_INFO, "CUDA: %d kernels for %s, NVRTC %.2f s, module load %.3f s, device arena %.1f MiB, scratch %.1f MiB",
+           cm->kernels, cm->cs->arch, cm->nvrtc_s, cm->load_s, cm->arena_bytes / 1048576.0, cm->scratch_bytes / 1048576.0);
+    return KH_OK;
+}
+
+// --- weights, values, metrics -----------------------------------------------------------------------------------------
+kh_status th_cuda_set_var(th_model *m, int32_t v, const float *w) {
+    kh_status st = thc_bind(m, "set_weight");
+    if (st != KH_OK) return st;
+    size_t b = (size_t)m->mg.vars[v].numel * sizeof(float);
+    THC_CU(m, -1, -1, "set_weight", th_cu.MemcpyHtoDAsync(m->cuda->w[v], w, b, m->cuda->cs->stream));
+    THC_CU(m, -1, -1, "set_weight", th_cu.StreamSynchronize(m->cuda->cs->stream));
+    return KH_OK;
+}
+
+kh_status th_cuda_get_var(th_model *m, int32_t v, float *w) {
+    kh_status st = thc_bind(m, "get_weight");
+    if (st != KH_OK) return st;
+    size_t b = (size_t)m->mg.vars[v].numel * sizeof(float);
+    THC_CU(m, -1, -1, "get_weight", th_cu.MemcpyDtoHAsync(w, m->cuda->w[v], b, m->cuda->cs->stream));
+    THC_CU(m, -1, -1, "get_weight", th_cu.StreamSynchronize(m->cuda->cs->stream));
+    return KH_OK;
+}
+
+kh_status th_cuda_read_node(th_model *m, kh_gfn f, int32_t node, int64_t n, float *dst) {
+    th_emit_env env = {.g = &m->fn[f].g, .plan = &m->fn[f].plan, .mg = &m->mg, .fn = f, .scratch_floats = NULL};
+    th_cu_ref r;
+    if (node < 0 || node >= m->fn[f].g.n_nodes || th_cu_value(&env, node, &r) != KH_OK)
+        return th_fail(m->s, KH_ERR_INTERNAL, "read", "node %d of the %s function has no storage", node, g_fn_names[f]);
+    kh_status st = thc_bind(m, "read");
+    if (st != KH_OK) return st;
+    size_t b = (size_t)kh_graph_numel(&m->fn[f].g, node, n) * sizeof(float);
+    THC_CU(m, f, node, "read", th_cu.MemcpyDtoHAsync(dst, thc_addr(m, f, &r), b, m->cuda->cs->stream));
+    THC_CU(m, f, node, "read", th_cu.StreamSynchronize(m->cuda->cs->stream));
+    return KH_OK;
+}
+
+kh_status th_cuda_read_metrics(th_model *m, uint32_t phase, kh_metrics *out, int32_t reset) {
+    th_cuda_model *cm = m->cuda;
+    kh_status st = thc_bind(m, "read_metrics");
+    if (st != KH_OK) return st;
+    THC_CU(m, -1, -1, "read_metrics", th_cu.MemcpyDtoHAsync(cm->h_met, cm->met, 4 * sizeof(double), cm->cs->stream));
+    THC_CU(m, -1, -1, "read_metrics", th_cu.StreamSynchronize(cm->cs->stream));
+    out->loss_sum = cm->h_met[2 * phase];
+    out->correct = cm->h_met[2 * phase + 1];
+    out->samples = cm->samples[phase];
+    if (reset) {
+        THC_CU(m, -1, -1, "read_metrics",
+               th_cu.MemsetD8Async(cm->met + 2 * phase * sizeof(double), 0, 2 * sizeof(double), cm->cs->stream));
+        cm->samples[phase] = 0;
+    }
+    return KH_OK;
+}
+
+kh_status th_cuda_sync(th_model *m) {
+    kh_status st = thc_bind(m, "sync");
+    if (st != KH_OK) return st;
+    THC_CU(m, -1, -1, "sync", th_cu.StreamSynchronize(m->cuda->cs->stream));
+    return KH_OK;
+}

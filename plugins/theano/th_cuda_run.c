@@ -1,0 +1,347 @@
+/* th_cuda_run.c — running a function's launch plan on the session's stream: staging the batch through pinned
+ * buffers (indices and labels validated on the host), then each entry in order: a generated kernel with
+ * cuLaunchKernel, a cuBLAS SGEMM (row-major through the column-major API by swapping the operands:
+ * C^T = op(B)^T op(A)^T), a cuDNN NHWC convolution (one algorithm per entry chosen at compile by the *_v7
+ * heuristics among deterministic FMA-only algorithms, as tensorflow's GPU path chooses), a memset, or a scan loop
+ * (its body once per step t, GEMM operands moved by their per-step stride). Nothing here synchronises, except
+ * TH_CUDA_SYNC_EACH_OP=1, which synchronises after every entry so an asynchronous fault names its node. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "th_cuda_exec.h"
+
+#define CONV_WS_CAP ((size_t)512 << 20) /* the most workspace one convolution algorithm may ask for */
+
+static const float k_one = 1.0f, k_zero = 0.0f;
+
+CUdeviceptr thc_addr(th_model *m, int f, const th_cu_ref *r) {
+    th_cuda_model *cm = m->cuda;
+    CUdeviceptr b = 0;
+    switch (r->base) {
+    case TH_CU_ARENA: b = cm->arena; break;
+    case TH_CU_VAR: b = cm->w[r->index]; break;
+    case TH_CU_SLOT1: b = cm->s1[r->index]; break;
+    case TH_CU_SLOT2: b = cm->s2[r->index]; break;
+    case TH_CU_FEED: b = cm->feed[r->index]; break;
+    case TH_CU_PERSISTENT: b = r->index < cm->fn[f].n_pers ? cm->fn[f].pers[r->index] : 0; break;
+    case TH_CU_SCRATCH: b = cm->scratch; break;
+    case TH_CU_METRICS: b = cm->met; break;
+    default: return 0;
+    }
+    return b ? b + (CUdeviceptr)r->offset : 0; /* an offset may be negative (h_{t-1} of a scan): modulo 2^64 */
+}
+
+// --- convolutions: compile-time state ---------------------------------------------------------------------------
+static int fma_math(cudnnMathType_t t) { return t == CUDNN_FMA_MATH || t == CUDNN_DEFAULT_MATH; }
+
+/* FFT and non-fused Winograd: their FP32 error is beyond the parity tolerance (as tensorflow's GPU path) */
+static int accurate(uint32_t op, int a) {
+    if (op == TH_CU_CONV_FWD)
+        return a != CUDNN_CONVOLUTION_FWD_ALGO_FFT && a != CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING &&
+               a != CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED;
+    if (op == TH_CU_CONV_BWD_DATA)
+        return a != CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT && a != CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT_TILING &&
+               a != CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD_NONFUSED;
+    return a != CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT && a != CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT_TILING &&
+           a != CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD_NONFUSED;
+}
+
+/* descriptors for a batch of n and the entry's workspace for it */
+static kh_status conv_descs(th_model *m, int f, const th_cu_launch *e, thc_conv *c, int64_t n, size_t *ws) {
+    const th_cu_conv *v = &e->conv;
+    cudnnHandle_t h = m->cuda->cs->dnn;
+    if (c->desc_n != n) {
+        THC_DNN(m, f, e->node, "run",
+                cudnnSetTensor4dDescriptor(c->xd, CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, (int)n, v->C, v->Hp, v->Wp));
+        THC_DNN(m, f, e->node, "run",
+                cudnnSetTensor4dDescriptor(c->yd, CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, (int)n, v->F, v->OH, v->OW));
+        c->desc_n = n;
+    }
+    *ws = 0;
+    if (v->op == TH_CU_CONV_FWD)
+        THC_DNN(m, f, e->node, "run",
+                cudnnGetConvolutionForwardWorkspaceSize(h, c->xd, c->wd, c->cd, c->yd, (cudnnConvolutionFwdAlgo_t)c->algo, ws));
+    else if (v->op == TH_CU_CONV_BWD_DATA)
+        THC_DNN(m, f, e->node, "run",
+                cudnnGetConvolutionBackwardDataWorkspaceSize(h, c->wd, c->yd, c->cd, c->xd,
+                                                             (cudnnConvolutionBwdDataAlgo_t)c->algo, ws));
+    else
+        THC_DNN(m, f, e->node, "run",
+                cudnnGetConvolutionBackwardFilterWorkspaceSize(h, c->xd, c->yd, c->cd, c->wd,
+                                                               (cudnnConvolutionBwdFilterAlgo_t)c->algo, ws));
+    return KH_OK;
+}
+
+/* The first algorithm of the heuristics' list that is deterministic, FMA-only, accurate and within the cap. */
+#define PICK(perf, cnt)                                                                                     \
+    for (int k_ = 0; k_ < (cnt) && c->algo < 0; k_++)                                                       \
+        if ((perf)[k_].status == CUDNN_STATUS_SUCCESS && (perf)[k_].determinism == CUDNN_DETERMINISTIC &&   \
+            fma_math((perf)[k_].mathType) && (perf)[k_].memory <= CONV_WS_CAP && accurate(v->op, (int)(perf)[k_].algo)) \
+            c->algo = (int)(perf)[k_].algo
+
+static kh_status choose_algo(th_model *m, int f, const th_cu_launch *e, thc_conv *c) {
+    const th_cu_conv *v = &e->conv;
+    cudnnHandle_t h = m->cuda->cs->dnn;
+    int got = 0;
+    c->algo = -1;
+    if (v->op == TH_CU_CONV_FWD) {
+        cudnnConvolutionFwdAlgoPerf_t p[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+        THC_DNN(m, f, e->node, "compile",
+                cudnnGetConvolutionForwardAlgorithm_v7(h, c->xd, c->wd, c->cd, c->yd, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got, p));
+        PICK(p, got);
+    } else if (v->op == TH_CU_CONV_BWD_DATA) {
+        cudnnConvolutionBwdDataAlgoPerf_t p[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+        THC_DNN(m, f, e->node, "compile",
+                cudnnGetConvolutionBackwardDataAlgorithm_v7(h, c->wd, c->yd, c->cd, c->xd,
+                                                            CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &got, p));
+        PICK(p, got);
+    } else {
+        cudnnConvolutionBwdFilterAlgoPerf_t p[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
+        THC_DNN(m, f, e->node, "compile",
+                cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, c->xd, c->yd, c->cd, c->wd,
+                                                              CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &got, p));
+        PICK(p, got);
+    }
+    if (c->algo < 0)
+        return thc_fail(m, f, e->node, "compile", KH_ERR_UNSUPPORTED,
+                        "cuDNN offers no deterministic FMA algorithm for this NHWC shape (none of %d candidates)", got);
+    size_t ws = 0;
+    kh_status st = conv_descs(m, f, e, c, m->max_batch, &ws);
+    if (st == KH_OK && ws > m->cuda->ws_bytes) m->cuda->ws_bytes = ws;
+    return st;
+}
+
+static kh_status prepare_conv(th_model *m, int f, int32_t k) {
+    const th_cu_launch *e = &m->cuda->fn[f].plan.v[k];
+    const th_cu_conv *v = &e->conv;
+    thc_conv *c = calloc(1, sizeof *c);
+    if (!c) return thc_fail(m, f, e->node, "compile", KH_ERR_NOMEM, "out of host memory");
+    m->cuda->fn[f].conv[k] = c;
+    int N = (int)m->max_batch;
+    THC_DNN(m, f, e->node, "compile", cudnnCreateTensorDescriptor(&c->xd));
+    THC_DNN(m, f, e->node, "compile", cudnnCreateTensorDescriptor(&c->yd));
+    THC_DNN(m, f, e->node, "compile", cudnnCreateFilterDescriptor(&c->wd));
+    THC_DNN(m, f, e->node, "compile", cudnnCreateConvolutionDescriptor(&c->cd));
+    THC_DNN(m, f, e->node, "compile",
+            cudnnSetFilter4dDescriptor(c->wd, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NHWC, v->F, v->C, v->KH, v->KW));
+    THC_DNN(m, f, e->node, "compile",
+            cudnnSetConvolution2dDescriptor(c->cd, v->pad_h, v->pad_w, v->SH, v->SW, 1, 1, CUDNN_CROSS_CORRELATION,
+                                            CUDNN_DATA_FLOAT));
+    /* FP32 with FMA only (no TF32): refused math is an error, not a silent fallback */
+    THC_DNN(m, f, e->node, "compile", cudnnSetConvolutionMathType(c->cd, CUDNN_FMA_MATH));
+    THC_DNN(m, f, e->node, "compile",
+            cudnnSetTensor4dDescriptor(c->xd, CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, N, v->C, v->Hp, v->Wp));
+    THC_DNN(m, f, e->node, "compile",
+            cudnnSetTensor4dDescriptor(c->yd, CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, N, v->F, v->OH, v->OW));
+    c->desc_n = N;
+    int on, oc, oh, ow;
+    THC_DNN(m, f, e->node, "compile", cudnnGetConvolution2dForwardOutputDim(c->cd, c->xd, c->wd, &on, &oc, &oh, &ow));
+    if (on != N || oc != v->F || oh != v->OH || ow != v->OW)
+        return thc_fail(m, f, e->node, "compile", KH_ERR_INTERNAL, "cuDNN output %dx%dx%dx%d, the plan says %dx%dx%dx%d",
+                        on, oh, ow, oc, N, v->OH, v->OW, v->F);
+    return choose_algo(m, f, e, c);
+}
+
+kh_status thc_prepare_convs(th_model *m, int f) {
+    thc_fn *fn = &m->cuda->fn[f];
+    for (int32_t k = 0; k < fn->plan.n; k++) {
+        if (fn->plan.v[k].kind != TH_CUL_CONV) continue;
+        kh_status st = prepare_conv(m, f, k);
+        if (st != KH_OK) return st;
+    }
+    return KH_OK;
+}
+
+void thc_release_convs(th_model *m, int f) {
+    thc_fn *fn = &m->cuda->fn[f];
+    for (int32_t k = 0; fn->conv && k < fn->plan.n; k++) {
+        thc_conv *c = fn->conv[k];
+        if (!c) continue;
+        if (c->xd) cudnnDestroyTensorDescriptor(c->xd);
+        if (c->yd) cudnnDestroyTensorDescriptor(c->yd);
+        if (c->wd) cudnnDestroyFilterDescriptor(c->wd);
+        if (c->cd) cudnnDestroyConvolutionDescriptor(c->cd);
+        free(c);
+        fn->conv[k] = NULL;
+    }
+}
+
+// --- one entry --------------------------------------------------------------------------------------------------
+typedef struct run_args {
+    int64_t n;
+    float lr;
+    uint64_t seed, counter;
+    int32_t t;
+} run_args;
+
+static kh_status run_kernel(th_model *m, int f, int32_t k, const run_args *a) {
+    thc_fn *fn = &m->cuda->fn[f];
+    const th_cu_launch *e = &fn->plan.v[k];
+    int64_t grid = th_cu_grid(e, a->n);
+    if (grid <= 0) return KH_OK;
+    void *params[TH_CU_MAX_ARGS];
+    CUdeviceptr *argp = fn->argp + (size_t)k * TH_CU_MAX_ARGS;
+    for (int j = 0; j < e->n_args; j++) {
+        switch (e->args[j].kind) {
+        case TH_CUARG_PTR: params[j] = &argp[j]; break;
+        case TH_CUARG_N: params[j] = (void *)&a->n; break;
+        case TH_CUARG_LR: params[j] = (void *)&a->lr; break;
+        case TH_CUARG_SEED: params[j] = (void *)&a->seed; break;
+        case TH_CUARG_COUNTER: params[j] = (void *)&a->counter; break;
+        default: params[j] = (void *)&a->t; break; /* TH_CUARG_STEP */
+        }
+    }
+    CUresult r = th_cu.LaunchKernel(fn->func[k], (unsigned)grid, 1, 1, (unsigned)e->block, 1, 1, 0, m->cuda->cs->stream,
+                                    params, NULL);
+    if (r != CUDA_SUCCESS) {
+        char t[160];
+        return thc_fail(m, f, e->node, "run", r == CUDA_ERROR_OUT_OF_MEMORY ? KH_ERR_NOMEM : KH_ERR_DEVICE,
+                        "%s (cuLaunchKernel of %s, grid %lld x %d)", th_cu_errtext(r, t, sizeof t), e->name,
+                        (long long)grid, e->block);
+    }
+    return KH_OK;
+}
+
+static kh_status run_gemm(th_model *m, int f, const th_cu_launch *e, const run_args *a) {
+    const th_cu_gemm *g = &e->gemm;
+    int64_t M = th_cu_eval(g->M, a->n), N = th_cu_eval(g->N, a->n), K = th_cu_eval(g->K, a->n);
+    if (M <= 0 || N <= 0 || K <= 0)
+        return thc_fail(m, f, e->node, "run", KH_ERR_INTERNAL, "GEMM of %lld x %lld x %lld", (long long)M, (long long)N,
+                        (long long)K);
+    CUdeviceptr A = thc_addr(m, f, &g->A) + (CUdeviceptr)(g->A.step * a->t);
+    CUdeviceptr B = thc_addr(m, f, &g->B) + (CUdeviceptr)(g->B.step * a->t);
+    CUdeviceptr C = thc_addr(m, f, &g->C) + (CUdeviceptr)(g->C.step * a->t);
+    THC_BLAS(m, f, e->node, "run",
+             cublasSgemm(m->cuda->cs->blas, g->tb ? CUBLAS_OP_T : CUBLAS_OP_N, g->ta ? CUBLAS_OP_T : CUBLAS_OP_N, (int)N,
+                         (int)M, (int)K, &k_one, (const float *)(uintptr_t)B, (int)g->ldb, (const float *)(uintptr_t)A,
+                         (int)g->lda, &g->beta, (float *)(uintptr_t)C, (int)g->ldc));
+    return KH_OK;
+}
+
+static kh_status run_conv(th_model *m, int f, int32_t k, int64_t n) {
+    th_cuda_model *cm = m->cuda;
+    const th_cu_launch *e = &cm->fn[f].plan.v[k];
+    thc_conv *c = cm->fn[f].conv[k];
+    size_t ws = 0;
+    kh_status st = conv_descs(m, f, e, c, n, &ws);
+    if (st != KH_OK) return st;
+    if (ws > cm->ws_bytes)
+        return thc_fail(m, f, e->node, "run", KH_ERR_INTERNAL, "batch %lld needs %zu B of cuDNN workspace, %zu B allocated",
+                        (long long)n, ws, cm->ws_bytes);
+    cudnnHandle_t h = cm->cs->dnn;
+    void *x = (void *)(uintptr_t)thc_addr(m, f, &e->conv.x), *w = (void *)(uintptr_t)thc_addr(m, f, &e->conv.w);
+    void *y = (void *)(uintptr_t)thc_addr(m, f, &e->conv.y), *wsp = (void *)(uintptr_t)cm->ws;
+    switch (e->conv.op) {
+    case TH_CU_CONV_FWD:
+        THC_DNN(m, f, e->node, "run",
+                cudnnConvolutionForward(h, &k_one, c->xd, x, c->wd, w, c->cd, (cudnnConvolutionFwdAlgo_t)c->algo, wsp,
+                                        cm->ws_bytes, &k_zero, c->yd, y));
+        break;
+    case TH_CU_CONV_BWD_DATA:
+        THC_DNN(m, f, e->node, "run",
+                cudnnConvolutionBackwardData(h, &k_one, c->wd, w, c->yd, y, c->cd, (cudnnConvolutionBwdDataAlgo_t)c->algo,
+                                             wsp, cm->ws_bytes, &k_zero, c->xd, x));
+        break;
+    default:
+        THC_DNN(m, f, e->node, "run",
+                cudnnConvolutionBackwardFilter(h, &k_one, c->xd, x, c->yd, y, c->cd,
+                                               (cudnnConvolutionBwdFilterAlgo_t)c->algo, wsp, cm->ws_bytes, &k_zero,
+                                               c->wd, w));
+        break;
+    }
+    return KH_OK;
+}
+
+static kh_status run_entry(th_model *m, int f, int32_t k, const run_args *a) {
+    th_cuda_model *cm = m->cuda;
+    const th_cu_launch *e = &cm->fn[f].plan.v[k];
+    kh_status st = KH_OK;
+    switch (e->kind) {
+    case TH_CUL_KERNEL: st = run_kernel(m, f, k, a); break;
+    case TH_CUL_GEMM: st = run_gemm(m, f, e, a); break;
+    case TH_CUL_CONV: st = run_conv(m, f, k, a->n); break;
+    case TH_CUL_MEMSET: {
+        int64_t b = th_cu_eval(e->bytes, a->n);
+        if (b > 0) THC_CU(m, f, e->node, "run", th_cu.MemsetD8Async(thc_addr(m, f, &e->dst), 0, (size_t)b, cm->cs->stream));
+        break;
+    }
+    default: return thc_fail(m, f, e->node, "run", KH_ERR_INTERNAL, "plan entry %d of kind %u", k, e->kind);
+    }
+    if (st == KH_OK && cm->sync_each) THC_CU(m, f, e->node, "run", th_cu.StreamSynchronize(cm->cs->stream));
+    return st;
+}
+
+// --- staging and the run ---------------------------------------------------------------------------------------------
+static kh_status stage(th_model *m, int64_t n, const void *x, const int32_t *labels, const float *dy) {
+    th_cuda_model *cm = m->cuda;
+    CUstream s = cm->cs->stream;
+    int k = cm->next_pin;
+    /* pin[k] was last uploaded two calls ago: wait for that copy before overwriting it */
+    THC_CU(m, -1, -1, "run", th_cu.EventSynchronize(cm->staged[k]));
+    char *pin = cm->pin[k];
+    char *at[3] = {pin, pin + cm->feed_bytes[0], pin + cm->feed_bytes[0] + cm->feed_bytes[1]};
+    size_t bytes[3] = {x ? (size_t)(n * m->mg.input_numel) * 4u : 0, labels ? (size_t)n * 4u : 0,
+                       dy ? (size_t)(n * m->mg.out_numel) * 4u : 0};
+    if (x) {
+        memcpy(at[0], x, bytes[0]);
+        if (m->mg.input_dtype == KH_I32 && cm->idx_bound > 0) {
+            const int32_t *idx = (const int32_t *)at[0];
+            for (int64_t j = 0; j < n * m->mg.input_numel; j++)
+                if (idx[j] < 0 || idx[j] >= cm->idx_bound)
+                    return th_fail(m->s, KH_ERR_INVALID, "run", "embedding index %d at position %lld outside [0, %d)",
+                                   idx[j], (long long)j, cm->idx_bound);
+        }
+    }
+    if (labels) {
+        for (int64_t j = 0; cm->label_bound > 0 && j < n; j++)
+            if (labels[j] < 0 || labels[j] >= cm->label_bound)
+                return th_fail(m->s, KH_ERR_INVALID, "run", "label %d of sample %lld outside [0, %d)", labels[j],
+                               (long long)j, cm->label_bound);
+        memcpy(at[1], labels, bytes[1]);
+    }
+    if (dy) memcpy(at[2], dy, bytes[2]);
+    for (int q = 0; q < 3; q++)
+        if (bytes[q] > 0) THC_CU(m, -1, -1, "run", th_cu.MemcpyHtoDAsync(cm->feed[q], at[q], bytes[q], s));
+    THC_CU(m, -1, -1, "run", th_cu.EventRecord(cm->staged[k], s));
+    cm->next_pin = k ^ 1;
+    return KH_OK;
+}
+
+kh_status th_cuda_run(th_model *m, kh_gfn f, int part, int64_t n, double lr, uint64_t counter, const void *x,
+                      const int32_t *labels, const float *dy) {
+    th_cuda_model *cm = m->cuda;
+    thc_fn *fn = &cm->fn[f];
+    if (!fn->mod) return th_fail(m->s, KH_ERR_UNSUPPORTED, "run", "the model has no such function (no loss?)");
+    kh_status st = thc_bind(m, "run");
+    if (st == KH_OK) st = stage(m, n, x, labels, dy);
+    if (st != KH_OK) return st;
+    if (f == KH_GFN_PROBE && part == 1) /* accumulators of a probe start from zero at every backward */
+        for (int32_t k = 0; k < fn->n_pers; k++)
+            THC_CU(m, f, -1, "backward", th_cu.MemsetD8Async(fn->pers[k], 0, (size_t)m->fn[f].plan.persistent_bytes[k],
+                                                             cm->cs->stream));
+    run_args a = {n, (float)lr, m->seed, counter, 0};
+    const th_cu_plan *p = &fn->plan;
+    for (int32_t k = 0; k < p->n && st == KH_OK; k++) {
+        const th_cu_launch *e = &p->v[k];
+        int32_t body = e->kind == TH_CUL_LOOP ? e->body : 0;
+        if (e->part != part) {
+            k += body;
+            continue;
+        }
+        if (!body) {
+            st = run_entry(m, f, k, &a);
+            continue;
+        }
+        for (int32_t it = 0; it < e->steps && st == KH_OK; it++) {
+            a.t = e->reverse ? e->steps - 1 - it : it;
+            for (int32_t b = 1; b <= body && st == KH_OK; b++)
+                if (!(p->v[k + b].skip_t0 && a.t == 0)) st = run_entry(m, f, k + b, &a);
+        }
+        a.t = 0;
+        k += body;
+    }
+    if (st != KH_OK) return st;
+    if (f == KH_GFN_TRAIN) cm->samples[KH_PHASE_TRAIN] += n;
+    else if (f == KH_GFN_EVAL) cm->samples[KH_PHASE_EVAL] += n;
+    return KH_OK;
+}
