@@ -288,6 +288,17 @@ void kh_model_graphs_free(kh_model_graphs *m);
 /* Index into m->vars of (layer, slot), or -1. */
 int32_t kh_model_graphs_var(const kh_model_graphs *m, int32_t layer, int32_t slot);
 
+/* What a backend checks of a model call's tensors (the reason in `why`, without the backend's prefix): the batch
+ * x (its count in *n), n labels (each a class of the output), an output buffer of n * per floats, and a weight
+ * tensor for (layer, slot) (its index in m->vars in *v). */
+kh_status kh_model_graphs_check_x(const kh_model_graphs *m, int64_t max_batch, const kh_tensor *x, int64_t *n,
+                                  char *why, size_t len);
+kh_status kh_model_graphs_check_labels(const kh_model_graphs *m, const kh_tensor *y, int64_t n, char *why,
+                                       size_t len);
+kh_status kh_model_graphs_check_out(const kh_tensor *out, int64_t n, int64_t per, char *why, size_t len);
+kh_status kh_model_graphs_check_weight(const kh_model_graphs *m, int32_t layer, int32_t slot, const kh_tensor *t,
+                                       int32_t *v, char *why, size_t len);
+
 /* The optimizer schedule the Apply ops use: kh_optimizer_resolve / kh_optimizer_step_lr (khost/kit.h). */
 
 /* --- memory plan --------------------------------------------------------------------------------------- */

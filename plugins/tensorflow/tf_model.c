@@ -209,17 +209,9 @@ void tf_api_model_free(kh_bmodel *b) {
 // --- weights --------------------------------------------------------------------------------------------------
 static kh_status check_slot(tf_model *m, int32_t layer, int32_t slot, const kh_tensor *t, const char *op,
                             int32_t *v_out) {
-    int32_t v = kh_model_graphs_var(&m->mg, layer, slot);
-    if (v < 0) return tf_fail(m->s, KH_ERR_INVALID, op, "no weight (layer %d, slot %d)", layer, slot);
-    const kh_gvar *gv = &m->mg.vars[v];
-    int same = t && t->data && t->dtype == KH_F32 && t->rank == gv->rank;
-    for (int i = 0; same && i < gv->rank; i++) same = t->dims[i] == gv->dims[i];
-    if (!same)
-        return tf_fail(m->s, KH_ERR_INVALID, op, "layer %d slot %d (%s) must be f32 of %d dims [%lld, %lld, %lld, %lld]",
-                       layer, slot, gv->name, gv->rank, (long long)gv->dims[0], (long long)(gv->rank > 1 ? gv->dims[1] : 0),
-                       (long long)(gv->rank > 2 ? gv->dims[2] : 0), (long long)(gv->rank > 3 ? gv->dims[3] : 0));
-    *v_out = v;
-    return KH_OK;
+    char why[300];
+    kh_status st = kh_model_graphs_check_weight(&m->mg, layer, slot, t, v_out, why, sizeof why);
+    return st == KH_OK ? st : tf_fail(m->s, st, op, "%s", why);
 }
 
 kh_status tf_api_set_weight(kh_bmodel *b, int32_t layer, int32_t slot, const kh_tensor *w) {
@@ -246,27 +238,15 @@ kh_status tf_api_get_weight(kh_bmodel *b, int32_t layer, int32_t slot, kh_tensor
 
 // --- staging --------------------------------------------------------------------------------------------------
 static kh_status check_x(tf_model *m, const kh_tensor *x, const char *op, int64_t *n) {
-    if (!x || !x->data || x->rank < 1) return tf_fail(m->s, KH_ERR_INVALID, op, "x has no data or rank 0");
-    if (x->dtype != m->mg.input_dtype)
-        return tf_fail(m->s, KH_ERR_INVALID, op, "x dtype %u, the model takes %s", x->dtype,
-                       m->mg.input_dtype == KH_I32 ? "i32 indices" : "f32");
-    int64_t nb = x->dims[0];
-    if (nb < 1 || nb > m->max_batch)
-        return tf_fail(m->s, KH_ERR_INVALID, op, "batch of %lld samples, compiled for 1..%lld", (long long)nb,
-                       (long long)m->max_batch);
-    if (kh_tensor_numel(x) != nb * m->mg.input_numel)
-        return tf_fail(m->s, KH_ERR_INVALID, op, "x holds %lld values per sample, the model takes %lld",
-                       (long long)(kh_tensor_numel(x) / nb), (long long)m->mg.input_numel);
-    if (x->rank == 4 && x->layout == KH_LAYOUT_NCHW)
-        return tf_fail(m->s, KH_ERR_INVALID, op, "images must be NHWC");
-    *n = nb;
-    return KH_OK;
+    char why[300];
+    kh_status st = kh_model_graphs_check_x(&m->mg, m->max_batch, x, n, why, sizeof why);
+    return st == KH_OK ? st : tf_fail(m->s, st, op, "%s", why);
 }
 
 static kh_status check_y(tf_model *m, const kh_tensor *y, int64_t n, const char *op) {
-    if (!y || !y->data || y->dtype != KH_I32 || kh_tensor_numel(y) != n)
-        return tf_fail(m->s, KH_ERR_INVALID, op, "y must be %lld i32 labels", (long long)n);
-    return KH_OK;
+    char why[300];
+    kh_status st = kh_model_graphs_check_labels(&m->mg, y, n, why, sizeof why);
+    return st == KH_OK ? st : tf_fail(m->s, st, op, "%s", why);
 }
 
 static void stage(tf_model *m, const kh_tensor *x, const kh_tensor *y, int64_t n) {
@@ -323,10 +303,9 @@ kh_status tf_api_eval_batch(kh_bmodel *b, const kh_tensor *x, const kh_tensor *y
 }
 
 static kh_status check_out(tf_model *m, const kh_tensor *out, int64_t n, int64_t per, const char *op) {
-    if (!out || !out->data || out->dtype != KH_F32 || kh_tensor_numel(out) != n * per)
-        return tf_fail(m->s, KH_ERR_INVALID, op, "out must be f32 with %lld values (%lld per sample)",
-                       (long long)(n * per), (long long)per);
-    return KH_OK;
+    char why[300];
+    kh_status st = kh_model_graphs_check_out(out, n, per, why, sizeof why);
+    return st == KH_OK ? st : tf_fail(m->s, st, op, "%s", why);
 }
 
 static kh_status read_node(tf_model *m, kh_gfn fn, int32_t node, int64_t n, float *dst) {

@@ -207,14 +207,9 @@ void th_api_model_free(kh_bmodel *b) {
 // --- weights --------------------------------------------------------------------------------------------------
 static kh_status check_slot(th_model *m, int32_t layer, int32_t slot, const kh_tensor *t, const char *op,
                             int32_t *v_out) {
-    int32_t v = kh_model_graphs_var(&m->mg, layer, slot);
-    if (v < 0) return th_fail(m->s, KH_ERR_INVALID, op, "no weight (layer %d, slot %d)", layer, slot);
-    const kh_gvar *gv = &m->mg.vars[v];
-    int same = t && t->data && t->dtype == KH_F32 && t->rank == gv->rank;
-    for (int i = 0; same && i < gv->rank; i++) same = t->dims[i] == gv->dims[i];
-    if (!same) return th_fail(m->s, KH_ERR_INVALID, op, "layer %d slot %d (%s) must be f32 of its shape", layer, slot, gv->name);
-    *v_out = v;
-    return KH_OK;
+    char why[300];
+    kh_status st = kh_model_graphs_check_weight(&m->mg, layer, slot, t, v_out, why, sizeof why);
+    return st == KH_OK ? st : th_fail(m->s, st, op, "%s", why);
 }
 
 kh_status th_api_set_weight(kh_bmodel *b, int32_t layer, int32_t slot, const kh_tensor *w) {
@@ -237,40 +232,22 @@ kh_status th_api_get_weight(kh_bmodel *b, int32_t layer, int32_t slot, kh_tensor
 
 // --- staging and running ----------------------------------------------------------------------------------------
 static kh_status check_x(th_model *m, const kh_tensor *x, const char *op, int64_t *n) {
-    if (!x || !x->data || x->rank < 1) return th_fail(m->s, KH_ERR_INVALID, op, "x has no data or rank 0");
-    if (x->dtype != m->mg.input_dtype)
-        return th_fail(m->s, KH_ERR_INVALID, op, "x dtype %u, the model takes %s", x->dtype,
-                       m->mg.input_dtype == KH_I32 ? "i32 indices" : "f32");
-    int64_t nb = x->dims[0];
-    if (nb < 1 || nb > m->max_batch)
-        return th_fail(m->s, KH_ERR_INVALID, op, "batch of %lld samples, compiled for 1..%lld", (long long)nb,
-                       (long long)m->max_batch);
-    if (kh_tensor_numel(x) != nb * m->mg.input_numel)
-        return th_fail(m->s, KH_ERR_INVALID, op, "x holds %lld values per sample, the model takes %lld",
-                       (long long)(kh_tensor_numel(x) / nb), (long long)m->mg.input_numel);
-    if (x->rank == 4 && x->layout == KH_LAYOUT_NCHW) return th_fail(m->s, KH_ERR_INVALID, op, "images must be NHWC");
-    *n = nb;
-    return KH_OK;
+    char why[300];
+    kh_status st = kh_model_graphs_check_x(&m->mg, m->max_batch, x, n, why, sizeof why);
+    return st == KH_OK ? st : th_fail(m->s, st, op, "%s", why);
 }
 
 /* Labels index the probabilities in the generated loss code: every one must be a class of the output. */
 static kh_status check_y(th_model *m, const kh_tensor *y, int64_t n, const char *op) {
-    if (!y || !y->data || y->dtype != KH_I32 || kh_tensor_numel(y) != n)
-        return th_fail(m->s, KH_ERR_INVALID, op, "y must be %lld i32 labels", (long long)n);
-    int64_t classes = m->mg.out_numel == 1 ? 2 : m->mg.out_numel;
-    const int32_t *lab = y->data;
-    for (int64_t r = 0; r < n; r++)
-        if (lab[r] < 0 || lab[r] >= classes)
-            return th_fail(m->s, KH_ERR_INVALID, op, "label %d of sample %lld outside [0, %lld)", lab[r], (long long)r,
-                           (long long)classes);
-    return KH_OK;
+    char why[300];
+    kh_status st = kh_model_graphs_check_labels(&m->mg, y, n, why, sizeof why);
+    return st == KH_OK ? st : th_fail(m->s, st, op, "%s", why);
 }
 
 static kh_status check_out(th_model *m, const kh_tensor *out, int64_t n, int64_t per, const char *op) {
-    if (!out || !out->data || out->dtype != KH_F32 || kh_tensor_numel(out) != n * per)
-        return th_fail(m->s, KH_ERR_INVALID, op, "out must be f32 with %lld values (%lld per sample)",
-                       (long long)(n * per), (long long)per);
-    return KH_OK;
+    char why[300];
+    kh_status st = kh_model_graphs_check_out(out, n, per, why, sizeof why);
+    return st == KH_OK ? st : th_fail(m->s, st, op, "%s", why);
 }
 
 static kh_status run(th_model *m, kh_gfn f, int part, const kh_tensor *x, const kh_tensor *y, int64_t n, double lr,
