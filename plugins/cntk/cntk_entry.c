@@ -9,20 +9,9 @@
 static const kh_host_api *g_host; /* set once by the entry point; read-only afterwards */
 
 // --- memory ----------------------------------------------------------------------------------------------
-void *cntk_alloc(cntk_session *s, size_t bytes) {
-    if (bytes == 0) bytes = 64;
-    void *p = s->host && s->host->alloc ? s->host->alloc(bytes) : aligned_alloc(64, (bytes + 63) / 64 * 64);
-    if (p) memset(p, 0, bytes);
-    return p;
-}
+void *cntk_alloc(cntk_session *s, size_t bytes) { return kh_host_alloc(s->host, bytes); }
 
-void cntk_free(cntk_session *s, void *p) {
-    if (!p) return;
-    if (s->host && s->host->alloc && s->host->free)
-        s->host->free(p);
-    else
-        free(p);
-}
+void cntk_free(cntk_session *s, void *p) { kh_host_free(s->host, p); }
 
 // --- capabilities and sessions ---------------------------------------------------------------------------
 static kh_status cntk_get_caps(uint32_t device_kind, kh_caps *out) {

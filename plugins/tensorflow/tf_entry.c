@@ -29,18 +29,9 @@ kh_status tf_fail(tf_session *s, kh_status st, const char *what, const char *fmt
     return st;
 }
 
-void *tf_alloc(tf_session *s, size_t bytes) {
-    if (bytes == 0) bytes = 64;
-    void *p = s->host && s->host->alloc ? s->host->alloc(bytes) : aligned_alloc(64, (bytes + 63) / 64 * 64);
-    if (p) memset(p, 0, bytes);
-    return p;
-}
+void *tf_alloc(tf_session *s, size_t bytes) { return kh_host_alloc(s->host, bytes); }
 
-void tf_free(tf_session *s, void *p) {
-    if (!p) return;
-    if (s->host && s->host->alloc && s->host->free) s->host->free(p);
-    else free(p);
-}
+void tf_free(tf_session *s, void *p) { kh_host_free(s->host, p); }
 
 static kh_status tf_get_caps(uint32_t device_kind, kh_caps *out) {
     if (!out) return KH_ERR_INVALID;
