@@ -20,6 +20,7 @@ typedef struct th_settings {
     char cc[256];        /* C compiler (default "cc") */
     char cflags[512];    /* flags (default "-O3 -march=native -ffp-contract=fast -fno-math-errno ...") */
     char cache_dir[512]; /* "" = $XDG_CACHE_HOME/khost/theano */
+    char dump_dir[512];  /* "" = no dump; else each function's passes, optimised graph and source go there */
     int32_t passes;      /* 0: no graph optimisation (for measuring what the passes give) */
 } th_settings;
 
@@ -52,7 +53,6 @@ typedef struct th_fn_unit {
     th_fn run;
     th_rt_ctx ctx;
     float **persistent;
-    int32_t counts_before[KH_GOP_END], counts_after[KH_GOP_END];
 } th_fn_unit;
 
 typedef struct th_model {
@@ -95,6 +95,11 @@ int th_blas_available(void);
 th_sgemm_fn th_blas_sgemm(void);
 void th_blas_threads(int threads);
 const char *th_blas_version(char *buf, size_t n);
+
+/* th_dump.c: [plugin theano] dump_dir output of one compiled function (source NULL: none) */
+struct th_opt_report;
+void th_dump_fn(th_session *s, const char *fn_name, const kh_graph *lowered, const kh_graph *opt,
+                const struct th_opt_report *rep, const char *source, size_t len);
 
 /* th_prelude.c: the support code at the top of a generated C source (th_rt.h), or of a CUDA source
  * (rt/th_rt_cuda.h, system includes dropped: NVRTC has no system headers) */

@@ -6,6 +6,8 @@
  *              -fno-trapping-math); without -fopenmp the generated loops run on one thread
  *   cache_dir  the generated-code cache (default: $XDG_CACHE_HOME/khost/theano, else ~/.cache/khost/theano)
  *   optimize   1 runs the graph passes (default), 0 compiles the graph as lowered (to measure the passes)
+ *   dump_dir   a folder: each function's passes, op counts, optimised graph and generated source are written
+ *              there at compile (<function>.graph.txt, <function>.c)
  * The generated loops use OpenMP with the device's threads; OMP_WAIT_POLICY defaults to passive.
  */
 #define _POSIX_C_SOURCE 200809L /* setenv */
@@ -105,6 +107,7 @@ static kh_status th_open(const kh_host_api *host, const kh_device *dev, kh_bsess
     kh_status st = text_setting(s->host, "cc", "cc", s->set.cc, sizeof s->set.cc, err, errlen);
     if (st == KH_OK) st = text_setting(s->host, "cflags", TH_DEFAULT_CFLAGS, s->set.cflags, sizeof s->set.cflags, err, errlen);
     if (st == KH_OK) st = text_setting(s->host, "cache_dir", "", s->set.cache_dir, sizeof s->set.cache_dir, err, errlen);
+    if (st == KH_OK) st = text_setting(s->host, "dump_dir", "", s->set.dump_dir, sizeof s->set.dump_dir, err, errlen);
     if (st == KH_OK) st = text_setting(s->host, "optimize", "1", opt, sizeof opt, err, errlen);
     if (st == KH_OK && strcmp(opt, "0") != 0 && strcmp(opt, "1") != 0)
         st = kh_errf(err, errlen, KH_ERR_INVALID, "theano: [plugin theano] optimize = '%s': expected 0 or 1", opt);

@@ -35,10 +35,8 @@ static kh_status build_fn(th_model *m, int f) {
     if (!u->map) return oom(m, "the node map", 0);
     double t0 = now();
     th_opt_report rep;
-    kh_graph_op_counts(lg, u->counts_before);
     kh_status st = th_optimize(lg, m->s->set.passes, &u->g, u->map, &rep, why, sizeof why);
     if (st != KH_OK) return th_fail(m->s, st, "compile", "%s function: %s", g_fn_names[f], why);
-    kh_graph_op_counts(&u->g, u->counts_after);
     for (int k = 0; k < rep.n; k++)
         th_log(m->s, KH_LOG_DEBUG, "%s: pass %-14s %5d -> %5d nodes, %d rewrites, %.1f ms", g_fn_names[f],
                rep.run[k].name, rep.run[k].nodes_before, rep.run[k].nodes_after, rep.run[k].changed,
@@ -48,6 +46,7 @@ static kh_status build_fn(th_model *m, int f) {
     if (u->plan.arena_bytes > m->arena_bytes) m->arena_bytes = u->plan.arena_bytes;
     if (m->s->cuda) { /* the GPU path emits and compiles every function in th_cuda_compile */
         m->codegen_s += now() - t0;
+        th_dump_fn(m->s, g_fn_names[f], lg, &u->g, &rep, NULL, 0);
         return KH_OK;
     }
     th_sb src = {0};
@@ -58,6 +57,7 @@ static kh_status build_fn(th_model *m, int f) {
         th_sb_free(&src);
         return th_fail(m->s, st, "compile", "%s function: %s", g_fn_names[f], why);
     }
+    th_dump_fn(m->s, g_fn_names[f], lg, &u->g, &rep, src.s, src.len);
     int hit = 0;
     double cc_s = 0, load_s = 0;
     st = th_build(m->s, src.s, src.len, g_fn_names[f], &u->dl, &u->run, &hit, &cc_s, &load_s);
