@@ -8,7 +8,8 @@
  *   optimize   1 runs the graph passes (default), 0 compiles the graph as lowered (to measure the passes)
  *   dump_dir   a folder: each function's passes, op counts, optimised graph and generated source are written
  *              there at compile (<function>.graph.txt, <function>.c)
- * The generated loops use OpenMP with the device's threads; OMP_WAIT_POLICY defaults to passive.
+ * The generated loops use OpenMP with the device's threads; idle workers spin 3000 iterations, then sleep
+ * (OMP_WAIT_POLICY=passive, GOMP_SPINCOUNT=3000 unless set).
  */
 #define _POSIX_C_SOURCE 200809L /* setenv */
 #include <stdarg.h>
@@ -127,11 +128,13 @@ static kh_status th_open(const kh_host_api *host, const kh_device *dev, kh_bsess
         return st;
     }
     th_blas_threads(1); /* the generated code's OpenMP loops split big GEMMs; BLAS never starts threads */
-    /* Idle OpenMP workers sleep instead of spinning (unless the user chose otherwise): the scans open two
-     * short parallel regions per time step, and spinning workers on a shared or oversubscribed machine turned
-     * each region's barrier into a wait for a descheduled thread (lstm_text_generation ran 30x slower under
-     * load). libgomp reads this when the first generated object loads it. */
+    /* Idle OpenMP workers spin briefly, then sleep (unless the user chose otherwise): the scans open two short
+     * parallel regions per time step. Spinning without a bound on a shared or oversubscribed machine turned
+     * each region's barrier into a wait for a descheduled thread (lstm_text_generation 30x slower under load);
+     * sleeping at once cost a futex wake per region (40 ms per step against 22 ms with a 3000-iteration spin).
+     * libgomp reads both when the first generated object loads it. */
     setenv("OMP_WAIT_POLICY", "passive", 0);
+    setenv("GOMP_SPINCOUNT", "3000", 0);
     *out = b;
     return KH_OK;
 }

@@ -365,6 +365,32 @@ TH_RT_FN float th_correct(const float *p, const int32_t *lab, int64_t rows, int6
 /* --- LSTM scans: S (n, T, 6, U) holds h, c, i, f, g, o of every step. The input projection of all steps (xw)
  * was one GEMM before the scan; inside it each step is one GEMM with the recurrent kernel and one fused gate
  * loop. Scratch: n * 4U floats forward, 2 n U backward. ---------------------------------------------------- */
+/* One row's cells, out of line with restrict parameters: inside an OpenMP region GCC does not vectorise the
+ * loop when it is inlined into the outlined body, and on its own it does. */
+static __attribute__((noinline, unused)) void th_lstm_cells(int64_t U, const float *restrict zi, const float *restrict zf,
+                                                           const float *restrict zc, const float *restrict zo,
+                                                           const float *restrict cp, float *restrict gi,
+                                                           float *restrict gf, float *restrict gg, float *restrict go,
+                                                           float *restrict cc, float *restrict h) {
+    if (cp)
+        for (int64_t u = 0; u < U; u++)
+            kh_lstm_cell(zi[u], zf[u], zc[u], zo[u], cp[u], &gi[u], &gf[u], &gg[u], &go[u], &cc[u], &h[u]);
+    else
+        for (int64_t u = 0; u < U; u++)
+            kh_lstm_cell(zi[u], zf[u], zc[u], zo[u], 0.0f, &gi[u], &gf[u], &gg[u], &go[u], &cc[u], &h[u]);
+}
+
+/* dc_next (in: the next step's, out: this step's) is read and written at the same index only */
+static __attribute__((noinline, unused)) void th_lstm_cells_backward(
+    int64_t U, const float *restrict gi, const float *restrict gf, const float *restrict gg, const float *restrict go,
+    const float *restrict cc, const float *restrict cp, const float *restrict dh, const float *restrict dc,
+    const float *restrict dhn, float *restrict dzi, float *restrict dzf, float *restrict dzc, float *restrict dzo,
+    float *restrict dcn) {
+    for (int64_t u = 0; u < U; u++)
+        kh_lstm_cell_backward(gi[u], gf[u], gg[u], go[u], cc[u], cp[u], dh[u] + dhn[u], dc[u] + dcn[u], &dzi[u],
+                              &dzf[u], &dzc[u], &dzo[u], &dcn[u]);
+}
+
 TH_RT_FN void th_lstm_scan(const th_rt_ctx *c, const float *xw, const float *Uw, float *S, float *z, int64_t n,
                            int64_t T, int64_t U) {
     const int64_t G = 4 * U, ST = T * 6 * U;
@@ -373,20 +399,10 @@ TH_RT_FN void th_lstm_scan(const th_rt_ctx *c, const float *xw, const float *Uw,
         if (t > 0) th_gemm_ld(c, 0, 0, n, G, U, S + (t - 1) * 6 * U, ST, Uw, G, z, G, 1.0f);
 TH_PARALLEL_FOR(num_threads(c->threads) schedule(static) if (n * U >= 4096))
         for (int64_t r = 0; r < n; r++) {
-            /* restrict-qualified views so the cell loop vectorises: the step's six outputs, its four gate
-             * inputs and the previous step's c never overlap */
-            const float *restrict zi = z + r * G, *restrict zf = zi + U, *restrict zc = zi + 2 * U, *restrict zo = zi + 3 * U;
+            const float *zr = z + r * G;
             float *s = S + r * ST + t * 6 * U;
-            float *restrict h = s, *restrict cc = s + U, *restrict gi = s + 2 * U, *restrict gf = s + 3 * U;
-            float *restrict gg = s + 4 * U, *restrict go = s + 5 * U;
-            if (t > 0) {
-                const float *restrict cp = s - 6 * U + U;
-                for (int64_t u = 0; u < U; u++)
-                    kh_lstm_cell(zi[u], zf[u], zc[u], zo[u], cp[u], &gi[u], &gf[u], &gg[u], &go[u], &cc[u], &h[u]);
-            } else {
-                for (int64_t u = 0; u < U; u++)
-                    kh_lstm_cell(zi[u], zf[u], zc[u], zo[u], 0.0f, &gi[u], &gf[u], &gg[u], &go[u], &cc[u], &h[u]);
-            }
+            th_lstm_cells(U, zr, zr + U, zr + 2 * U, zr + 3 * U, t > 0 ? s - 6 * U + U : NULL, s + 2 * U, s + 3 * U,
+                          s + 4 * U, s + 5 * U, s + U, s);
         }
     }
 }
@@ -401,15 +417,10 @@ TH_RT_FN void th_lstm_scan_grad(const th_rt_ctx *c, const float *S, const float 
 TH_PARALLEL_FOR(num_threads(c->threads) schedule(static) if (n * U >= 4096))
         for (int64_t r = 0; r < n; r++) {
             const float *s = S + r * ST + t * 6 * U, *ds = dS + r * ST + t * 6 * U;
-            const float *restrict cc = s + U, *restrict gi = s + 2 * U, *restrict gf = s + 3 * U;
-            const float *restrict gg = s + 4 * U, *restrict go = s + 5 * U, *restrict dh = ds, *restrict dc = ds + U;
-            const float *restrict cp = t > 0 ? s - 6 * U + U : tmp + 2 * n * U; /* step 0: c_{-1} = 0 */
-            float *restrict dzi = dxw + (r * T + t) * G, *restrict dzf = dzi + U, *restrict dzc = dzi + 2 * U;
-            float *restrict dzo = dzi + 3 * U, *restrict dcn = dc_next + r * U;
-            const float *restrict dhn = dh_next + r * U;
-            for (int64_t u = 0; u < U; u++)
-                kh_lstm_cell_backward(gi[u], gf[u], gg[u], go[u], cc[u], cp[u], dh[u] + dhn[u], dc[u] + dcn[u],
-                                      &dzi[u], &dzf[u], &dzc[u], &dzo[u], &dcn[u]);
+            float *dz = dxw + (r * T + t) * G;
+            th_lstm_cells_backward(U, s + 2 * U, s + 3 * U, s + 4 * U, s + 5 * U, s + U,
+                                   t > 0 ? s - 6 * U + U : tmp + 2 * n * U, ds, ds + U, dh_next + r * U, dz, dz + U,
+                                   dz + 2 * U, dz + 3 * U, dc_next + r * U);
         }
         if (t > 0) th_gemm_ld(c, 0, 1, n, U, G, dxw + t * G, T * G, Uw, G, dh_next, U, 0.0f);
     }
