@@ -225,6 +225,18 @@ static void memo_free(memo *m) {
     free(m);
 }
 
+/* The probes live as long as the library that made them: released when it is unloaded (a plugin is dlclosed
+ * at exit), so no probe outlives the code that owns it and leak checkers see them freed. */
+__attribute__((destructor)) static void memo_release(void) {
+    pthread_mutex_lock(&memo_lock);
+    while (memo_head) {
+        memo *next = memo_head->next;
+        memo_free(memo_head);
+        memo_head = next;
+    }
+    pthread_mutex_unlock(&memo_lock);
+}
+
 static memo *probe(const char *cc, const char *flags, char *err, size_t errlen) {
     memo *m = calloc(1, sizeof *m);
     char *vout = NULL, *eout = NULL;
