@@ -51,12 +51,6 @@ void kh_env_now_iso(char *buf, size_t n) {
     strftime(buf, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 
-double kh_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 void kh_env_add_slurm(kh_cell_record *r) {
     static const char *const vars[4][2] = {{"SLURM_JOB_ID", "slurm_job_id"},
                                            {"SLURM_ARRAY_JOB_ID", "slurm_array_job_id"},

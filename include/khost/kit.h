@@ -19,6 +19,9 @@ extern "C" {
 /* --- error text ---------------------------------------------------------------------------------------- */
 /* snprintf into buf (always terminated, truncated if needed); returns `status` so callers can
  * `return kh_errf(err, n, KH_ERR_DATA, "%s: bad magic 0x%08x", path, magic);` */
+/* Seconds on the monotonic clock (for durations). */
+double kh_now(void);
+
 /* A backend's long-lived buffer: zeroed, from the host's allocator when it has one, else 64-byte aligned;
  * released with kh_host_free through the same host. */
 void *kh_host_alloc(const kh_host_api *h, size_t bytes);

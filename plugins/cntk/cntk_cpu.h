@@ -80,9 +80,6 @@ struct cntk_cpu_model {
                             [2 * n_layers]; the drivers test it once per layer */
 };
 
-/* Monotonic seconds (profiling). */
-double cntk_now(void);
-
 /* Per-kind tables (one file each). */
 extern const cntk_cpu_ops cntk_cpu_dense_ops, cntk_cpu_conv_ops, cntk_cpu_maxpool_ops, cntk_cpu_embed_ops,
     cntk_cpu_lstm_ops, cntk_cpu_activation_ops, cntk_cpu_dropout_ops, cntk_cpu_flatten_ops,

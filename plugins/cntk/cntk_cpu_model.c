@@ -177,10 +177,10 @@ static kh_status stage_labels(cntk_model *m, const kh_tensor *y, int n, const ch
 static kh_status forward_all(cntk_cpu_model *c, int n, int train) {
     for (int32_t i = 0; i < c->n_layers; i++) {
         cntk_cpu_layer *L = &c->L[i];
-        double t0 = c->prof ? cntk_now() : 0;
+        double t0 = c->prof ? kh_now() : 0;
         kh_status st = L->ops->forward(c, L, n, train);
         if (st != KH_OK) return st;
-        if (c->prof) c->prof[2 * i] += cntk_now() - t0;
+        if (c->prof) c->prof[2 * i] += kh_now() - t0;
     }
     c->n_forward++;
     return KH_OK;
@@ -192,10 +192,10 @@ static kh_status backward_all(cntk_cpu_model *c, int n, int fused, int want_dx, 
     for (int32_t i = c->n_layers - 1; i >= 0; i--) {
         cntk_cpu_layer *L = &c->L[i];
         float *dx = (i > 0 || want_dx) && !L->p->index_in ? c->gb[1 - cur] : NULL;
-        double t0 = c->prof ? cntk_now() : 0;
+        double t0 = c->prof ? kh_now() : 0;
         kh_status st = L->ops->backward(c, L, n, c->gb[cur], dx, fused && i == c->n_layers - 1);
         if (st != KH_OK) return st;
-        if (c->prof) c->prof[2 * i + 1] += cntk_now() - t0;
+        if (c->prof) c->prof[2 * i + 1] += kh_now() - t0;
         cur = 1 - cur;
     }
     if (dx_buf) *dx_buf = cur;

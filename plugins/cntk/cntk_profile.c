@@ -3,18 +3,10 @@
  * cntk_cpu_model.prof is set, so ordinary training pays one predictable branch per layer. The loss, the fused
  * optimizer step and input staging are the profile's other_s. The CUDA executor does not profile (its
  * layers are asynchronous; timing them needs events per layer): KH_ERR_UNSUPPORTED there. */
-#define _POSIX_C_SOURCE 200809L
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "cntk_cpu.h"
-
-double cntk_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 kh_status cntk_api_profile(kh_bmodel *m, const kh_tensor *x, const kh_tensor *y, int32_t warmup, int32_t steps,
                            kh_profile *out) {
@@ -29,9 +21,9 @@ kh_status cntk_api_profile(kh_bmodel *m, const kh_tensor *x, const kh_tensor *y,
     double *prof = calloc((size_t)c->n_layers * 2, sizeof *prof);
     if (!prof) return cntk_fail(m->s, KH_ERR_NOMEM, "profile", "out of memory");
     c->prof = prof;
-    double t0 = cntk_now();
+    double t0 = kh_now();
     for (int32_t i = 0; i < steps && st == KH_OK; i++) st = cntk_cpu_train(m, x, y);
-    double total = cntk_now() - t0;
+    double total = kh_now() - t0;
     c->prof = NULL;
     if (st == KH_OK) {
         double layers = 0;

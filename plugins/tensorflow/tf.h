@@ -200,6 +200,5 @@ kh_status tf_api_get_grad(kh_bmodel *m, int32_t layer, int32_t slot, kh_tensor *
 /* ABI 1.1: per-layer and per-op-kind profile of training steps (tf_profile.c; cpu only). */
 kh_status tf_api_profile(kh_bmodel *m, const kh_tensor *x, const kh_tensor *y, int32_t warmup, int32_t steps,
                          kh_profile *out);
-double tf_now(void);
 
 #endif

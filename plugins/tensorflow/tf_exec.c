@@ -123,10 +123,10 @@ static void run_node(tf_run *r, int32_t i) {
     tf_kernel k = r->f->kernel[i];
     if (k && atomic_load(&r->failed) == 0) {
         double *prof = r->f->prof_s; /* one predictable branch when not profiling */
-        double t0 = prof ? tf_now() : 0;
+        double t0 = prof ? kh_now() : 0;
         kh_status st = k(r, i);
         if (st != KH_OK) tf_run_fail(r, i, st, "failed");
-        if (prof) prof[i] += tf_now() - t0; /* a node runs on one thread per run: no race on prof[i] */
+        if (prof) prof[i] += kh_now() - t0; /* a node runs on one thread per run: no race on prof[i] */
     }
 }
 

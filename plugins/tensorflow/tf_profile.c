@@ -5,18 +5,10 @@
  * they are time spent in each node, not a partition of the wall clock. `calls` is nodes per step (each node
  * runs once per step). CPU only (the CUDA path would need
  * events around each op). */
-#define _POSIX_C_SOURCE 200809L
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "tf.h"
-
-double tf_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static void add(kh_profile_row *r, int phase, double t) {
     if (phase <= 1) r->forward_s += t;
@@ -77,9 +69,9 @@ kh_status tf_api_profile(kh_bmodel *b, const kh_tensor *x, const kh_tensor *y, i
     double *t = calloc((size_t)f->n + 1, sizeof *t);
     if (!t) return tf_fail(m->s, KH_ERR_NOMEM, "profile", "out of host memory");
     f->prof_s = t;
-    double t0 = tf_now();
+    double t0 = kh_now();
     for (int32_t i = 0; i < steps && st == KH_OK; i++) st = tf_api_train_batch(b, x, y);
-    out->total_s = tf_now() - t0;
+    out->total_s = kh_now() - t0;
     f->prof_s = NULL;
     if (st == KH_OK) fill(m, f, t, steps, out);
     free(t);

@@ -5,16 +5,10 @@
 #include <dlfcn.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 #include "cache/th_cache.h"
 #include "th.h"
 
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 kh_status th_build_open(th_session *s, char *err, size_t errlen) {
     char warn[600];
@@ -47,7 +41,7 @@ kh_status th_build(th_session *s, const char *source, size_t len, const char *wh
     if (res.note[0]) th_log(s, KH_LOG_WARN, "%s function: %s", what, res.note);
     *hit = res.hit;
     *cc_s = res.compile_s;
-    double t0 = now();
+    double t0 = kh_now();
     *dl = dlopen(res.artifact_path, RTLD_NOW | RTLD_LOCAL);
     if (!*dl) return th_fail(s, KH_ERR_INTERNAL, "compile", "dlopen %s: %s", res.artifact_path, dlerror());
     /* The first generated object stays loaded for the life of the process, and with it the OpenMP runtime it
@@ -55,7 +49,7 @@ kh_status th_build(th_session *s, const char *source, size_t len, const char *wh
     static int pinned;
     if (!pinned && dlopen(res.artifact_path, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE)) pinned = 1;
     void *sym = dlsym(*dl, "th_main");
-    *load_s = res.check_s + (now() - t0);
+    *load_s = res.check_s + (kh_now() - t0);
     if (!sym) return th_fail(s, KH_ERR_INTERNAL, "compile", "%s has no th_main", res.artifact_path);
     memcpy(fn, &sym, sizeof *fn);
     return KH_OK;

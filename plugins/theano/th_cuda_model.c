@@ -9,7 +9,6 @@
  * synchronously; everything else is enqueued on the session's stream. */
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <stdio.h>
 
@@ -18,11 +17,6 @@
 
 static const char *const g_fn_names[KH_GFN_COUNT] = {"train", "eval", "predict", "probe"};
 
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 // --- free -----------------------------------------------------------------------------------------------------------
 void th_cuda_free(th_model *m) {
@@ -112,18 +106,18 @@ static kh_status build_module(th_model *m, int f) {
     thc_fn *fn = &cm->fn[f];
     th_fn_unit *u = &m->fn[f];
     char why[2048];
-    double t0 = now();
+    double t0 = kh_now();
     th_emit_env env = {.g = &u->g, .plan = &u->plan, .mg = &m->mg, .fn = (kh_gfn)f, .scratch_floats = NULL};
     th_sb src = {0};
     kh_status st = th_emit_cuda(&env, &src, &fn->plan, why, sizeof why);
-    m->codegen_s += now() - t0;
+    m->codegen_s += kh_now() - t0;
     if (st != KH_OK) {
         th_sb_free(&src);
         return th_fail(m->s, st, "compile", "%s function: CUDA code generation: %s", g_fn_names[f], why);
     }
     void *cubin = NULL;
     size_t len = 0;
-    t0 = now();
+    t0 = kh_now();
     /* through the generated-code cache: key = the source, NVRTC's version and options (with the architecture),
      * the driver version and the generator's; the CUBIN is the artifact */
     char nv[64], opts[256], extra[256];
@@ -137,7 +131,7 @@ static kh_status build_module(th_model *m, int f) {
     st = th_cache_get(m->s->cache, &req, &res, why, sizeof why) == 0 ? read_file(res.artifact_path, &cubin, &len, why, sizeof why)
                                                                        : KH_ERR_INTERNAL;
     th_sb_free(&src);
-    double cs = now() - t0;
+    double cs = kh_now() - t0;
     cm->nvrtc_s += res.hit ? 0.0 : cs;
     m->cc_s += res.hit ? 0.0 : cs;
     m->load_s += res.hit ? cs : 0.0;
@@ -149,7 +143,7 @@ static kh_status build_module(th_model *m, int f) {
         free(cubin);
         return th_fail(m->s, st, "compile", "%s function: the CUBIN does not match its launch plan: %s", g_fn_names[f], why);
     }
-    t0 = now();
+    t0 = kh_now();
     CUresult r = th_cu.ModuleLoadData(&fn->mod, cubin);
     free(cubin);
     if (r != CUDA_SUCCESS) {
@@ -173,7 +167,7 @@ static kh_status build_module(th_model *m, int f) {
                                 e->name, j, sz, th_cu_arg_size(e->args[j].kind));
         }
     }
-    double ls = now() - t0;
+    double ls = kh_now() - t0;
     cm->load_s += ls;
     m->load_s += ls;
     return KH_OK;

@@ -1,4 +1,3 @@
-#define _POSIX_C_SOURCE 200809L
 /* th_model.c — compiled models: lowering (khost/graph.h), the passes, one memory plan, C source and compiled
  * function per graph function, the storage they run over (one arena shared by the functions, variables with
  * their optimizer slots, GatherGrad accumulators, staged feeds, im2col scratch — all allocated here, none
@@ -6,7 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <dlfcn.h>
 
 #include "passes/th_passes.h"
@@ -16,11 +14,6 @@
 static th_model *M(kh_bmodel *b) { return &b->m; }
 static const char *const g_fn_names[KH_GFN_COUNT] = {"train", "eval", "predict", "probe"};
 
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static kh_status oom(th_model *m, const char *what, int64_t bytes) {
     return th_fail(m->s, KH_ERR_NOMEM, "compile", "out of host memory for %s (%lld bytes)", what, (long long)bytes);
@@ -33,7 +26,7 @@ static kh_status build_fn(th_model *m, int f) {
     char why[512];
     u->map = malloc(((size_t)lg->n_nodes + 1) * sizeof *u->map);
     if (!u->map) return oom(m, "the node map", 0);
-    double t0 = now();
+    double t0 = kh_now();
     th_opt_report rep;
     kh_status st = th_optimize(lg, m->s->set.passes, &u->g, u->map, &rep, why, sizeof why);
     if (st != KH_OK) return th_fail(m->s, st, "compile", "%s function: %s", g_fn_names[f], why);
@@ -45,14 +38,14 @@ static kh_status build_fn(th_model *m, int f) {
     if (st != KH_OK) return th_fail(m->s, st, "compile", "memory plan of the %s function failed", g_fn_names[f]);
     if (u->plan.arena_bytes > m->arena_bytes) m->arena_bytes = u->plan.arena_bytes;
     if (m->s->cuda) { /* the GPU path emits and compiles every function in th_cuda_compile */
-        m->codegen_s += now() - t0;
+        m->codegen_s += kh_now() - t0;
         th_dump_fn(m->s, g_fn_names[f], lg, &u->g, &rep, NULL, 0);
         return KH_OK;
     }
     th_sb src = {0};
     th_emit_env env = {.g = &u->g, .plan = &u->plan, .mg = &m->mg, .fn = (kh_gfn)f, .scratch_floats = &m->scratch_floats};
     st = th_emit_c(&env, &src, why, sizeof why);
-    m->codegen_s += now() - t0;
+    m->codegen_s += kh_now() - t0;
     if (st != KH_OK) {
         th_sb_free(&src);
         return th_fail(m->s, st, "compile", "%s function: %s", g_fn_names[f], why);
@@ -143,7 +136,7 @@ kh_status th_api_compile(kh_bsession *bs, const kh_model_spec *spec, const kh_co
     m->s = s;
     m->max_batch = opts->max_batch;
     m->seed = opts->seed;
-    double t0 = now();
+    double t0 = kh_now();
     kh_graph_lower_opts lo = {.max_batch = opts->max_batch,
                               .rnn_scan = 1, /* recurrent layers as scans: one generated time loop each */
                               .deterministic = KH_HAS_MEMBER(kh_compile_opts, opts->struct_size, deterministic)
@@ -154,7 +147,7 @@ kh_status th_api_compile(kh_bsession *bs, const kh_model_spec *spec, const kh_co
         free(b);
         return th_fail(s, st, "compile", "%s", why);
     }
-    m->codegen_s += now() - t0;
+    m->codegen_s += kh_now() - t0;
     for (int f = 0; f < KH_GFN_COUNT && st == KH_OK; f++)
         if (m->mg.fn[f].n_nodes > 0) st = build_fn(m, f);
     if (st == KH_OK) st = s->cuda ? th_cuda_compile(m) : alloc_storage(m);

@@ -12,6 +12,8 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
+
+#include "khost/kit.h"
 #include <unistd.h>
 
 #include "th_cache_util.h"
@@ -22,11 +24,6 @@ struct th_cache {
     int temporary;
 };
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* --- the folder -------------------------------------------------------------------------------------------- */
 int th_cache_default_dir(char *buf, size_t buflen, char *err, size_t errlen) {
@@ -448,9 +445,9 @@ static int build_and_publish(const th_cache_req *req, const char *key, size_t kl
         return -1;
     }
     close(fd);
-    double t0 = now_s();
+    double t0 = kh_now();
     int rc = req->build(req->build_ctx, src, tmp, logp, err, errlen);
-    res->compile_s = now_s() - t0;
+    res->compile_s = kh_now() - t0;
     if (rc != 0) {
         if (!err[0]) snprintf(err, errlen, "theano: building %s failed", src);
         unlink(tmp);
@@ -521,9 +518,9 @@ int th_cache_get(th_cache *c, const th_cache_req *req, th_cache_result *res, cha
         goto done;
     }
     char why[256], meta[TH_CACHE_PATH_MAX + 8];
-    double t0 = now_s();
+    double t0 = kh_now();
     int ok = verify(res->entry_dir, key, klen, req->artifact_name, why, sizeof why);
-    res->check_s += now_s() - t0;
+    res->check_s += kh_now() - t0;
     if (ok) {
         /* a hit refreshes meta's time: what `prune --older-than` measures */
         if (th_path(meta, sizeof meta, "%s/meta", res->entry_dir) == 0) utimensat(AT_FDCWD, meta, NULL, 0);
@@ -533,9 +530,9 @@ int th_cache_get(th_cache *c, const th_cache_req *req, th_cache_result *res, cha
     }
     if ((lockfd = lock_entry(c->dir, res->entry_dir, res->key, err, errlen)) < 0) goto done;
     /* another process may have built it while we waited for the lock */
-    t0 = now_s();
+    t0 = kh_now();
     ok = verify(res->entry_dir, key, klen, req->artifact_name, why, sizeof why);
-    res->check_s += now_s() - t0;
+    res->check_s += kh_now() - t0;
     if (ok) {
         res->hit = 1;
         rc = 0;

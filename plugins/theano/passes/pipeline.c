@@ -1,19 +1,12 @@
-#define _POSIX_C_SOURCE 200809L
 /* passes/pipeline.c — the order the passes run in, and what each did (nodes before and after, rewrites, time:
  * `khost describe --plugin theano` and the compile log show it). Canonicalisation and constant folding first
  * (they expose duplicates), then merging, dead code, and last the fusions, which see the final graph. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "th_passes.h"
 
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 typedef struct pass_def {
     const char *name;
@@ -46,7 +39,7 @@ kh_status th_optimize(const kh_graph *in, int level, kh_graph *out, int32_t *map
     for (size_t p = 0; p < sizeof g_order / sizeof g_order[0]; p++) {
         kh_graph next;
         th_rw r;
-        double t0 = now();
+        double t0 = kh_now();
         int32_t changed = 0;
         st = th_rw_begin(&r, out, &next);
         if (st == KH_OK) st = g_order[p].fn(&r, &changed);
@@ -63,7 +56,7 @@ kh_status th_optimize(const kh_graph *in, int level, kh_graph *out, int32_t *map
             pr->nodes_before = out->n_nodes;
             pr->nodes_after = next.n_nodes;
             pr->changed = changed;
-            pr->seconds = now() - t0;
+            pr->seconds = kh_now() - t0;
         }
         kh_graph_release(out);
         *out = next;
