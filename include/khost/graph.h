@@ -214,6 +214,8 @@ int kh_gop_elementwise(uint32_t op);
 static inline const int32_t *kh_graph_inputs(const kh_graph *g, int32_t node) {
     return g->ins + g->nodes[node].in_off;
 }
+/* Whether two values have the same rank and dimensions. */
+int kh_graph_same_shape(const kh_gnode *a, const kh_gnode *b);
 /* Elements of a node's value for a batch of n (n ignored when not batched). */
 int64_t kh_graph_numel(const kh_graph *g, int32_t node, int64_t n);
 /* A default attribute block: layer -1, shape_of -1, everything else 0. */

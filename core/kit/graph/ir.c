@@ -104,7 +104,7 @@ static int grow(void **p, int32_t *cap, int32_t need, size_t elem) {
     return 1;
 }
 
-static int same_shape(const kh_gnode *a, const kh_gnode *b) {
+int kh_graph_same_shape(const kh_gnode *a, const kh_gnode *b) {
     if (a->rank != b->rank) return 0;
     for (int i = 0; i < a->rank; i++)
         if (a->dims[i] != b->dims[i]) return 0;
@@ -181,12 +181,12 @@ static int infer(kh_graph *g, kh_gnode *n, const int32_t *in) {
         return 1;
     case KH_GOP_ADD: case KH_GOP_SUB: case KH_GOP_MUL:
     case KH_GOP_RELU_GRAD: case KH_GOP_SIGMOID_GRAD: case KH_GOP_TANH_GRAD: case KH_GOP_SOFTMAX_GRAD:
-        if (!same_shape(a, b)) return fail(g, "%s: operand shapes differ", nm) + 1;
+        if (!kh_graph_same_shape(a, b)) return fail(g, "%s: operand shapes differ", nm) + 1;
         copy_shape(n, a);
         return 1;
     case KH_GOP_ADDN:
         for (int i = 1; i < n->n_in; i++)
-            if (!same_shape(a, &g->nodes[in[i]])) return fail(g, "%s: operand %d has another shape", nm, i) + 1;
+            if (!kh_graph_same_shape(a, &g->nodes[in[i]])) return fail(g, "%s: operand %d has another shape", nm, i) + 1;
         copy_shape(n, a);
         return 1;
     case KH_GOP_NEG: case KH_GOP_RELU: case KH_GOP_SIGMOID: case KH_GOP_TANH: case KH_GOP_SOFTMAX:
@@ -315,7 +315,7 @@ static int infer(kh_graph *g, kh_gnode *n, const int32_t *in) {
         return 1;
     case KH_GOP_APPLY_GRADIENT_DESCENT: case KH_GOP_APPLY_RMSPROP: case KH_GOP_APPLY_ADAM:
     case KH_GOP_APPLY_ADADELTA:
-        if (a->op != KH_GOP_VARIABLE || !same_shape(a, b))
+        if (a->op != KH_GOP_VARIABLE || !kh_graph_same_shape(a, b))
             return fail(g, "%s: needs a variable and a gradient of its shape", nm) + 1;
         copy_shape(n, a);
         n->attr.layer = a->attr.layer;
@@ -331,7 +331,7 @@ static int infer(kh_graph *g, kh_gnode *n, const int32_t *in) {
         if (!full) return fail(g, "%s: no full-size input", nm) + 1;
         for (int i = 0; i < n->n_in; i++) {
             const kh_gnode *x = &g->nodes[in[i]];
-            if (e->vec[i] ? (x->rank != 1 || x->dims[0] != full->dims[full->rank - 1]) : !same_shape(x, full))
+            if (e->vec[i] ? (x->rank != 1 || x->dims[0] != full->dims[full->rank - 1]) : !kh_graph_same_shape(x, full))
                 return fail(g, "%s: input %d does not match the output shape", nm, i) + 1;
         }
         copy_shape(n, full);
@@ -356,7 +356,7 @@ static int infer(kh_graph *g, kh_gnode *n, const int32_t *in) {
         if (a->rank != 4 || a->dims[2] != 6 || b->rank != 2 || b->dims[0] != a->dims[3] ||
             b->dims[1] != 4 * a->dims[3])
             return fail(g, "%s: needs a scan's S (N, T, 6, U) and its recurrent kernel (U, 4U)", nm) + 1;
-        if (!same_shape(a, d) || (a->flags & KH_GVAL_BATCHED) != (d->flags & KH_GVAL_BATCHED))
+        if (!kh_graph_same_shape(a, d) || (a->flags & KH_GVAL_BATCHED) != (d->flags & KH_GVAL_BATCHED))
             return fail(g, "%s: dS must have S's shape", nm) + 1;
         n->rank = 3;
         n->dims[0] = a->dims[0];

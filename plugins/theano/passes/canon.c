@@ -6,13 +6,6 @@
 
 #include "th_passes.h"
 
-static int same_shape(const kh_gnode *a, const kh_gnode *b) {
-    if (a->rank != b->rank) return 0;
-    for (int d = 0; d < a->rank; d++)
-        if (a->dims[d] != b->dims[d]) return 0;
-    return 1;
-}
-
 kh_status th_pass_canon(th_rw *r, int32_t *changed) {
     const kh_graph *g = r->src;
     kh_graph *d = r->dst;
@@ -24,7 +17,7 @@ kh_status th_pass_canon(th_rw *r, int32_t *changed) {
         int32_t to = -1;
         switch (n->op) {
         case KH_GOP_RESHAPE:
-            if (same_shape(A, n) && (A->flags & KH_GVAL_BATCHED) == (n->flags & KH_GVAL_BATCHED)) to = a;
+            if (kh_graph_same_shape(A, n) && (A->flags & KH_GVAL_BATCHED) == (n->flags & KH_GVAL_BATCHED)) to = a;
             else if (A->op == KH_GOP_RESHAPE) {
                 /* the input id by value: the add may grow d->ins, which kh_graph_inputs points into */
                 int32_t src = kh_graph_inputs(d, a)[0];

@@ -33,13 +33,6 @@ static int vec_input(const kh_graph *g, int32_t i, int j) {
     return 0;
 }
 
-static int same_shape(const kh_gnode *a, const kh_gnode *b) {
-    if (a->rank != b->rank) return 0;
-    for (int d = 0; d < a->rank; d++)
-        if (a->dims[d] != b->dims[d]) return 0;
-    return 1;
-}
-
 typedef struct group {
     int32_t n_ext;
     int32_t ext[KH_GEXPR_MAX_IN * 4];
@@ -162,7 +155,7 @@ kh_status th_pass_fuse(th_rw *r, int32_t *changed) {
                 int32_t p = gr->ext[k];
                 const kh_gnode *pn = &g->nodes[p];
                 if (gr->vec[k] || absorbed[p] || !candidate(g, p) || off[p + 1] - off[p] != 1 ||
-                    (pn->flags & KH_GVAL_OUTPUT) || pinned[p] || !same_shape(pn, &g->nodes[i]))
+                    (pn->flags & KH_GVAL_OUTPUT) || pinned[p] || !kh_graph_same_shape(pn, &g->nodes[i]))
                     continue;
                 if (!try_join(g, gr, k, p)) continue;
                 absorbed[p] = 1;
