@@ -19,6 +19,10 @@ extern "C" {
 /* --- error text ---------------------------------------------------------------------------------------- */
 /* snprintf into buf (always terminated, truncated if needed); returns `status` so callers can
  * `return kh_errf(err, n, KH_ERR_DATA, "%s: bad magic 0x%08x", path, magic);` */
+/* "openblas-0.3.21 (SkylakeX kernels)" from openblas_get_config() and openblas_get_corename() (the kernels in
+ * use: see core/blas_tune.c), into buf; returns buf. */
+const char *kh_openblas_describe(const char *config, const char *corename, char *buf, size_t n);
+
 /* Seconds on the monotonic clock (for durations). */
 double kh_now(void);
 

@@ -23,16 +23,7 @@ void tf_blas_single_threaded(void) {
 }
 
 const char *tf_blas_version(char *buf, size_t n) {
-    const char *cfg = openblas_get_config(); /* "OpenBLAS 0.3.21 NO_AFFINITY Zen MAX_THREADS=64" */
-    char ver[32] = "unknown";
-    if (cfg && strncmp(cfg, "OpenBLAS ", 9) == 0) {
-        size_t i = 0;
-        for (const char *p = cfg + 9; *p && *p != ' ' && i + 1 < sizeof ver; p++) ver[i++] = *p;
-        ver[i] = 0;
-    }
-    const char *core = openblas_get_corename(); /* the kernels in use (see core/blas_tune.c) */
-    snprintf(buf, n, "openblas-%s (%s kernels)", ver, core ? core : "unknown");
-    return buf;
+    return kh_openblas_describe(openblas_get_config(), openblas_get_corename(), buf, n);
 }
 #else
 int tf_blas_available(void) { return 0; }
