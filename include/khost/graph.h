@@ -40,6 +40,7 @@
 #include <stdint.h>
 
 #include "khost/abi.h"
+#include "khost/backend.h"
 #include "khost/kit.h"
 #include "khost/model.h"
 
@@ -287,6 +288,10 @@ typedef struct kh_graph_lower_opts {
 kh_status kh_graph_lower(const kh_model_spec *spec, const kh_graph_lower_opts *opts, kh_model_graphs *out,
                          char *err, size_t errlen);
 void kh_model_graphs_free(kh_model_graphs *m);
+/* What kh_graph_lower can lower, as a backend's capabilities: every layer kind and activation, the three
+ * losses, the four optimizers, Conv2D 'same', LSTM sequences, predict and the verify probes, NHWC images (no
+ * one-hot input expansion). A graph backend fills the rest (available, note). */
+void kh_graph_caps(kh_caps *c);
 /* Index into m->vars of (layer, slot), or -1. */
 int32_t kh_model_graphs_var(const kh_model_graphs *m, int32_t layer, int32_t slot);
 

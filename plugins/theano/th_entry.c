@@ -55,12 +55,7 @@ static kh_status th_get_caps(uint32_t device_kind, kh_caps *out) {
     kh_caps c;
     memset(&c, 0, sizeof c);
     c.struct_size = out->struct_size;
-    for (uint32_t k = KH_LAYER_DENSE; k < KH_LAYER_KIND_END; k++) c.layer_kinds |= 1u << k;
-    for (uint32_t a = 0; a < KH_ACT_END; a++) c.activations |= 1u << a;
-    c.losses = (1u << KH_LOSS_NONE) | (1u << KH_LOSS_CATEGORICAL_CROSSENTROPY) | (1u << KH_LOSS_BINARY_CROSSENTROPY);
-    c.optimizers = (1u << KH_OPT_SGD) | (1u << KH_OPT_RMSPROP) | (1u << KH_OPT_ADAM) | (1u << KH_OPT_ADADELTA);
-    c.flags = KH_CAP_CONV_SAME | KH_CAP_LSTM_SEQUENCES | KH_CAP_PREDICT | KH_CAP_PROBES;
-    c.image_layout = KH_LAYOUT_NHWC;
+    kh_graph_caps(&c); /* what the graph layer lowers */
     if (device_kind == KH_DEVICE_CPU) {
         c.available = th_blas_available();
         snprintf(c.note, sizeof c.note, "%s", c.available ? "optimised graph compiled to C (cc + dlopen), OpenBLAS GEMM"

@@ -400,6 +400,15 @@ static kh_status build(kh_model_graphs *m, kh_gfn fn, const kh_model_spec *spec,
     return c.st;
 }
 
+void kh_graph_caps(kh_caps *c) {
+    for (uint32_t k = KH_LAYER_DENSE; k < KH_LAYER_KIND_END; k++) c->layer_kinds |= 1u << k;
+    for (uint32_t a = 0; a < KH_ACT_END; a++) c->activations |= 1u << a;
+    c->losses = (1u << KH_LOSS_NONE) | (1u << KH_LOSS_CATEGORICAL_CROSSENTROPY) | (1u << KH_LOSS_BINARY_CROSSENTROPY);
+    c->optimizers = (1u << KH_OPT_SGD) | (1u << KH_OPT_RMSPROP) | (1u << KH_OPT_ADAM) | (1u << KH_OPT_ADADELTA);
+    c->flags = KH_CAP_CONV_SAME | KH_CAP_LSTM_SEQUENCES | KH_CAP_PREDICT | KH_CAP_PROBES;
+    c->image_layout = KH_LAYOUT_NHWC;
+}
+
 kh_status kh_graph_lower(const kh_model_spec *spec, const kh_graph_lower_opts *o, kh_model_graphs *m, char *err,
                          size_t errlen) {
     memset(m, 0, sizeof *m);
