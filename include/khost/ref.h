@@ -1,7 +1,7 @@
 /* khost/ref.h — the CPU reference kit: the oracle every backend on every device is checked against.
  *
  * Plain, readable float64 C in the style of llm.c's CPU reference: one file per layer kind
- * (core/kit/ref/<layer>.c), each a pair kh_ref_<layer>_forward / kh_ref_<layer>_backward. Double precision
+ * (kit/ref/<layer>.c), each a pair kh_ref_<layer>_forward / kh_ref_<layer>_backward. Double precision
  * because it is the oracle and the gradient checks are finite differences in float64; every element-wise
  * formula comes from khost/formulas.h (the _d variants), the same text the backends' kernels run.
  *

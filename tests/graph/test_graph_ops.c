@@ -1,4 +1,4 @@
-/* tests/graph/test_graph_ops.c — every differentiable op's gradient function (core/kit/graph/grad.c) against
+/* tests/graph/test_graph_ops.c — every differentiable op's gradient function (kit/graph/grad.c) against
  * central finite differences in float64, on random shapes.
  *
  * A case builds y = op(inputs) with f32 inputs as Variables, seeds autodiff with a random dy and compares the

@@ -1,4 +1,4 @@
-/* tests/graph/test_graph_plan.c — the memory plan (core/kit/graph/plan.c) of every function of the six
+/* tests/graph/test_graph_plan.c — the memory plan (kit/graph/plan.c) of every function of the six
  * benchmark models and of small recurrent models:
  *   - safety under any schedule a dataflow executor may pick: random topological orders of the data and
  *     control edges are simulated over the arena (which value occupies each 64-byte block); every node must

@@ -1,5 +1,5 @@
 """khref.data — the six tasks' data, read from the same files through the same rules as khost's readers
-(core/kit/data/*.c, include/khost/data_image.h and data_text.h). numpy only, so every reference framework
+(kit/data/*.c, include/khost/data_image.h and data_text.h). numpy only, so every reference framework
 shares it.
 
 Every loader returns a Task-independent `Data` with:
@@ -207,7 +207,7 @@ def load_cifar10(root, limit_train=0, limit_val=0):
 
 # --- Keras's tokeniser with khost's lower-casing -------------------------------------------------------------
 def _kh_unicode_lower(cp):
-    """Port of kh_unicode_lower (core/kit/data/text_tokenize.c): Python's str.lower() where it maps one code
+    """Port of kh_unicode_lower (kit/data/text_tokenize.c): Python's str.lower() where it maps one code
     point to one code point of the same UTF-8 length (ASCII, Latin-1, Latin Extended-A, Greek, Cyrillic);
     U+0130 stays, capital sigma always becomes small sigma."""
     if cp < 0x80:
