@@ -1,6 +1,6 @@
 /* examples/sdk_backend/sdk_refcpu.c — a small third-party CPU backend, built out of tree against the
  * installed SDK (docs/WRITING_MODULES.md). It runs every layer through the helper library's float64
- * reference kit (<khost/ref.h>): slow, exact, and complete enough for `khost run` and `khost verify`
+ * reference kit (<khost/kit/ref.h>): slow, exact, and complete enough for `khost run` and `khost verify`
  * (probes included). Images arrive NHWC (the layout it asks for); one-hot input arrives expanded because it
  * does not claim KH_CAP_ONEHOT_INPUT. */
 #include <stdarg.h>
@@ -9,8 +9,9 @@
 #include <string.h>
 
 #include <khost/khost.h>
-#include <khost/kit.h>
-#include <khost/ref.h>
+#include <khost/kit/status.h>
+#include <khost/kit/spec.h>
+#include <khost/kit/ref.h>
 
 struct kh_bsession {
     char err[512];

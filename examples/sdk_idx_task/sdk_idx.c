@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <khost/data_image.h>
+#include <khost/kit/data_image.h>
 #include <khost/khost.h>
-#include <khost/kit.h>
+#include <khost/kit/status.h>
 
 struct kh_tdata {
     kh_images split[2];

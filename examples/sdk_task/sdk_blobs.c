@@ -6,7 +6,8 @@
 #include <string.h>
 
 #include <khost/khost.h>
-#include <khost/kit.h>
+#include <khost/kit/status.h>
+#include <khost/kit/rng.h>
 
 #define DIM 4
 #define CLASSES 3

@@ -8,7 +8,7 @@
  *   LSTM         slot 0 kernel [in, 4u]  slot 1 recurrent [u, 4u]  slot 2 bias [4u]   gate order i, f, c, o
  *   Bidirectional(LSTM): slots 0-2 the forward LSTM, slots 3-5 the backward LSTM; outputs concatenated
  *                (forward first) along the feature axis.
- * Other layers have no weights. kh_spec_infer() (khost/kit.h) computes every shape from a spec.
+ * Other layers have no weights. kh_spec_infer() (khost/kit/spec.h) computes every shape from a spec.
  */
 #ifndef KHOST_MODEL_H
 #define KHOST_MODEL_H

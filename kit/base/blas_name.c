@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "khost/kit.h"
+#include "khost/kit/blas.h"
 
 const char *kh_openblas_describe(const char *config, const char *corename, char *buf, size_t n) {
     /* config: "OpenBLAS 0.3.21 NO_AFFINITY Zen MAX_THREADS=64" */

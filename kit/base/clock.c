@@ -2,7 +2,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include <time.h>
 
-#include "khost/kit.h"
+#include "khost/kit/clock.h"
 
 double kh_now(void) {
     struct timespec ts;

@@ -8,9 +8,11 @@
  * only to place a cell under the roofline. */
 #include <string.h>
 
-#include "khost/kit.h"
+#include "khost/kit/status.h"
+#include "khost/kit/spec.h"
+#include "khost/kit/flops.h"
 
-/* FLOPs per parameter of one update: every +, -, x, /, sqrt of the formula in khost/formulas_impl.h
+/* FLOPs per parameter of one update: every +, -, x, /, sqrt of the formula in khost/kit/formulas_impl.h
  * counted once (constants such as 1 - rho are computed once per step). */
 static double opt_flops_per_param(uint32_t kind) {
     switch (kind) {

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "khost/kit.h"
+#include "khost/kit/alloc.h"
 
 void *kh_host_alloc(const kh_host_api *h, size_t bytes) {
     if (bytes == 0) bytes = 64;

@@ -4,7 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "khost/kit.h"
+#include "khost/kit/rng.h"
+#include "khost/kit/spec.h"
+#include "khost/kit/init.h"
 
 /* Orthonormalise the rows (rows <= cols) of a (rows, cols) matrix in place: modified Gram-Schmidt in
  * double. Keras takes the SVD factor of a normal matrix; Gram-Schmidt gives an orthonormal basis of the

@@ -1,8 +1,8 @@
 /* kit/base/optimizer.c — an optimizer spec's Keras 2 defaults and the learning rate of each step, the one
  * definition every backend's update uses (cntk's fused passes, the graph backends' Apply ops). */
-#include "khost/formulas.h" /* KH_EPSILON */
-#include "khost/kit.h"
-#include "khost/ref.h"      /* the decay and bias-correction arithmetic */
+#include "khost/kit/formulas.h" /* KH_EPSILON */
+#include "khost/kit/optimizer.h"
+#include "khost/kit/ref.h"      /* the decay and bias-correction arithmetic */
 
 static double or_default(float v, double dflt) { return v > 0.0f ? (double)v : dflt; }
 

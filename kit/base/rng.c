@@ -2,7 +2,7 @@
  * dropout and augmentation, identical on every machine for the same seed. */
 #include <math.h>
 
-#include "khost/kit.h"
+#include "khost/kit/rng.h"
 
 static uint64_t splitmix64(uint64_t *x) {
     uint64_t z = (*x += 0x9E3779B97F4A7C15ull);

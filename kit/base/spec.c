@@ -4,7 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "khost/kit.h"
+#include "khost/kit/status.h"
+#include "khost/kit/spec.h"
 
 static void set_param(kh_param_shape *p, const char *name, int rank, const int64_t *dims, uint32_t init,
                       int64_t fan_in, int64_t fan_out) {

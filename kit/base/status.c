@@ -1,7 +1,8 @@
 /* kit/base/status.c — error-text helpers and the names of ABI enums, for messages. */
+#include <stdarg.h>
 #include <stdio.h>
 
-#include "khost/kit.h"
+#include "khost/kit/status.h"
 
 kh_status kh_errf(char *buf, size_t n, kh_status status, const char *fmt, ...) {
     if (buf && n) {

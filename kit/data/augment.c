@@ -1,5 +1,5 @@
 /* augment.c — CIFAR-style real-time augmentation, as Keras 2.0's ImageDataGenerator(width_shift_range,
- * height_shift_range, horizontal_flip=True, fill_mode='nearest') did it: see khost/data_image.h for the
+ * height_shift_range, horizontal_flip=True, fill_mode='nearest') did it: see khost/kit/data_image.h for the
  * exact semantics. Works in place on f32 NHWC without allocating: a shift by a non-negative offset reads
  * only positions at or after the one it writes (ascending order is safe), a negative one only positions at
  * or before (descending order is safe), and clamping is the 'nearest' fill. */
@@ -7,7 +7,8 @@
 #include <string.h>
 
 #include "img_common.h"
-#include "khost/kit.h"
+#include "khost/kit/status.h"
+#include "khost/kit/rng.h"
 
 static inline int32_t clampi(int32_t v, int32_t lo, int32_t hi) { return v < lo ? lo : v > hi ? hi : v; }
 

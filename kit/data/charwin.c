@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "khost/data_text.h"
-#include "khost/kit.h"
+#include "khost/kit/data_text.h"
+#include "khost/kit/status.h"
 #include "txt_io.h"
 
 void kh_charwin_free(kh_charwin *c) {

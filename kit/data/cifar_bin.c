@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 
 #include "img_common.h"
-#include "khost/kit.h"
+#include "khost/kit/status.h"
 
 #define CIFAR_PLANE (KH_CIFAR_SIDE * KH_CIFAR_SIDE)
 #define CIFAR_PIXELS (3 * CIFAR_PLANE)

@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "khost/data_text.h"
-#include "khost/kit.h"
+#include "khost/kit/data_text.h"
+#include "khost/kit/status.h"
 
 /* Key and id side by side, so a probe costs one cache line (the table outgrows the caches: ~1.2M bigrams). */
 typedef struct bslot {

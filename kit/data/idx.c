@@ -11,7 +11,7 @@
 #include <zlib.h>
 
 #include "img_common.h"
-#include "khost/kit.h"
+#include "khost/kit/status.h"
 
 #define IDX_MAX_SIDE 4096
 #define IDX_MAX_COUNT ((uint32_t)INT32_MAX)

@@ -21,7 +21,7 @@
 #include <png.h>
 
 #include "img_common.h"
-#include "khost/kit.h"
+#include "khost/kit/status.h"
 
 #define FOLDER_MAX_THREADS 16
 #define FOLDER_MAX_FILE (64u << 20) /* an image file larger than this is not a training image */

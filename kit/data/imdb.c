@@ -1,5 +1,5 @@
 /* kit/data/imdb.c — the aclImdb review folders indexed as keras.datasets.imdb.load_data does
- * (khost/data_text.h documents order, ranks and tie-breaks). One streaming pass over the training files
+ * (khost/kit/data_text.h documents order, ranks and tie-breaks). One streaming pass over the training files
  * builds the vocabulary (an open-addressing hash table) and keeps each review as int32 word ids; ranks are
  * then assigned once and the test files are mapped through the finished table. */
 #define _POSIX_C_SOURCE 200809L
@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "khost/data_text.h"
-#include "khost/kit.h"
+#include "khost/kit/data_text.h"
+#include "khost/kit/status.h"
 #include "txt_io.h"
 
 /* --- vocabulary --------------------------------------------------------------------------------------- */

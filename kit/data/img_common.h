@@ -5,7 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "khost/data_image.h"
+#include "khost/kit/data_image.h"
 
 /* Grow *buf (elements of `elem` bytes) to hold at least `need` elements, geometrically but never beyond
  * `max` elements. Readers whose input size is unknown up front (gzip) grow as data actually arrives, so a

@@ -1,10 +1,10 @@
 /* kit/data/text_tokenize.c — UTF-8 checking, Python-compatible lower-casing, Keras's
- * text_to_word_sequence, pad_sequences, and kh_seqset helpers (khost/data_text.h). */
+ * text_to_word_sequence, pad_sequences, and kh_seqset helpers (khost/kit/data_text.h). */
 #include <stdlib.h>
 #include <string.h>
 
-#include "khost/data_text.h"
-#include "khost/kit.h"
+#include "khost/kit/data_text.h"
+#include "khost/kit/status.h"
 
 int64_t kh_utf8_check(const char *str, size_t n) {
     const unsigned char *s = (const unsigned char *)str;

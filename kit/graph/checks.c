@@ -3,7 +3,8 @@
  * the reason with its own name and device. */
 #include <stdio.h>
 
-#include "khost/graph.h"
+#include "khost/kit/graph.h"
+#include "khost/kit/status.h"
 
 kh_status kh_model_graphs_check_x(const kh_model_graphs *m, int64_t max_batch, const kh_tensor *x, int64_t *n,
                                   char *why, size_t len) {

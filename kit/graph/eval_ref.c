@@ -1,17 +1,18 @@
 /* kit/graph/eval_ref.c — the float64 reference interpreter of the graph IR: the definition of every
  * op's semantics, written plainly. Tests use it as the oracle for backend kernels and, with central finite
  * differences, to check every gradient function of grad.c. Convolution, pooling, element-wise maths and the
- * optimizer updates come from the reference kit (khost/ref.h, khost/formulas.h), the same definitions the
+ * optimizer updates come from the reference kit (khost/kit/ref.h, khost/kit/formulas.h), the same definitions the
  * layer-level oracle uses. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "khost/counter_rng.h"
-#include "khost/formulas.h"
-#include "khost/graph.h"
-#include "khost/ref.h"
+#include "khost/kit/counter_rng.h"
+#include "khost/kit/formulas.h"
+#include "khost/kit/graph.h"
+#include "khost/kit/ref.h"
+#include "khost/kit/status.h"
 
 /* (outer, len, inner) view of a shape around `axis`; the leading axis holds n0 rows only when batched */
 static void around(const kh_gnode *x, int axis, int64_t n0, int64_t *outer, int64_t *len, int64_t *inner) {
@@ -70,7 +71,7 @@ static double eval_expr(const kh_gexpr *e, const double *const *ins, int64_t idx
     return tmp[e->n_ops - 1];
 }
 
-/* --- LSTM scans: S (R, T, 6, U) holds h, c, i, f, g, o per step; the cell is khost/formulas.h's, the one the
+/* --- LSTM scans: S (R, T, 6, U) holds h, c, i, f, g, o per step; the cell is khost/kit/formulas.h's, the one the
  * unrolled graph's Sigmoid/Tanh/Mul/Add compute op by op (kh_sigmoid_d, tanh) ------------------------------ */
 #define SCAN_AT(S, r, t, k, T, U) ((S) + ((((r) * (T) + (t)) * 6 + (k)) * (U)))
 

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "khost/graph.h"
+#include "khost/kit/graph.h"
 
 typedef struct contrib {
     int32_t grad;     /* gradient node */

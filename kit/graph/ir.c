@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "khost/graph.h"
+#include "khost/kit/graph.h"
 
 // --- names and op properties ---------------------------------------------------------------------------
 static const char *const g_names[KH_GOP_END] = {

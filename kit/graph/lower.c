@@ -5,7 +5,7 @@
  * step: x_t = Slice(x), z = x_t W + h U + b, four gate Slices, Sigmoid/Tanh, c = f c + i g, h = o tanh(c);
  * the initial state is zero, so step 0 has no h U and no f c term (exactly zero in Keras's graph too). With
  * opts.rnn_scan a direction is a scan instead: xw = BiasAdd(MatMul(x (N, T, C), W), b) for every step at once,
- * S = LstmScan(xw, U) holding the time loop, h read back by Slices of S (khost/graph.h).
+ * S = LstmScan(xw, U) holding the time loop, h read back by Slices of S (khost/kit/graph.h).
  * Bidirectional: the backward LSTM reads Reverse(x) and its sequence output is reversed back, as Keras's
  * go_backwards; the halves are concatenated on the feature axis. The loss is softmax (sigmoid) cross-entropy
  * on the logits, with Keras's probability clipping; its value and the metrics come from the same ops in the
@@ -14,7 +14,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "khost/graph.h"
+#include "khost/kit/graph.h"
+#include "khost/kit/status.h"
+#include "khost/kit/spec.h"
+#include "khost/kit/optimizer.h"
 
 typedef struct lctx {
     kh_graph *g;

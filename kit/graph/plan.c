@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "khost/graph.h"
+#include "khost/kit/graph.h"
 
 typedef struct blk {
     int64_t off, size;

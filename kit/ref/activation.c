@@ -1,10 +1,10 @@
 /* kit/ref/activation.c — reference Activation layer (linear, relu, sigmoid, tanh, softmax over the last
  * axis) and the per-element pre-activation gradient that Dense and Conv2D use for their fused activation.
- * Element-wise math comes from khost/formulas.h so the oracle runs the same formulas as the kernels. */
+ * Element-wise math comes from khost/kit/formulas.h so the oracle runs the same formulas as the kernels. */
 #include <math.h>
 
-#include "khost/formulas.h"
-#include "khost/ref.h"
+#include "khost/kit/formulas.h"
+#include "khost/kit/ref.h"
 
 // ---------------------------------------------------------------------------------------------------------
 // softmax of one row, shifted by its maximum so exp never overflows

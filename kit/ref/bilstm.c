@@ -4,7 +4,7 @@
  * kh_ref_lstm_forward's time-indexed saved values give directly. */
 #include <stdlib.h>
 
-#include "khost/ref.h"
+#include "khost/kit/ref.h"
 
 // Gather direction d's slice of the concatenated output into one buffer and scatter it back.
 static void take_half(double *dst, const double *cat, int64_t rows, int64_t U, int d) {

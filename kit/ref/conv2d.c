@@ -3,7 +3,7 @@
  * MaxPooling2D. Direct loops, no im2col: the oracle should be obviously right, not fast. */
 #include <stdlib.h>
 
-#include "khost/ref.h"
+#include "khost/kit/ref.h"
 
 // ---------------------------------------------------------------------------------------------------------
 // geometry

@@ -1,7 +1,7 @@
 /* kit/ref/dense.c — reference Dense layer: out = act(inp @ w + b), kernel [in, units] as Keras. */
 #include <stdlib.h>
 
-#include "khost/ref.h"
+#include "khost/kit/ref.h"
 
 void kh_ref_dense_forward(double *out, const double *inp, const double *w, const double *b, int64_t B, int64_t C,
                           int64_t OC, int act) {

@@ -1,6 +1,6 @@
 /* kit/ref/dropout.c — reference inverted Dropout. The mask is an input so runs are deterministic and a
  * backend can be compared element by element; rate 0 or no mask is the identity (inference). */
-#include "khost/ref.h"
+#include "khost/kit/ref.h"
 
 void kh_ref_dropout_mask(uint8_t *mask, int64_t N, double rate, kh_rng *r) {
     // mask (N): keep with probability 1 - rate

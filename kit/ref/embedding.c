@@ -2,7 +2,7 @@
  * (repeated indices accumulate, as TensorFlow's IndexedSlices do when applied). */
 #include <string.h>
 
-#include "khost/ref.h"
+#include "khost/kit/ref.h"
 
 kh_status kh_ref_embedding_forward(double *out, const int32_t *idx, const double *table, int64_t N, int64_t V,
                                    int64_t D) {

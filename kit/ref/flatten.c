@@ -2,7 +2,7 @@
  * flattening order, so both passes are copies (kept as functions so every layer kind has its pair). */
 #include <string.h>
 
-#include "khost/ref.h"
+#include "khost/kit/ref.h"
 
 void kh_ref_flatten_forward(double *out, const double *inp, int64_t N) {
     // out (N), inp (N): N = batch * per-sample elements

@@ -1,6 +1,6 @@
 /* kit/ref/gap1d.c — reference GlobalAveragePooling1D: the mean over time (no masking, as Keras 2
  * without mask_zero). */
-#include "khost/ref.h"
+#include "khost/kit/ref.h"
 
 void kh_ref_gap1d_forward(double *out, const double *inp, int64_t B, int64_t T, int64_t C) {
     // out (B, C), inp (B, T, C)

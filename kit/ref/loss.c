@@ -1,9 +1,9 @@
 /* kit/ref/loss.c — reference losses and accuracy with Keras 2 semantics: categorical cross-entropy on
  * softmax probabilities with class-index labels, binary cross-entropy on sigmoid outputs, probabilities
  * clipped to [1e-7, 1 - 1e-7], mean over the batch. Gradients are taken w.r.t. the logits before the final
- * softmax/sigmoid (the fused form every backend uses); the formulas are khost/formulas.h's. */
-#include "khost/formulas.h"
-#include "khost/ref.h"
+ * softmax/sigmoid (the fused form every backend uses); the formulas are khost/kit/formulas.h's. */
+#include "khost/kit/formulas.h"
+#include "khost/kit/ref.h"
 
 double kh_ref_cce_forward(const double *probs, const int32_t *labels, int64_t B, int64_t C) {
     // probs (B, C), labels (B) in [0, C)

@@ -4,8 +4,8 @@
  * backwards (Keras go_backwards) while keeping every saved value at its real time index. */
 #include <stdlib.h>
 
-#include "khost/formulas.h"
-#include "khost/ref.h"
+#include "khost/kit/formulas.h"
+#include "khost/kit/ref.h"
 
 // The real time index of processing step s.
 static int64_t step_time(int64_t s, int64_t T, int reverse) { return reverse ? T - 1 - s : s; }

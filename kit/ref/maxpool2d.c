@@ -1,7 +1,7 @@
 /* kit/ref/maxpool2d.c — reference MaxPooling2D over NHWC (geometry from kh_ref_conv2d_geometry with
  * OC == C). The gradient goes to the FIRST maximum of a window in row-major window order, so ties are
  * resolved the same way on every run (backends are compared on tie-free random data). */
-#include "khost/ref.h"
+#include "khost/kit/ref.h"
 
 // The flat input index of the first maximum of window (n, oh, ow) for channel c; 'same' padding is skipped
 // (TensorFlow pads max pooling with -inf, so padding never wins).

@@ -8,8 +8,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "khost/formulas.h" /* KH_EPSILON */
-#include "khost/ref.h"
+#include "khost/kit/formulas.h" /* KH_EPSILON */
+#include "khost/kit/ref.h"
+#include "khost/kit/status.h"
+#include "khost/kit/rng.h"
+#include "khost/kit/spec.h"
 
 // ---------------------------------------------------------------------------------------------------------
 // state

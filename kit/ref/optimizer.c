@@ -1,10 +1,10 @@
 /* kit/ref/optimizer.c — reference optimizers with Keras 2 semantics (SGD without momentum, RMSprop,
- * Adam, Adadelta): the per-element updates are khost/formulas.h's; this file adds the per-step schedule,
+ * Adam, Adadelta): the per-element updates are khost/kit/formulas.h's; this file adds the per-step schedule,
  * `decay` (lr / (1 + decay * iterations)) and Adam's bias correction, iterations counted before the step. */
 #include <math.h>
 
-#include "khost/formulas.h"
-#include "khost/ref.h"
+#include "khost/kit/formulas.h"
+#include "khost/kit/ref.h"
 
 double kh_ref_lr_decayed(double lr, double decay, int64_t iterations) {
     return decay > 0.0 ? lr / (1.0 + decay * (double)iterations) : lr;

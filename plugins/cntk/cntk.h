@@ -16,7 +16,7 @@
 #include <stdint.h>
 
 #include "khost/khost.h"
-#include "khost/kit.h"
+#include "khost/kit/spec.h"
 
 #define CNTK_VERSION "0.1.0"
 #define CNTK_ERRLEN 512

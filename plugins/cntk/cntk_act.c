@@ -1,10 +1,10 @@
 /* cntk_act.c — element-wise activation passes over (rows, cols) tensors, bias addition fused with the
- * activation and column sums for bias gradients. Every formula comes from khost/formulas.h; large tensors
+ * activation and column sums for bias gradients. Every formula comes from khost/kit/formulas.h; large tensors
  * are split over the pool by rows. */
 #include <string.h>
 
 #include "cntk_cpu.h"
-#include "khost/formulas.h"
+#include "khost/kit/formulas.h"
 
 #define ROW_GRAIN_ELEMS 32768 /* below this many elements a thread hand-off costs more than it saves */
 

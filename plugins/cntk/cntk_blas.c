@@ -10,6 +10,7 @@
 
 #ifdef CNTK_HAVE_BLAS
 #include <cblas.h>
+#include "khost/kit/blas.h"
 
 int cntk_blas_available(void) { return 1; }
 

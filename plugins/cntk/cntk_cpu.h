@@ -87,7 +87,7 @@ extern const cntk_cpu_ops cntk_cpu_dense_ops, cntk_cpu_conv_ops, cntk_cpu_maxpoo
 
 void cntk_cpu_need_scratch(cntk_cpu_model *m, int64_t numel);
 
-/* Element-wise activation helpers (cntk_act.c), all through khost/formulas.h.
+/* Element-wise activation helpers (cntk_act.c), all through khost/kit/formulas.h.
  * rows x cols tensors; softmax is over each row. */
 void cntk_act_forward(cntk_cpu_model *m, int act, float *y, int64_t rows, int64_t cols);
 /* dy <- dL/dz given dL/dy and y = act(z), in place. */

@@ -4,6 +4,8 @@
 #include <string.h>
 
 #include "cntk_cpu.h"
+#include "khost/kit/clock.h"
+#include "khost/kit/spec.h"
 
 void cntk_cpu_need_scratch(cntk_cpu_model *m, int64_t numel) {
     if (numel > m->scratch_numel) m->scratch_numel = numel;

@@ -1,10 +1,10 @@
 /* cntk_cuda_kernels.cu — see cntk_cuda_kernels.h. Plain CUDA C (no C++ library): grid-stride loops,
- * int64 indices, element-wise math from khost/formulas.h (__host__ __device__ under nvcc). */
+ * int64 indices, element-wise math from khost/kit/formulas.h (__host__ __device__ under nvcc). */
 #include "cntk_cuda_kernels.h"
 
 #include <float.h>
 
-#include "khost/formulas.h"
+#include "khost/kit/formulas.h"
 
 #define TPB 256
 

@@ -3,7 +3,7 @@
  * Everything the vendor libraries do not do for us: bias + activation, layout permutations, dropout,
  * embedding gather / scatter-add, GlobalAveragePooling1D, one-hot expansion, max pooling with saved argmax,
  * padding for TensorFlow's asymmetric 'same', the fused losses with on-device metrics, and the three
- * optimizers fused over the whole parameter arena. Element-wise math comes from khost/formulas.h (the same
+ * optimizers fused over the whole parameter arena. Element-wise math comes from khost/kit/formulas.h (the same
  * text the CPU path and the reference kit run). Each launcher enqueues on `s` and returns the launch status
  * (cudaGetLastError); none synchronises.
  */

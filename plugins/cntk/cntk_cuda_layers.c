@@ -18,6 +18,8 @@
 #include <string.h>
 
 #include "cntk_cuda_exec.h"
+#include "khost/kit/rng.h"
+#include "khost/kit/spec.h"
 
 #define CCU_WS_CAP ((size_t)512 << 20) /* largest workspace an algorithm may ask for */
 

@@ -11,6 +11,7 @@
 
 #include "cntk_cuda.h"
 #include "cntk_cuda_half.h"
+#include "khost/kit/status.h"
 
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 static const cntk_cuda_table *g_t; /* set once by load_half; read-only afterwards */

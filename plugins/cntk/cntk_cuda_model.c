@@ -14,6 +14,7 @@
 
 #include "cntk_cpu.h" /* cntk_nhwc_to_nchw / cntk_nchw_to_nhwc (host layout copies) */
 #include "cntk_cuda_exec.h"
+#include "khost/kit/optimizer.h"
 
 #define ARENA_ALIGN 64 /* floats: 256-byte alignment for every parameter tensor (cuDNN weight space) */
 

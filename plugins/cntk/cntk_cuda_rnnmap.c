@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "khost/kit.h"
+#include "khost/kit/status.h"
 
 static const char *const gate_name[4] = {"i", "f", "c", "o"};
 

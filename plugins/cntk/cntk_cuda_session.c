@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "cntk_cuda_exec.h"
+#include "khost/kit/status.h"
 
 #ifndef CNTK_CUDA_MIN_ARCH
 #define CNTK_CUDA_MIN_ARCH 90 /* lowest SASS/PTX target compiled in (CMake passes it from KHOST_CUDA_ARCHS) */

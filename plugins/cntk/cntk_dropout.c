@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cntk_cpu.h"
+#include "khost/kit/rng.h"
 
 typedef struct dropout_state {
     uint8_t *mask; /* (max_batch, numel) stored order; 1 = keep */

@@ -5,6 +5,8 @@
 
 #include "cntk.h"
 #include "cntk_cuda.h"
+#include "khost/kit/status.h"
+#include "khost/kit/alloc.h"
 
 static const kh_host_api *g_host; /* set once by the entry point; read-only afterwards */
 

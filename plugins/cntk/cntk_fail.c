@@ -4,6 +4,7 @@
 #include <stdio.h>
 
 #include "cntk.h"
+#include "khost/kit/status.h"
 
 kh_status cntk_fail(cntk_session *s, kh_status st, const char *what, const char *fmt, ...) {
     if (!s) return st;

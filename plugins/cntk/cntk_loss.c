@@ -1,10 +1,10 @@
 /* cntk_loss.c — the two cross-entropies fused with their output activation, and the metrics.
  * y holds probabilities (the softmax / sigmoid already applied by the last layer's forward); the gradient
- * written is w.r.t. the logits, with Keras's clipping folded in (khost/formulas.h), so the last layer's
+ * written is w.r.t. the logits, with Keras's clipping folded in (khost/kit/formulas.h), so the last layer's
  * backward skips its activation derivative (fused). Metrics are summed in double: loss over samples,
  * correct predictions (first argmax; binary p > 0.5), sample count. */
 #include "cntk_cpu.h"
-#include "khost/formulas.h"
+#include "khost/kit/formulas.h"
 
 kh_status cntk_loss_eval(cntk_cpu_model *m, const float *y, const int32_t *labels, int n, kh_metrics *met,
                          float *dz) {

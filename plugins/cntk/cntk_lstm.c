@@ -2,7 +2,7 @@
  *   - the input projection of ALL time steps is one GEMM, Z (N*T, 4u) = X (N*T, in) @ W (in, 4u)
  *     (for one-hot input a row lookup Z[n, t] = W[x[n, t]], the same product without the one-hot matrix);
  *   - each step only adds the recurrent product Z_t += h_{t-1} @ U (a strided GEMM straight into Z) and runs
- *     the cell (khost/formulas.h kh_lstm_cell, vectorised across units) over (N, u);
+ *     the cell (khost/kit/formulas.h kh_lstm_cell, vectorised across units) over (N, u);
  *   - backward runs the recurrence collecting dZ for every step, then the weight gradients are three big
  *     GEMMs over all N*T rows (dW = X^T dZ, dU = Hprev^T dZ, dX = dZ W^T) and a column sum (db).
  * Threads: directions and batch rows are independent through all T steps, so the recurrences run as
@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "cntk_cpu.h"
-#include "khost/formulas.h"
+#include "khost/kit/formulas.h"
 
 typedef struct lstm_dir {
     float *z;     /* (N, T, 4u) x W (+ h U during the step), then the activated gates i, f, g, o */

@@ -1,12 +1,13 @@
 /* cntk_optim.c — Keras 2 optimizers (SGD, RMSprop, Adam, Adadelta), one fused pass per parameter tensor:
- * read w, g and the slots once, write w and the slots once (khost/formulas.h update functions), split over
+ * read w, g and the slots once, write w and the slots once (khost/kit/formulas.h update functions), split over
  * the pool. lr_t = lr / (1 + decay * iterations) with iterations counted before the update.
  * Embedding gradients are row-sparse but Keras's Adam/RMSprop/Adadelta update every row every step (the
  * TF1-era gradient is dense): untouched rows are updated with g = 0 — moments decay and Adam still moves
  * the weights — in the same single pass, without materialising a vocab-sized zero gradient. */
 
 #include "cntk_cpu.h"
-#include "khost/formulas.h"
+#include "khost/kit/formulas.h"
+#include "khost/kit/optimizer.h"
 
 #define OPT_GRAIN 16384 /* elements per pool part at least */
 

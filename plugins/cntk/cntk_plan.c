@@ -6,6 +6,9 @@
 #include <string.h>
 
 #include "cntk.h"
+#include "khost/kit/status.h"
+#include "khost/kit/spec.h"
+#include "khost/kit/optimizer.h"
 
 void cntk_plan_free(cntk_plan *p) {
     if (!p) return;

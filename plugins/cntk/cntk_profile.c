@@ -7,6 +7,8 @@
 #include <string.h>
 
 #include "cntk_cpu.h"
+#include "khost/kit/status.h"
+#include "khost/kit/clock.h"
 
 kh_status cntk_api_profile(kh_bmodel *m, const kh_tensor *x, const kh_tensor *y, int32_t warmup, int32_t steps,
                            kh_profile *out) {

@@ -15,8 +15,7 @@
 #include <stdint.h>
 
 #include "khost/backend.h"
-#include "khost/graph.h"
-#include "khost/kit.h"
+#include "khost/kit/graph.h"
 
 #define TF_VERSION "0.1.0"
 #define TF_ALIGN 64

@@ -8,6 +8,7 @@
 
 #ifdef TF_HAVE_BLAS
 #include <cblas.h>
+#include "khost/kit/blas.h"
 
 int tf_blas_available(void) { return 1; }
 

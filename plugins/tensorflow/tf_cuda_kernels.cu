@@ -1,9 +1,9 @@
 /* tf_cuda_kernels.cu — see tf_cuda_kernels.h. Plain CUDA C: grid-stride loops, int64 indices, element-wise
- * math from khost/formulas.h (__host__ __device__ under nvcc), dropout masks from khost/counter_rng.h. */
+ * math from khost/kit/formulas.h (__host__ __device__ under nvcc), dropout masks from khost/kit/counter_rng.h. */
 #include "tf_cuda_kernels.h"
 
-#include "khost/counter_rng.h"
-#include "khost/formulas.h"
+#include "khost/kit/counter_rng.h"
+#include "khost/kit/formulas.h"
 
 #define TPB 256
 

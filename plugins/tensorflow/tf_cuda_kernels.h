@@ -1,5 +1,5 @@
 /* tf_cuda_kernels.h — the tensorflow GPU path's own kernels (tf_cuda_kernels.cu), as C launchers: every op
- * that is not a cuBLAS or cuDNN call. Element-wise math comes from khost/formulas.h (the text the CPU kernels
+ * that is not a cuBLAS or cuDNN call. Element-wise math comes from khost/kit/formulas.h (the text the CPU kernels
  * and the reference kit run). Each launcher enqueues on `s` and returns the launch status; none synchronises. */
 #ifndef KHOST_TF_CUDA_KERNELS_H
 #define KHOST_TF_CUDA_KERNELS_H
@@ -16,7 +16,7 @@ typedef struct tfk_pool {
     int32_t N, H, W, C, OH, OW, KH, KW, SH, SW, PT, PL;
 } tfk_pool;
 
-/* element-wise ops (the host maps kh_gop onto these: the CUDA side does not include khost/graph.h) */
+/* element-wise ops (the host maps kh_gop onto these: the CUDA side does not include khost/kit/graph.h) */
 typedef enum tfk_ew_op {
     TFK_ADD, TFK_SUB, TFK_MUL, TFK_NEG, TFK_RELU, TFK_SIGMOID, TFK_TANH, TFK_RELU_GRAD, TFK_SIGMOID_GRAD,
     TFK_TANH_GRAD

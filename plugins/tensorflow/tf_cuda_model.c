@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "tf_cuda_exec.h"
+#include "khost/kit/optimizer.h"
 
 #define STREAM(m) ((m)->cuda->cs->stream)
 

@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "khost/counter_rng.h"
+#include "khost/kit/counter_rng.h"
 #include "tf_cuda_exec.h"
 
 #define TFC_WS_CAP ((size_t)512 << 20) /* the largest workspace one algorithm may ask for */

@@ -3,7 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "khost/ref.h"
+#include "khost/kit/ref.h"
+#include "khost/kit/status.h"
 #include "tf_cuda_plan.h"
 
 // --- layout -----------------------------------------------------------------------------------------------

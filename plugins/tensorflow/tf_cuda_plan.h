@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "khost/graph.h"
+#include "khost/kit/graph.h"
 
 /* --- device layout ------------------------------------------------------------------------------------- */
 typedef enum tf_cu_base {

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "tf_cuda_exec.h"
+#include "khost/kit/status.h"
 
 #ifndef TF_CUDA_MIN_ARCH
 #define TF_CUDA_MIN_ARCH 90 /* lowest SASS/PTX target compiled in (CMake passes it from KHOST_CUDA_ARCHS) */

@@ -3,6 +3,7 @@
 #include <stdio.h>
 
 #include "tf_cuda.h"
+#include "khost/kit/status.h"
 
 void tf_cuda_caps(kh_caps *c) {
     c->available = 0;

@@ -15,6 +15,8 @@
 
 #include "tf.h"
 #include "tf_cuda.h"
+#include "khost/kit/status.h"
+#include "khost/kit/alloc.h"
 
 static const kh_host_api *g_host;
 

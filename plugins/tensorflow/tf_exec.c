@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "tf.h"
+#include "khost/kit/clock.h"
 
 void tf_pool_notify(tf_pool *p);
 

@@ -1,4 +1,4 @@
-/* tf_model.c — compiled models: lowering (khost/graph.h), one memory plan per function, the storage of a CPU
+/* tf_model.c — compiled models: lowering (khost/kit/graph.h), one memory plan per function, the storage of a CPU
  * model (one arena for all four functions, variables with their optimizer slots, persistent GatherGrad
  * accumulators, staged feeds, per-thread convolution scratch — all allocated here, none during a step), and
  * the model-level ABI calls, routed to the CPU executor or the CUDA one by the session's device. */
@@ -8,6 +8,7 @@
 #include "tf.h"
 #include "tf_cuda.h"
 #include "tf_cuda_plan.h"
+#include "khost/kit/optimizer.h"
 
 static int on_cuda(const tf_model *m) { return m->s->dev.kind == KH_DEVICE_CUDA; }
 static tf_model *M(kh_bmodel *b) { return &b->m; }

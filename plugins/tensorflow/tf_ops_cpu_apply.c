@@ -1,12 +1,12 @@
 /* tf_ops_cpu_apply.c — the training ops: one fused update loop per variable (ApplyGradientDescent,
- * ApplyRMSProp, ApplyAdam, ApplyAdadelta; khost/formulas.h's Keras 2 updates), split over the pool for big
+ * ApplyRMSProp, ApplyAdam, ApplyAdadelta; khost/kit/formulas.h's Keras 2 updates), split over the pool for big
  * variables. The step's learning rate (decay, Adam's bias correction) comes from the run. An Embedding's
  * gradient arrives dense from GatherGrad's accumulator (TensorFlow turned Keras's IndexedSlices into a dense
  * tensor before Adam, which then updates every row); after the update the rows the batch touched are cleared,
  * which leaves the accumulator zero for the next step without a pass over the whole table. */
 #include <string.h>
 
-#include "khost/formulas.h"
+#include "khost/kit/formulas.h"
 #include "tf.h"
 #include "tf_ops_cpu.h"
 

@@ -12,7 +12,7 @@
  */
 #include <string.h>
 
-#include "khost/ref.h"
+#include "khost/kit/ref.h"
 #include "tf.h"
 #include "tf_ops_cpu.h"
 

@@ -1,11 +1,11 @@
 /* tf_ops_cpu_math.c — CPU kernels of the arithmetic ops: MatMul (BLAS), BiasAdd and its gradient, the
- * element-wise ops and their gradients (khost/formulas.h, so the loops vectorise with fastmath's exp/tanh),
+ * element-wise ops and their gradients (khost/kit/formulas.h, so the loops vectorise with fastmath's exp/tanh),
  * Softmax, the cross-entropy losses and their gradients, the metrics. Element-wise kernels over more than
  * TF_EW_GRAIN elements split themselves over the pool. */
 #include <math.h>
 #include <string.h>
 
-#include "khost/formulas.h"
+#include "khost/kit/formulas.h"
 #include "tf.h"
 #include "tf_ops_cpu.h"
 

@@ -3,7 +3,7 @@
  * Dropout and its gradient (counter-based masks), Zeros. Reshape is a view and has no kernel. */
 #include <string.h>
 
-#include "khost/counter_rng.h"
+#include "khost/kit/counter_rng.h"
 #include "tf.h"
 #include "tf_ops_cpu.h"
 

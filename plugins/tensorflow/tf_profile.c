@@ -9,6 +9,8 @@
 #include <string.h>
 
 #include "tf.h"
+#include "khost/kit/status.h"
+#include "khost/kit/clock.h"
 
 static void add(kh_profile_row *r, int phase, double t) {
     if (phase <= 1) r->forward_s += t;

@@ -7,8 +7,7 @@
 #include <stdint.h>
 
 #include "khost/backend.h"
-#include "khost/graph.h"
-#include "khost/kit.h"
+#include "khost/kit/graph.h"
 #include "rt/th_rt.h"
 #include "th_sb.h"
 

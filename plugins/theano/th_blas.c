@@ -7,6 +7,7 @@
 
 #ifdef TH_HAVE_BLAS
 #include <cblas.h>
+#include "khost/kit/blas.h"
 
 int th_blas_available(void) { return 1; }
 

@@ -8,6 +8,7 @@
 
 #include "cache/th_cache.h"
 #include "th.h"
+#include "khost/kit/clock.h"
 
 
 kh_status th_build_open(th_session *s, char *err, size_t errlen) {

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "th_cuda_plan.h"
+#include "khost/kit/status.h"
 
 typedef struct elf {
     const unsigned char *p;

@@ -14,6 +14,9 @@
 
 #include "cache/th_cache.h"
 #include "th_cuda_exec.h"
+#include "khost/kit/status.h"
+#include "khost/kit/clock.h"
+#include "khost/kit/optimizer.h"
 
 static const char *const g_fn_names[KH_GFN_COUNT] = {"train", "eval", "predict", "probe"};
 

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "th_cuda_exec.h"
+#include "khost/kit/status.h"
 
 th_cu_driver th_cu;
 static int g_tried;

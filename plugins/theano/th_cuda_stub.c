@@ -4,6 +4,7 @@
 #include <stdio.h>
 
 #include "th_cuda.h"
+#include "khost/kit/status.h"
 
 #define NO_CUDA "built without CUDA (toolkit, cuBLAS or cuDNN not found)"
 

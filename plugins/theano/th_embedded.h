@@ -5,7 +5,7 @@
 #include <stddef.h>
 
 typedef struct th_embedded_file {
-    const char *name; /* as included: "khost/formulas.h", "th_rt.h" */
+    const char *name; /* as included: "khost/kit/formulas.h", "th_rt.h" */
     const char *text;
     size_t len;
 } th_embedded_file;

@@ -6,7 +6,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "khost/ref.h"
+#include "khost/kit/ref.h"
+#include "khost/kit/status.h"
 #include "th.h"
 
 /* element-wise loops shorter than this run on one thread (a parallel region costs a few microseconds) */

@@ -16,7 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "khost/ref.h"
+#include "khost/kit/ref.h"
+#include "khost/kit/status.h"
 #include "th_cuda_plan.h"
 
 #define SCRATCH_ALIGN 256

@@ -19,6 +19,8 @@
 
 #include "th.h"
 #include "th_cuda.h"
+#include "khost/kit/status.h"
+#include "khost/kit/alloc.h"
 
 static const kh_host_api *g_host;
 

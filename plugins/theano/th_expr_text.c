@@ -1,6 +1,6 @@
 /* th_expr_text.c — an Elemwise program as straight-line expressions, shared by the C and CUDA emitters:
  * `t<k>` temporaries over the inputs `i<j>[index]` (vectors over the last axis at `vec_index`), with the
- * element-wise formulas of khost/formulas.h. Dropout reads the per-instruction key `<key_prefix><k>`. */
+ * element-wise formulas of khost/kit/formulas.h. Dropout reads the per-instruction key `<key_prefix><k>`. */
 #include <stdio.h>
 #include <string.h>
 

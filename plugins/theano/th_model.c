@@ -1,4 +1,4 @@
-/* th_model.c — compiled models: lowering (khost/graph.h), the passes, one memory plan, C source and compiled
+/* th_model.c — compiled models: lowering (khost/kit/graph.h), the passes, one memory plan, C source and compiled
  * function per graph function, the storage they run over (one arena shared by the functions, variables with
  * their optimizer slots, GatherGrad accumulators, staged feeds, im2col scratch — all allocated here, none
  * during a step), and the model-level ABI calls. */
@@ -10,6 +10,8 @@
 #include "passes/th_passes.h"
 #include "th.h"
 #include "th_cuda.h"
+#include "khost/kit/clock.h"
+#include "khost/kit/optimizer.h"
 
 static th_model *M(kh_bmodel *b) { return &b->m; }
 static const char *const g_fn_names[KH_GFN_COUNT] = {"train", "eval", "predict", "probe"};

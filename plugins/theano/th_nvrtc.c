@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "th_cuda_plan.h"
+#include "khost/kit/status.h"
 
 typedef int th_nvrtcResult;
 typedef struct th_nvrtcProgram_st *th_nvrtcProgram;

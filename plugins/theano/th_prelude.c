@@ -6,6 +6,7 @@
 
 #include "th.h"
 #include "th_embedded.h"
+#include "khost/kit/status.h"
 
 static const th_embedded_file *find(const char *name, size_t len) {
     for (const th_embedded_file *f = th_embedded_files; f->name; f++)

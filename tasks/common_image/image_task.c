@@ -10,7 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "khost/kit.h"
+#include "khost/kit/status.h"
 
 static const char *const cifar_names[10] = {"airplane", "automobile", "bird",  "cat",  "deer",
                                             "dog",      "frog",       "horse", "ship", "truck"};

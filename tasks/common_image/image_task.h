@@ -5,7 +5,7 @@
 #ifndef KHOST_TASKS_IMAGE_TASK_H
 #define KHOST_TASKS_IMAGE_TASK_H
 
-#include "khost/data_image.h"
+#include "khost/kit/data_image.h"
 #include "khost/khost.h"
 
 typedef enum img_source { IMG_SOURCE_IDX = 1, IMG_SOURCE_CIFAR = 2 } img_source;

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "khost/kit.h"
+#include "khost/kit/status.h"
 
 typedef struct split_stats {
     int64_t n, pos;

@@ -1,10 +1,10 @@
 /* imdb_task.h — the shared body of the two IMDb task modules (imdb_bidirectional_lstm, imdb_fasttext):
- * reading the aclImdb folders through the kit (khost/data_text.h), optional fastText bigrams, 'pre' padding,
+ * reading the aclImdb folders through the kit (khost/kit/data_text.h), optional fastText bigrams, 'pre' padding,
  * get_batch over int32 (N, T) index rows, and describe(). Each task supplies an imdb_task_def and model(). */
 #ifndef KHOST_TASKS_IMDB_TASK_H
 #define KHOST_TASKS_IMDB_TASK_H
 
-#include "khost/data_text.h"
+#include "khost/kit/data_text.h"
 #include "khost/khost.h"
 
 typedef struct imdb_task_def {

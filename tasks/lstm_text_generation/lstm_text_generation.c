@@ -12,9 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "khost/data_text.h"
+#include "khost/kit/data_text.h"
 #include "khost/khost.h"
-#include "khost/kit.h"
+#include "khost/kit/status.h"
+#include "khost/kit/rng.h"
 
 enum { MAXLEN = 40, STEP = 3, GEN_CHARS = 400 };
 static const double DIVERSITY = 0.5;

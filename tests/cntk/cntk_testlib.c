@@ -9,6 +9,9 @@
 #include <string.h>
 
 #include "testutil.h"
+#include "khost/kit/rng.h"
+#include "khost/kit/spec.h"
+#include "khost/kit/init.h"
 
 static void host_log(kh_log_level level, const char *module, const char *fmt, ...) {
     if (level > KH_LOG_WARN) return;

@@ -5,7 +5,7 @@
 #define KHOST_TESTS_CNTK_TESTLIB_H
 
 #include "khost/khost.h"
-#include "khost/kit.h"
+#include "khost/kit/rng.h"
 
 typedef struct ct_backend {
     void *dl;

@@ -1,4 +1,4 @@
-/* tests/cntk/test_cntk_ref.c — a CPU backend against the reference kit (khost/ref.h), model by model
+/* tests/cntk/test_cntk_ref.c — a CPU backend against the reference kit (khost/kit/ref.h), model by model
  * (cntk by default; KHOST_TEST_PLUGIN=tensorflow runs the same checks on tensorflow):
  *   1. probes: training-mode forward (dropout off), output, input gradient and every parameter gradient
  *      from the same random output gradient, then backward once more after the same forward (same result);
@@ -14,7 +14,10 @@
 #include <string.h>
 
 #include "cntk_parity.h"
-#include "khost/ref.h"
+#include "khost/kit/ref.h"
+#include "khost/kit/status.h"
+#include "khost/kit/rng.h"
+#include "khost/kit/spec.h"
 #include "testutil.h"
 
 #define PROBE_TOL 2e-5 /* forward / gradient probes */

@@ -1,5 +1,5 @@
 /* tests/cntk_gpu/test_cntk_gpu_ref.c — the cntk GPU path (cuDNN / cuBLAS / own kernels) against the reference
- * kit (khost/ref.h, float64), on cuda:0. Skips (exit 77) visibly where no CUDA device is usable.
+ * kit (khost/kit/ref.h, float64), on cuda:0. Skips (exit 77) visibly where no CUDA device is usable.
  *   1. per kernel: a one-layer (or minimal) model per layer kind, activation and input path: the training-mode
  *      forward output, the input gradient and every parameter gradient (probes, dropout off), from two
  *      backward calls after the one forward;
@@ -25,7 +25,10 @@
 
 #include "../cntk/cntk_parity.h"
 #include "cntk_gpu_testlib.h"
-#include "khost/ref.h"
+#include "khost/kit/ref.h"
+#include "khost/kit/status.h"
+#include "khost/kit/rng.h"
+#include "khost/kit/spec.h"
 #include "testutil.h"
 
 #define PROBE_TOL 1e-4 /* forward / gradient probes */

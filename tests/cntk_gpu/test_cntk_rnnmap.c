@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "../../plugins/cntk/cntk_cuda_rnnmap.h"
-#include "khost/kit.h"
+#include "khost/kit/rng.h"
 #include "testutil.h"
 
 #define SENTINEL 12345.0f

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "devices.h"
+#include "devices/devices.h"
 #include "testutil.h"
 
 static void check_cpu(const kh_devices *d) {

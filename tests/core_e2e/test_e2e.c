@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "khost/abi.h"
-#include "results.h"
+#include "results/results.h"
 #include "testutil.h"
 
 static const char *bin, *ini;

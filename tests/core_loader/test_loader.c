@@ -12,8 +12,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "loader.h"
-#include "registry.h"
+#include "modules/loader.h"
+#include "modules/registry.h"
 #include "testutil.h"
 
 #define FX KH_FIXTURE_DIR

@@ -13,7 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "results.h"
+#include "results/results.h"
 #include "testutil.h"
 
 static const char *bin, *ini;

@@ -11,7 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "matrix.h"
+#include "sched/matrix.h"
 #include "testutil.h"
 
 static int sh(const char *script, char *const envp[], const char *log, double timeout, double grace,

@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "khost/abi.h"
-#include "registry.h"
+#include "modules/registry.h"
 #include "testutil.h"
 
 static char dir[1024];  /* realpath of this run's temporary folder */

@@ -12,7 +12,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "report.h"
+#include "results/report/report.h"
 #include "testutil.h"
 
 static char *slurp(const char *path, size_t *len) {

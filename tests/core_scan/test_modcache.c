@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "khost/abi.h"
-#include "modcache.h"
+#include "modules/modcache.h"
 #include "testutil.h"
 
 static kh_modcache_entry entry(const char *path, int status) {

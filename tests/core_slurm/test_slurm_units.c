@@ -12,10 +12,11 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "env.h"
-#include "results.h"
-#include "slurm.h"
+#include "cell/env.h"
+#include "results/results.h"
+#include "sched/slurm/slurm.h"
 #include "testutil.h"
+#include "khost/kit/clock.h"
 
 static const char *bin, *ini, *tmp;
 static char out[1 << 16];

@@ -9,10 +9,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "layout.h"
-#include "env.h"
-#include "peak.h"
-#include "results.h"
+#include "cell/layout.h"
+#include "cell/env.h"
+#include "devices/peak.h"
+#include "results/results.h"
 #include "testutil.h"
 
 static void test_record_roundtrip(void) {

@@ -1,4 +1,4 @@
-/* test_data_image.c — the image readers and augmentation of khost/data_image.h on small files this test
+/* test_data_image.c — the image readers and augmentation of khost/kit/data_image.h on small files this test
  * writes in the canonical formats (IDX plain and gzip, CIFAR-10 binary, JPEG and PNG folders): exact
  * round trips, and malformed inputs that must give an error naming the file, never a crash. */
 #define _POSIX_C_SOURCE 200809L
@@ -13,7 +13,7 @@
 #include <png.h>
 #include <zlib.h>
 
-#include "khost/data_image.h"
+#include "khost/kit/data_image.h"
 #include "testutil.h"
 
 static char err[1024];

@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "khost/data_image.h"
+#include "khost/kit/data_image.h"
 #include "testutil.h"
 
 static char err[1024];

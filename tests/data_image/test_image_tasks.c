@@ -17,9 +17,9 @@
 #include <png.h>
 #include <zlib.h>
 
-#include "khost/data_image.h"
+#include "khost/kit/data_image.h"
 #include "khost/khost.h"
-#include "khost/kit.h"
+#include "khost/kit/spec.h"
 #include "testutil.h"
 
 // --- a stand-in host ------------------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-/* test_data_text.c — Keras compatibility of the text readers (khost/data_text.h) on a small hand-checked
+/* test_data_text.c — Keras compatibility of the text readers (khost/kit/data_text.h) on a small hand-checked
  * corpus the test writes as an aclImdb-like tree, plus UTF-8 handling, malformed trees and Nietzsche-style
  * character windows over multi-byte text. Every expected value below was worked out by hand from Keras 2's
  * text_to_word_sequence / Tokenizer / imdb.load_data / pad_sequences / imdb_fasttext.py (and agrees with
@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "khost/data_text.h"
+#include "khost/kit/data_text.h"
 #include "testutil.h"
 
 /* --- helpers ------------------------------------------------------------------------------------------- */

@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "khost/data_text.h"
+#include "khost/kit/data_text.h"
 #include "task_host.h"
 #include "testutil.h"
 

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "khost/kit.h"
+#include "khost/kit/spec.h"
 #include "task_host.h"
 #include "testutil.h"
 

@@ -27,7 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "khost/formulas.h"
+#include "khost/kit/formulas.h"
 #include "khost/khost.h"
 
 #ifndef FIXTURE_MODE

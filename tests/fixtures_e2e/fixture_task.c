@@ -7,7 +7,8 @@
 #include <string.h>
 
 #include "khost/khost.h"
-#include "khost/kit.h"
+#include "khost/kit/status.h"
+#include "khost/kit/rng.h"
 
 #define DIM 8
 #define CLASSES 4

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "khost/data_image.h"
+#include "khost/kit/data_image.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

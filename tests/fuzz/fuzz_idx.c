@@ -11,7 +11,7 @@
 
 #include <zlib.h>
 
-#include "khost/data_image.h"
+#include "khost/kit/data_image.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -11,8 +11,8 @@
 #include <sys/stat.h>
 
 #include "khost/abi.h"
-#include "modcache.h"
-#include "scan.h"
+#include "modules/modcache.h"
+#include "modules/scan.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

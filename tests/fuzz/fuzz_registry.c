@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "khost/abi.h"
-#include "registry.h"
+#include "modules/registry.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "khost/data_text.h"
+#include "khost/kit/data_text.h"
 
 static int count_word(void *ctx, const char *word, size_t len) {
     (void)word;

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "testutil.h"
+#include "khost/kit/rng.h"
 
 static double *store_var(void *ctx, int32_t layer, int32_t slot) {
     gt_store *s = ctx;

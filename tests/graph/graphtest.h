@@ -4,7 +4,7 @@
 
 #include <stdint.h>
 
-#include "khost/graph.h"
+#include "khost/kit/graph.h"
 
 /* float64 variables (and two optimizer slots each) of a lowered model, random in [-0.4, 0.4). */
 typedef struct gt_store {

@@ -1,7 +1,7 @@
 /* tests/graph/test_graph_lower.c — the lowering and autodiff of whole models, in float64: for small models of
  * every layer kind, the probe function evaluated by the graph's reference interpreter (output, input gradient,
  * every weight gradient) and one step of the train function (loss, correct count, every updated weight) must
- * equal the reference kit's whole-model implementation (khost/ref.h) to 1e-9. Both sides are float64, so any
+ * equal the reference kit's whole-model implementation (khost/kit/ref.h) to 1e-9. Both sides are float64, so any
  * difference is a lowering or gradient bug, never rounding. The recurrent cases run again lowered as scans
  * (kh_graph_lower_opts.rnn_scan), and the scan lowering of every recurrent case and of the two recurrent
  * benchmark models (their task specs, tests/tensorflow_gpu/tf_gpu_models.c) must equal the unrolled one to 1e-9:
@@ -13,7 +13,9 @@
 
 #include "graphtest.h"
 #include "tf_gpu_models.h"
-#include "khost/ref.h"
+#include "khost/kit/ref.h"
+#include "khost/kit/rng.h"
+#include "khost/kit/optimizer.h"
 #include "testutil.h"
 
 #define TOL 1e-9

@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "gradcheck.h"
-#include "khost/graph.h"
+#include "khost/kit/graph.h"
 #include "testutil.h"
 
 #define MAXV 4

@@ -13,7 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "khost/graph.h"
+#include "khost/kit/graph.h"
+#include "khost/kit/rng.h"
 #include "testutil.h"
 
 #define BLOCK 64

@@ -1,4 +1,4 @@
-/* tests/kit/test_fastmath.c — khost/fastmath.h against double-precision libm, over the whole float range.
+/* tests/kit/test_fastmath.c — khost/kit/fastmath.h against double-precision libm, over the whole float range.
  *
  * Sweeps every 64th float bit pattern in each function's interesting range (~2 million points each; all
  * values near 0 are covered as well), measures the error in ulps of the exact result rounded to float, and
@@ -10,8 +10,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "khost/fastmath.h"
-#include "khost/formulas.h"
+#include "khost/kit/fastmath.h"
+#include "khost/kit/formulas.h"
 #include "testutil.h"
 
 /* ulps between a and the float nearest to the exact value ref */

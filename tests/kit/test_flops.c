@@ -2,7 +2,8 @@
  * (docs/PERFORMANCE.md, "How the numbers are counted"; the MAC sums are the ones written out there). */
 #include <string.h>
 
-#include "khost/kit.h"
+#include "khost/kit/spec.h"
+#include "khost/kit/flops.h"
 #include "testutil.h"
 
 #define L(...) ((kh_layer_spec){__VA_ARGS__})

@@ -4,7 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "khost/kit.h"
+#include "khost/kit/rng.h"
+#include "khost/kit/spec.h"
+#include "khost/kit/init.h"
 #include "testutil.h"
 
 static void test_rng(void) {

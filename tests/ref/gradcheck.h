@@ -10,7 +10,7 @@
 
 #include <stdint.h>
 
-#include "khost/kit.h"
+#include "khost/kit/rng.h"
 
 #define GC_H 1e-6   /* default finite-difference step: inputs and weights are O(1) */
 extern double gc_h; /* the step in use (GC_H unless a test changes it) */

@@ -14,8 +14,9 @@
 #include <string.h>
 
 #include "khost/khost.h"
-#include "khost/kit.h"
-#include "khost/ref.h"
+#include "khost/kit/status.h"
+#include "khost/kit/spec.h"
+#include "khost/kit/ref.h"
 
 struct kh_bsession {
     const kh_host_api *host;

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "gradcheck.h"
-#include "khost/ref.h"
+#include "khost/kit/ref.h"
 #include "testutil.h"
 
 static double max_abs_diff(const double *a, const double *b, int64_t n) {

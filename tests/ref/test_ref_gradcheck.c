@@ -10,7 +10,9 @@
 #include <string.h>
 
 #include "gradcheck.h"
-#include "khost/ref.h"
+#include "khost/kit/ref.h"
+#include "khost/kit/status.h"
+#include "khost/kit/rng.h"
 #include "testutil.h"
 
 #define MAXW 6

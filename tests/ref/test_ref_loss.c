@@ -9,7 +9,7 @@
 #include <stdlib.h>
 
 #include "gradcheck.h"
-#include "khost/ref.h"
+#include "khost/kit/ref.h"
 #include "testutil.h"
 
 typedef struct lossctx {

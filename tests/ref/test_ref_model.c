@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "gradcheck.h"
-#include "khost/ref.h"
+#include "khost/kit/ref.h"
 #include "testutil.h"
 
 typedef struct mctx {

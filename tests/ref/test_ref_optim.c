@@ -8,7 +8,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "khost/ref.h"
+#include "khost/kit/ref.h"
 #include "testutil.h"
 
 static const double W0[2] = {0.5, -1.0};

@@ -14,6 +14,8 @@
 
 #include "cntk_parity.h"
 #include "testutil.h"
+#include "khost/kit/rng.h"
+#include "khost/kit/spec.h"
 
 extern void *__libc_malloc(size_t);
 extern void *__libc_calloc(size_t, size_t);

@@ -12,6 +12,8 @@
 
 #include "cntk_parity.h"
 #include "testutil.h"
+#include "khost/kit/rng.h"
+#include "khost/kit/spec.h"
 
 #define RUNS 11
 #define STEPS 3

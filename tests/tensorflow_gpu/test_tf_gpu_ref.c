@@ -1,6 +1,6 @@
 /* tests/tensorflow_gpu/test_tf_gpu_ref.c — the tensorflow backend on cuda:0 against itself on the cpu (the
  * CPU path is verified against the float64 reference kit by `khost verify`): the same graphs, the same
- * weights, the same dropout masks (both draw khost/counter_rng.h's kh_dropout_keep with the same keys), so
+ * weights, the same dropout masks (both draw khost/kit/counter_rng.h's kh_dropout_keep with the same keys), so
  * every difference is the GPU path's. Skips (exit 77) visibly where no CUDA device is usable.
  * For the small models of tests/cntk (every layer kind, activation, loss, optimizer and input path) and the
  * six benchmark models at a small batch, dropout ON:
@@ -31,6 +31,8 @@
 #include "testutil.h"
 #include "tf_gpu_models.h"
 #include "tf_gpu_testlib.h"
+#include "khost/kit/rng.h"
+#include "khost/kit/spec.h"
 
 #define PROBE_TOL 1e-4
 #define STEP_TOL 1e-3

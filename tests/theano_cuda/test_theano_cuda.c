@@ -31,6 +31,7 @@
 #include "testutil.h"
 #include "tf_gpu_models.h"
 #include "th_cuda_plan.h"
+#include "khost/kit/optimizer.h"
 
 static int g_nvrtc;
 static const char *g_arch = "sm_90";

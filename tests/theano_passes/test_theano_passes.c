@@ -13,6 +13,7 @@
 
 #include "testutil.h"
 #include "tptest.h"
+#include "khost/kit/rng.h"
 
 #define MB 3 /* max_batch of the small graphs; they are evaluated for n = 2 rows */
 

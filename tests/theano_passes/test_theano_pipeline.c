@@ -23,6 +23,7 @@
 #include "testutil.h"
 #include "tf_gpu_models.h"
 #include "tptest.h"
+#include "khost/kit/optimizer.h"
 
 #define MAX_BATCH 3
 #define ROWS 2

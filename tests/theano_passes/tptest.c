@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "testutil.h"
+#include "khost/kit/rng.h"
 
 // --- building ---------------------------------------------------------------------------------------------------
 static int32_t added(kh_graph *g, int32_t id, uint32_t op) {

@@ -8,7 +8,7 @@
 
 #include <stdint.h>
 
-#include "khost/graph.h"
+#include "khost/kit/graph.h"
 #include "th_passes.h"
 
 // --- building ---------------------------------------------------------------------------------------------------

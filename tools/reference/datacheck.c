@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "khost/data_image.h"
-#include "khost/data_text.h"
+#include "khost/kit/data_image.h"
+#include "khost/kit/data_text.h"
 
 static int dump(const char *dir, const char *name, const void *p, size_t n) {
     char path[4096];

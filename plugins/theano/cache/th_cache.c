@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "khost/kit.h"
+#include "khost/kit/clock.h"
 #include <unistd.h>
 
 #include "th_cache_util.h"

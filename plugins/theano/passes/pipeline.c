@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "th_passes.h"
+#include "khost/kit/clock.h"
 
 
 typedef struct pass_def {

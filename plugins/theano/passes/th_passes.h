@@ -1,11 +1,11 @@
-/* th_passes.h — theano's graph optimisation: passes that rewrite a graph of the shared IR (khost/graph.h)
+/* th_passes.h — theano's graph optimisation: passes that rewrite a graph of the shared IR (khost/kit/graph.h)
  * into an equivalent one, each in its own file. A pass builds a new graph from the old through th_rw (copy a
  * node with its inputs remapped, or map it onto a node already built), so every pass keeps a node map that
  * the model uses to find the probe's gradients and the outputs again. */
 #ifndef TH_PASSES_H
 #define TH_PASSES_H
 
-#include "khost/graph.h"
+#include "khost/kit/graph.h"
 
 /* --- rewriting ------------------------------------------------------------------------------------------ */
 typedef struct th_rw {

@@ -2,7 +2,7 @@
  * kernels the generated schedule calls for ops that are not element-wise (im2col convolution, pooling, rows,
  * copies, gathers, losses, LSTM scans). Its text is compiled into every generated source (the plugin embeds
  * it, so the cache key covers it) and into the plugin itself, which fills the context. Element-wise maths
- * comes from khost/formulas.h, the project's one definition. All sizes arrive as arguments the generated code
+ * comes from khost/kit/formulas.h, the project's one definition. All sizes arrive as arguments the generated code
  * passes as constants; n, the batch rows of a call, is the only runtime size. */
 #ifndef TH_RT_H
 #define TH_RT_H
@@ -10,8 +10,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "khost/counter_rng.h"
-#include "khost/formulas.h"
+#include "khost/kit/counter_rng.h"
+#include "khost/kit/formulas.h"
 
 /* cblas_sgemm's signature (row-major = 101, no-trans = 111, trans = 112) */
 typedef void (*th_sgemm_fn)(int order, int ta, int tb, int m, int n, int k, float alpha, const float *a, int lda,

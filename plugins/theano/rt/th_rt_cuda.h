@@ -2,8 +2,8 @@
  * generated source: fixed-width integer types (NVRTC has no system headers; the plugin embeds this file and
  * the khost headers it includes, dropping their system includes), the grid-stride loop, and the device helpers
  * the generated kernels share (block reductions, the max-pooling window scan). Element-wise maths is
- * khost/formulas.h's (__host__ __device__ under NVRTC, which defines __CUDACC__), dropout masks are
- * khost/counter_rng.h's: the same text the CPU path and the reference kit run.
+ * khost/kit/formulas.h's (__host__ __device__ under NVRTC, which defines __CUDACC__), dropout masks are
+ * khost/kit/counter_rng.h's: the same text the CPU path and the reference kit run.
  *
  * Every kernel of a generated source is `extern "C" __global__`, its sizes constants except n, the batch rows of
  * the call, which it takes as an argument. The host launches them from the launch plan (th_cuda_plan.h); it,
@@ -22,8 +22,8 @@ typedef unsigned long long uint64_t;
 #include <stdint.h>
 #endif
 
-#include "khost/counter_rng.h"
-#include "khost/formulas.h"
+#include "khost/kit/counter_rng.h"
+#include "khost/kit/formulas.h"
 
 #define TH_TANH tanhf /* device tanh (formulas.h's device choice); th_expr_text writes TH_TANH */
 #define TH_CU_BLOCK 256

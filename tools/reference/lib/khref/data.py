@@ -1,5 +1,5 @@
 """khref.data — the six tasks' data, read from the same files through the same rules as khost's readers
-(kit/data/*.c, include/khost/data_image.h and data_text.h). numpy only, so every reference framework
+(kit/data/*.c, include/khost/kit/data_image.h and data_text.h). numpy only, so every reference framework
 shares it.
 
 Every loader returns a Task-independent `Data` with:
@@ -257,7 +257,7 @@ def keras_words(raw):
     return [w.encode("utf-8") for w in t.split(" ") if w]
 
 
-# --- aclImdb, indexed as keras.datasets.imdb (khost/data_text.h) -----------------------------------------------
+# --- aclImdb, indexed as keras.datasets.imdb (khost/kit/data_text.h) -----------------------------------------------
 def _imdb_folder(root, sub):
     d = os.path.join(root, sub)
     if not os.path.isdir(d):

@@ -1,0 +1,584 @@
+/* core/cell.c — the training loop of one cell.
+ *
+ * Per epoch: shuffle (seeded), batch (last partial batch included, as Keras), augment (task hook), convert
+ * to the backend's layout, train; then synchronise and evaluate the validation split. Time per epoch is wall
+ * time from epoch start to the end of its validation pass after synchronising the device (the original
+ * benchmark's definition); train and validation time are kept separately. Metrics stay in the backend and
+ * are read only at progress refreshes and epoch ends. */
+#define _POSIX_C_SOURCE 200809L
+#include "cell/cell.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cell/caps.h"
+#include "cell/env.h"
+#include "cli/exitcodes.h"
+#include "results/git_rev.h"
+#include "modules/host_api.h"
+#include "khost/kit/status.h"
+#include "khost/kit/clock.h"
+#include "khost/kit/rng.h"
+#include "khost/kit/spec.h"
+#include "khost/kit/flops.h"
+#include "khost/kit/init.h"
+#include "cell/layout.h"
+#include "devices/peak.h"
+#include "sched/procguard.h"
+#include "cell/progress.h"
+
+typedef struct cell {
+    const kh_cell_opts *o;
+    kh_cell_record *rec;
+    const kh_backend_api *b;
+    const kh_task_api *t;
+    const kh_task_info *info;
+    kh_tdata *data;
+    kh_bsession *sess;
+    kh_bmodel *model;
+    kh_model_spec spec;
+    kh_model_shapes shapes;
+    kh_caps caps;
+    int to_nchw;
+    int32_t onehot; /* expand one-hot on the host (backend lacks KH_CAP_ONEHOT_INPUT) */
+    int batch;
+    /* host batch buffers: task layout (x, y) and backend layout (xb) */
+    void *x, *xb;
+    int32_t *y;
+    int64_t x_numel; /* per sample, task layout */
+    int64_t xb_numel; /* per sample, backend layout */
+} cell;
+
+static int fail(cell *c, const char *status, int code, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static int fail(cell *c, const char *status, int code, const char *fmt, ...) {
+    snprintf(c->rec->status, sizeof c->rec->status, "%s", status);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(c->rec->reason, sizeof c->rec->reason, fmt, ap);
+    va_end(ap);
+    return code;
+}
+
+/* Out of memory is its own status, "oom", with the limit the cell ran under (procguard.h) when there is one,
+ * so a matrix cell over --memory-limit reads as what it is. Returns code. */
+static int fail_status(cell *c, kh_status st, const char *status, int code, const char *what, const char *why) {
+    if (st != KH_ERR_NOMEM) return fail(c, status, code, "%s: %s", what, why);
+    uint64_t lim = kh_procguard_memory_limit();
+    if (lim)
+        return fail(c, "oom", KH_EXIT_TRAIN, "%s: out of memory under the memory limit of %llu MiB: %s", what,
+                    (unsigned long long)(lim >> 20), why);
+    return fail(c, "oom", KH_EXIT_TRAIN, "%s: out of memory: %s", what, why);
+}
+
+static const char *berr(cell *c) {
+    const char *e = c->sess ? c->b->last_error(c->sess) : NULL;
+    return e && *e ? e : "no error text";
+}
+
+/* Task batch tensor for n samples (x in task layout, y labels). */
+static void task_tensors(cell *c, int n, kh_tensor *x, kh_tensor *y) {
+    memset(x, 0, sizeof *x);
+    x->dtype = c->spec.input_dtype;
+    x->rank = c->spec.input_rank + 1;
+    x->dims[0] = n;
+    for (int i = 0; i < c->spec.input_rank; i++) x->dims[i + 1] = c->spec.input_shape[i];
+    x->layout = c->spec.input_dtype == KH_I32 ? KH_LAYOUT_NT
+                : c->spec.input_rank == 3      ? KH_LAYOUT_NHWC
+                : c->spec.input_rank == 2      ? KH_LAYOUT_NTC
+                                               : KH_LAYOUT_NC;
+    x->data = c->x;
+    memset(y, 0, sizeof *y);
+    y->dtype = KH_I32;
+    y->layout = KH_LAYOUT_NC;
+    y->rank = 1;
+    y->dims[0] = n;
+    y->data = c->y;
+}
+
+/* Gather, augment and convert one batch; xb receives the backend's view. */
+static int load_batch(cell *c, uint32_t split, const int64_t *idx, int n, uint64_t aug_seed, kh_tensor *xb,
+                      kh_tensor *y) {
+    kh_tensor x;
+    task_tensors(c, n, &x, y);
+    if (c->t->get_batch(c->data, split, idx, n, &x, y) != KH_OK) return -1;
+    if (split == KH_SPLIT_TRAIN && c->t->augment && c->t->augment(c->data, &x, aug_seed) != KH_OK) return -1;
+    return kh_layout_convert(xb, &x, c->to_nchw, c->onehot, c->xb);
+}
+
+static int alloc_buffers(cell *c) {
+    const kh_host_api *h = kh_host_api_get();
+    c->x_numel = 1;
+    for (int i = 0; i < c->spec.input_rank; i++) c->x_numel *= c->spec.input_shape[i];
+    c->xb_numel = c->onehot ? c->x_numel * c->onehot : c->x_numel;
+    c->x = h->alloc((size_t)(c->batch * c->x_numel) * 4);
+    c->xb = h->alloc((size_t)(c->batch * c->xb_numel) * 4);
+    c->y = h->alloc((size_t)c->batch * sizeof(int32_t));
+    return c->x && c->xb && c->y ? 0 : -1;
+}
+
+int kh_cell_init_weights(const kh_backend_api *b, kh_bsession *s, kh_bmodel *m, const kh_model_spec *spec,
+                         uint64_t seed, char *err, size_t errlen) {
+    kh_model_shapes sh;
+    if (kh_spec_infer(spec, &sh, err, errlen) != KH_OK) return -1;
+    kh_rng rng;
+    kh_rng_seed(&rng, kh_seed_mix(seed, 0x5EED, 0, 0));
+    int rc = 0;
+    for (int l = 0; l < sh.n_layers && rc == 0; l++) {
+        for (int p = 0; p < sh.layers[l].n_params && rc == 0; p++) {
+            const kh_param_shape *ps = &sh.layers[l].params[p];
+            float *w = malloc((size_t)ps->numel * sizeof *w);
+            if (!w) {
+                snprintf(err, errlen, "out of memory for layer %d %s", l, ps->name);
+                rc = -1;
+                break;
+            }
+            kh_tensor t = {.dtype = KH_F32, .layout = KH_LAYOUT_ANY, .rank = ps->rank, .data = w};
+            for (int d = 0; d < ps->rank; d++) t.dims[d] = ps->dims[d];
+            if (kh_init_param(&rng, ps, w) != KH_OK) {
+                snprintf(err, errlen, "layer %d %s: initialiser failed", l, ps->name);
+                rc = -1;
+            } else if (b->set_weight(m, l, p, &t) != KH_OK) {
+                snprintf(err, errlen, "set_weight layer %d %s: %s", l, ps->name, b->last_error(s));
+                rc = -1;
+            }
+            free(w);
+        }
+    }
+    kh_model_shapes_free(&sh);
+    return rc;
+}
+
+static int metrics_bad(const kh_metrics *m) {
+    return m->samples > 0 && !isfinite(m->loss_sum);
+}
+
+/* One epoch: returns KH_EXIT_OK or a failure code with rec filled. */
+static int run_epoch(cell *c, int epoch, int epochs, int64_t *order, int64_t n_train, int64_t per_epoch,
+                     double t_start, kh_epoch_row *row) {
+    const kh_cell_opts *o = c->o;
+    kh_rng rng;
+    kh_rng_seed(&rng, kh_seed_mix(o->seed, 0x5AFF1E, (uint64_t)epoch, 0));
+    for (int64_t i = 0; i < n_train; i++) order[i] = i;
+    kh_rng_shuffle_i64(&rng, order, n_train);
+
+    kh_progress pr;
+    kh_progress_begin(&pr, o->out, o->quiet, epoch, epochs, per_epoch);
+    double t0 = kh_now();
+    kh_metrics m;
+    int64_t done = 0;
+    for (int64_t bi = 0; done < per_epoch; bi++) {
+        int n = (int)(per_epoch - done < c->batch ? per_epoch - done : c->batch);
+        kh_tensor xb, y;
+        if (load_batch(c, KH_SPLIT_TRAIN, order + done, n, kh_seed_mix(o->seed, 0xA06, (uint64_t)epoch, (uint64_t)bi),
+                       &xb, &y) != 0) {
+            const char *e = c->t->last_error(c->data);
+            return fail(c, "data", KH_EXIT_DATA, "batch: %s", e && *e ? e : "bad input index for one-hot");
+        }
+        kh_status ts = c->b->train_batch(c->model, &xb, &y);
+        if (ts != KH_OK) return fail_status(c, ts, "error", KH_EXIT_TRAIN, "train_batch", berr(c));
+        done += n;
+        if (kh_progress_due(&pr)) {
+            if (c->b->read_metrics(c->model, KH_PHASE_TRAIN, &m, 0) != KH_OK)
+                return fail(c, "error", KH_EXIT_TRAIN, "read_metrics: %s", berr(c));
+            if (metrics_bad(&m)) break;
+            kh_progress_update(&pr, done, m.loss_sum / (double)m.samples,
+                               c->spec.loss == KH_LOSS_NONE ? NAN : m.correct / (double)m.samples);
+        }
+    }
+    if (c->b->sync(c->model) != KH_OK) return fail(c, "error", KH_EXIT_TRAIN, "sync: %s", berr(c));
+    double t1 = kh_now();
+    if (c->b->read_metrics(c->model, KH_PHASE_TRAIN, &m, 1) != KH_OK)
+        return fail(c, "error", KH_EXIT_TRAIN, "read_metrics: %s", berr(c));
+    row->epoch = epoch;
+    row->loss = m.samples ? m.loss_sum / (double)m.samples : NAN;
+    row->acc = m.samples ? m.correct / (double)m.samples : NAN;
+    row->val_loss = row->val_acc = NAN;
+    row->train_s = t1 - t0;
+    if (metrics_bad(&m) || !isfinite(row->loss)) {
+        row->val_s = 0;
+        row->epoch_s = row->train_s;
+        row->elapsed = kh_now() - t_start;
+        char msg[128];
+        snprintf(msg, sizeof msg, "training loss became %s in epoch %d", isnan(m.loss_sum) ? "NaN" : "Inf", epoch);
+        kh_progress_end(&pr, done, row->train_s, msg);
+        return fail(c, "diverged", KH_EXIT_TRAIN, "%s", msg);
+    }
+
+    int64_t n_val = c->info->has_validation ? c->t->count(c->data, KH_SPLIT_VAL) : 0;
+    if (n_val > 0) {
+        int64_t *vidx = malloc((size_t)c->batch * sizeof *vidx);
+        if (!vidx) return fail(c, "error", KH_EXIT_TRAIN, "out of memory");
+        for (int64_t s = 0; s < n_val; s += c->batch) {
+            int n = (int)(n_val - s < c->batch ? n_val - s : c->batch);
+            for (int i = 0; i < n; i++) vidx[i] = s + i;
+            kh_tensor xb, y;
+            if (load_batch(c, KH_SPLIT_VAL, vidx, n, 0, &xb, &y) != 0) {
+                free(vidx);
+                return fail(c, "data", KH_EXIT_DATA, "validation batch: %s", c->t->last_error(c->data));
+            }
+            kh_status es = c->b->eval_batch(c->model, &xb, &y);
+            if (es != KH_OK) {
+                free(vidx);
+                return fail_status(c, es, "error", KH_EXIT_TRAIN, "eval_batch", berr(c));
+            }
+        }
+        free(vidx);
+        if (c->b->sync(c->model) != KH_OK) return fail(c, "error", KH_EXIT_TRAIN, "sync: %s", berr(c));
+        if (c->b->read_metrics(c->model, KH_PHASE_EVAL, &m, 1) != KH_OK)
+            return fail(c, "error", KH_EXIT_TRAIN, "read_metrics: %s", berr(c));
+        row->val_loss = m.samples ? m.loss_sum / (double)m.samples : NAN;
+        row->val_acc = m.samples ? m.correct / (double)m.samples : NAN;
+    }
+    double t2 = kh_now();
+    row->val_s = t2 - t1;
+    row->epoch_s = t2 - t0;
+    row->elapsed = t2 - t_start;
+
+    char line[256];
+    int len = snprintf(line, sizeof line, "loss: %.4f - acc: %.4f", row->loss, row->acc);
+    if (n_val > 0)
+        snprintf(line + len, sizeof line - (size_t)len, " - val_loss: %.4f - val_acc: %.4f", row->val_loss,
+                 row->val_acc);
+    kh_progress_end(&pr, done, row->epoch_s, line);
+    return KH_EXIT_OK;
+}
+
+/* Untimed training batches before epoch 1, from their own shuffle; their metrics are discarded. They do
+ * update the weights: a benchmark's warm-up, not part of the task's training. */
+static int warmup(cell *c, int64_t *order, int64_t n_train) {
+    kh_rng rng;
+    kh_rng_seed(&rng, kh_seed_mix(c->o->seed, 0x3A7E, 0, 0));
+    for (int64_t i = 0; i < n_train; i++) order[i] = i;
+    kh_rng_shuffle_i64(&rng, order, n_train);
+    int64_t done = 0;
+    for (int64_t s = 0; s < c->o->warmup_steps; s++) {
+        if (done + c->batch > n_train) done = 0;
+        int n = (int)(n_train < c->batch ? n_train : c->batch);
+        kh_tensor xb, y;
+        if (load_batch(c, KH_SPLIT_TRAIN, order + done, n, kh_seed_mix(c->o->seed, 0xA06, 0, (uint64_t)s), &xb, &y) != 0)
+            return fail(c, "data", KH_EXIT_DATA, "warm-up batch: %s", c->t->last_error(c->data));
+        if (c->b->train_batch(c->model, &xb, &y) != KH_OK) return fail(c, "error", KH_EXIT_TRAIN, "train_batch: %s", berr(c));
+        done += n;
+    }
+    kh_metrics m;
+    if (c->b->sync(c->model) != KH_OK || c->b->read_metrics(c->model, KH_PHASE_TRAIN, &m, 1) != KH_OK)
+        return fail(c, "error", KH_EXIT_TRAIN, "warm-up: %s", berr(c));
+    return KH_EXIT_OK;
+}
+
+/* after_training hook: predictions through the backend with the same input conversion. */
+typedef struct pred_ctx { cell *c; } pred_ctx;
+
+static kh_status pred_predict(void *ctx, const kh_tensor *x, kh_tensor *out) {
+    cell *c = ((pred_ctx *)ctx)->c;
+    if (x->dims[0] > c->batch) return KH_ERR_INVALID;
+    kh_tensor xb;
+    if (kh_layout_convert(&xb, x, c->to_nchw, c->onehot, c->xb) != 0) return KH_ERR_INVALID;
+    return c->b->predict(c->model, &xb, out);
+}
+
+static void pred_print(void *ctx, const char *text) {
+    cell *c = ((pred_ctx *)ctx)->c;
+    fputs(text, c->o->out);
+    fflush(c->o->out);
+}
+
+static void fill_environment(cell *c) {
+    const kh_cell_opts *o = c->o;
+    kh_cell_record *r = c->rec;
+    char buf[512];
+    kh_record_set_env(r, "khost_version", KHOST_VERSION);
+    kh_record_set_env(r, "git_rev", kh_git_rev());
+    kh_record_set_env(r, "plugin_version", o->backend->desc->version);
+    kh_record_set_env(r, "task_version", o->task->desc->version);
+    kh_record_set_env(r, "device_name", o->dev->name);
+    kh_record_set_env(r, "device_pci_bus_id", o->dev->pci_bus_id);
+    if (o->dev->kind == KH_DEVICE_CUDA) {
+        snprintf(buf, sizeof buf, "%d.%d", o->dev->cc_major, o->dev->cc_minor);
+        kh_record_set_env(r, "compute_capability", buf);
+        snprintf(buf, sizeof buf, "%lld", (long long)o->dev->total_mem);
+        kh_record_set_env(r, "device_memory_bytes", buf);
+        snprintf(buf, sizeof buf, "%d", o->dev->multiprocessors);
+        kh_record_set_env(r, "multiprocessors", buf);
+    }
+    kh_devices_driver_string(o->devs, buf, sizeof buf);
+    kh_record_set_env(r, "driver_version", buf);
+    kh_env_cpu_model(buf, sizeof buf);
+    kh_record_set_env(r, "cpu_model", buf);
+    snprintf(buf, sizeof buf, "%ld", sysconf(_SC_NPROCESSORS_ONLN));
+    kh_record_set_env(r, "cpu_threads", buf);
+    if (gethostname(buf, sizeof buf) == 0) kh_record_set_env(r, "hostname", buf);
+    kh_record_set_env(r, "dataset", c->info->dataset);
+    kh_record_set_env(r, "data_dir", o->data_dir);
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", o->data_dir, c->info->dataset);
+    snprintf(buf, sizeof buf, "%lld", (long long)kh_env_tree_bytes(path));
+    kh_record_set_env(r, "dataset_bytes", buf);
+    kh_env_add_slurm(r);
+}
+
+/* What an epoch's time means: the kit's FLOP and byte count of this model for the epoch's samples, and the
+ * device's roofline at that arithmetic intensity (kh_record_summarise turns them into GFLOP/s and a
+ * fraction of the roofline). Unknown figures stay NAN and the record says why. */
+static void count_work(cell *c, int64_t per_epoch, int64_t n_val) {
+    kh_cell_record *r = c->rec;
+    kh_model_flops f;
+    char err[256];
+    if (kh_spec_flops(&c->spec, &c->shapes, &f, NULL, err, sizeof err) != KH_OK) {
+        kh_logf(KH_LOG_WARN, "%s: no FLOP count: %s", c->o->task->desc->name, err);
+        return;
+    }
+    kh_flops_epoch(&f, per_epoch, c->batch, n_val, &r->flops_per_epoch, &r->bytes_per_epoch);
+    kh_peak pk;
+    int known = kh_peak_get(c->o->dev, &pk) == 0;
+    snprintf(r->peak_source, sizeof r->peak_source, "%s", pk.source);
+    if (!known) return;
+    r->peak_gflops = pk.gflops;
+    if (pk.gbps > 0) r->peak_gbps = pk.gbps;
+    r->roofline_gflops = kh_peak_bound(&pk, r->bytes_per_epoch > 0 ? r->flops_per_epoch / r->bytes_per_epoch : INFINITY);
+}
+
+static const char *cache_word(int32_t cache) {
+    return cache == KH_COMPILE_HIT ? "hit" : cache == KH_COMPILE_MISS ? "miss" : cache == KH_COMPILE_NO_CACHE ? "none" : NULL;
+}
+
+/* A backend's seconds: NAN when negative or not finite (unknown, never a fake zero). */
+static double seconds_or_nan(double s) { return isfinite(s) && s >= 0 ? s : NAN; }
+
+/* Model-compile time (ABI 1.2). compile_s is the wall time of the compile call that made the trained model,
+ * for every backend. A backend with compile_info also says whether its generated code came from its cache
+ * and how the time splits; after a miss the host compiles the same spec once more, right away and before any
+ * training, expecting a hit, and records that call's wall time as the warm time beside the cold one (the
+ * second model is freed at once). A second compile that is not a hit gives no warm time: it would not be one. */
+static void compile_times(cell *c, const kh_compile_opts *co, double wall) {
+    kh_cell_record *rec = c->rec;
+    const kh_backend_api *b = c->b;
+    const char *who = c->o->backend->desc->name;
+    rec->compile_s = wall;
+    if (!KH_HAS_MEMBER(kh_backend_api, b->struct_size, compile_info) || !b->compile_info) return;
+    kh_compile_info ci;
+    memset(&ci, 0, sizeof ci);
+    ci.struct_size = sizeof ci;
+    kh_status st = b->compile_info(c->model, &ci);
+    if (st != KH_OK) {
+        kh_logf(KH_LOG_WARN, "%s: compile_info: %s: %s", who, kh_status_name(st), berr(c));
+        return;
+    }
+    const char *word = cache_word(ci.cache);
+    if (!word) {
+        kh_logf(KH_LOG_WARN, "%s: compile_info: unknown cache value %d: ignored", who, (int)ci.cache);
+        return;
+    }
+    snprintf(rec->compile_cache, sizeof rec->compile_cache, "%s", word);
+    rec->compile_units = ci.units >= 0 ? ci.units : -1;
+    rec->compile_codegen_s = seconds_or_nan(ci.codegen_s);
+    rec->compile_cc_s = seconds_or_nan(ci.compile_s);
+    rec->compile_load_s = seconds_or_nan(ci.load_s);
+    if (ci.cache == KH_COMPILE_HIT) rec->compile_warm_s = wall;
+    if (ci.cache != KH_COMPILE_MISS) return;
+
+    rec->compile_cold_s = wall;
+    kh_bmodel *m2 = NULL;
+    double t0 = kh_now();
+    st = b->compile(c->sess, &c->spec, co, &m2);
+    double t1 = kh_now();
+    if (st != KH_OK) {
+        kh_logf(KH_LOG_WARN, "%s: the second compile (for the warm compile time) failed: %s: %s; no warm time", who,
+                kh_status_name(st), berr(c));
+        return;
+    }
+    kh_compile_info c2;
+    memset(&c2, 0, sizeof c2);
+    c2.struct_size = sizeof c2;
+    st = b->compile_info(m2, &c2);
+    if (st == KH_OK && c2.cache == KH_COMPILE_HIT)
+        rec->compile_warm_s = t1 - t0;
+    else
+        kh_logf(KH_LOG_WARN, "%s: the second compile of the same model was %s, not a cache hit: no warm time recorded",
+                who, st != KH_OK ? "not described (compile_info failed)" : cache_word(c2.cache) ? cache_word(c2.cache) : "unknown");
+    b->model_free(m2);
+}
+
+/* One line before the first epoch for backends with generated code: where the compile time went. */
+static void print_compile(cell *c) {
+    const kh_cell_record *r = c->rec;
+    if (c->o->quiet || !r->compile_cache[0]) return;
+    FILE *f = c->o->out;
+    int none = !strcmp(r->compile_cache, "none");
+    fprintf(f, "compile: %.3g s (%s%s", r->compile_s, none ? "no generated code" : "cache ", none ? "" : r->compile_cache);
+    if (r->compile_units >= 0) fprintf(f, ", %d unit%s", r->compile_units, r->compile_units == 1 ? "" : "s");
+    if (isfinite(r->compile_cold_s) && isfinite(r->compile_warm_s)) fprintf(f, "; warm %.3g s", r->compile_warm_s);
+    fputs(")\n", f);
+    fflush(f);
+}
+
+/* The record so far, as status "running"; a failure to write it is only warned about here (the final write
+ * reports it as an error). */
+static void checkpoint(cell *c, int epoch, int epochs) {
+    kh_cell_record *rec = c->rec;
+    char err[512];
+    snprintf(rec->status, sizeof rec->status, "running");
+    snprintf(rec->reason, sizeof rec->reason, "%d of %d epochs done", epoch, epochs);
+    kh_record_summarise(rec, c->info->target_is_max, c->info->target);
+    if (kh_record_write(rec, c->o->checkpoint_dir, err, sizeof err) != 0) kh_logf(KH_LOG_WARN, "checkpoint: %s", err);
+    snprintf(rec->status, sizeof rec->status, "error");
+    rec->reason[0] = 0;
+}
+
+static int run(cell *c) {
+    const kh_cell_opts *o = c->o;
+    kh_cell_record *rec = c->rec;
+    char err[1024];
+    c->info = c->t->info();
+    c->batch = o->batch_size > 0 ? o->batch_size : c->info->batch_size;
+    int epochs = o->epochs > 0 ? o->epochs : c->info->epochs;
+    rec->epochs_requested = epochs;
+    rec->batch_size = c->batch;
+    rec->seed = o->seed;
+    snprintf(rec->metric, sizeof rec->metric, "%s", c->info->metric ? c->info->metric : "val_acc");
+    fill_environment(c);
+
+    /* capabilities first: an unsupported cell costs no data loading */
+    memset(&c->caps, 0, sizeof c->caps);
+    c->caps.struct_size = sizeof c->caps;
+    if (c->b->get_caps(o->dev->kind, &c->caps) != KH_OK)
+        return fail(c, "error", KH_EXIT_MODULE, "get_caps failed");
+    /* an unavailable device kind (no BLAS, no driver) is known before any data set is read */
+    char why[256];
+    if (!c->caps.available) {
+        kh_caps_unavailable_reason(&c->caps, why, sizeof why);
+        snprintf(rec->status, sizeof rec->status, "unsupported");
+        snprintf(rec->reason, sizeof rec->reason, "unsupported: %s", why);
+        return KH_EXIT_UNSUPPORTED;
+    }
+
+    kh_load_opts lo = {.struct_size = sizeof lo, .data_dir = o->data_dir, .limit_train = o->limit_train,
+                       .limit_val = o->limit_val, .seed = o->seed};
+    err[0] = 0;
+    kh_status st = c->t->load(kh_host_api_get(), &lo, &c->data, err, sizeof err);
+    if (st != KH_OK) {
+        c->data = NULL;
+        return fail_status(c, st, "data", KH_EXIT_DATA, "load", err[0] ? err : kh_status_name(st));
+    }
+    memset(&c->spec, 0, sizeof c->spec);
+    c->spec.struct_size = sizeof c->spec;
+    if (c->t->model(c->data, &c->spec) != KH_OK)
+        return fail(c, "error", KH_EXIT_DATA, "task model spec: %s", c->t->last_error(c->data));
+    if (kh_spec_infer(&c->spec, &c->shapes, err, sizeof err) != KH_OK)
+        return fail(c, "error", KH_EXIT_DATA, "task model spec: %s", err);
+    if (kh_caps_check(&c->caps, &c->spec, why, sizeof why) != 0) {
+        snprintf(rec->status, sizeof rec->status, "unsupported");
+        snprintf(rec->reason, sizeof rec->reason, "%s", why);
+        return KH_EXIT_UNSUPPORTED;
+    }
+    c->to_nchw = c->caps.image_layout == KH_LAYOUT_NCHW;
+    c->onehot = (c->spec.input_onehot > 0 && !(c->caps.flags & KH_CAP_ONEHOT_INPUT)) ? c->spec.input_onehot : 0;
+
+    int64_t n_train = c->t->count(c->data, KH_SPLIT_TRAIN);
+    rec->train_samples = n_train;
+    rec->val_samples = c->info->has_validation ? c->t->count(c->data, KH_SPLIT_VAL) : 0;
+    if (n_train <= 0) return fail(c, "data", KH_EXIT_DATA, "%s", "the training split is empty");
+    int64_t per_epoch = c->info->train_samples_per_epoch > 0 && c->info->train_samples_per_epoch < n_train
+                            ? c->info->train_samples_per_epoch
+                            : n_train;
+    if (o->steps > 0 && o->steps * c->batch < per_epoch) per_epoch = o->steps * c->batch;
+    if (alloc_buffers(c) != 0)
+        return fail_status(c, KH_ERR_NOMEM, "error", KH_EXIT_TRAIN, "batch buffers", "host allocation failed");
+    count_work(c, per_epoch, rec->val_samples);
+
+    err[0] = 0;
+    kh_status os = c->b->open(kh_host_api_get(), o->dev, &c->sess, err, sizeof err);
+    if (os != KH_OK) {
+        c->sess = NULL;
+        return fail_status(c, os, "error", KH_EXIT_DEVICE, "open session", err[0] ? err : "no reason given");
+    }
+    if (c->b->environment && c->b->environment(c->sess, err, sizeof err) == KH_OK)
+        kh_record_set_env(rec, "backend_env", err);
+    kh_compile_opts co = {.struct_size = sizeof co, .max_batch = c->batch, .seed = o->seed, .deterministic = 0};
+    double tc = kh_now();
+    kh_status cs = c->b->compile(c->sess, &c->spec, &co, &c->model);
+    double compile_wall = kh_now() - tc;
+    if (cs != KH_OK) {
+        c->model = NULL;
+        return fail_status(c, cs, "error", KH_EXIT_TRAIN, "compile", berr(c));
+    }
+    compile_times(c, &co, compile_wall);
+    print_compile(c);
+    if (kh_cell_init_weights(c->b, c->sess, c->model, &c->spec, o->seed, err, sizeof err) != 0)
+        return fail(c, "error", KH_EXIT_TRAIN, "%s", err);
+
+    int64_t *order = malloc((size_t)n_train * sizeof *order);
+    if (!order) return fail_status(c, KH_ERR_NOMEM, "error", KH_EXIT_TRAIN, "shuffle order", "host allocation failed");
+    if (o->warmup_steps > 0) {
+        int wc = warmup(c, order, n_train);
+        if (wc != KH_EXIT_OK) {
+            free(order);
+            return wc;
+        }
+    }
+    char started[64];
+    kh_env_now_iso(started, sizeof started);
+    kh_record_set_env(rec, "started_at", started);
+    double t_start = kh_now();
+    int code = KH_EXIT_OK;
+    for (int e = 1; e <= epochs && code == KH_EXIT_OK; e++) {
+        kh_epoch_row row;
+        memset(&row, 0, sizeof row);
+        code = run_epoch(c, e, epochs, order, n_train, per_epoch, t_start, &row);
+        if (row.epoch > 0 && kh_record_add_row(rec, &row) != 0) code = fail(c, "error", KH_EXIT_TRAIN, "out of memory");
+        if (code == KH_EXIT_OK && o->checkpoint_dir && e < epochs) checkpoint(c, e, epochs);
+    }
+    free(order);
+    char finished[64];
+    kh_env_now_iso(finished, sizeof finished);
+    kh_record_set_env(rec, "finished_at", finished);
+    if (code != KH_EXIT_OK) return code;
+
+    snprintf(rec->status, sizeof rec->status, "ok");
+    rec->reason[0] = 0;
+    if (c->t->after_training) {
+        pred_ctx pc = {c};
+        kh_predictor p = {.ctx = &pc, .predict = pred_predict, .print = pred_print, .seed = o->seed};
+        if (c->t->after_training(c->data, &p) != KH_OK)
+            kh_logf(KH_LOG_WARN, "%s: after-training step failed: %s", o->task->desc->name, c->t->last_error(c->data));
+    }
+    return KH_EXIT_OK;
+}
+
+int kh_cell_device_unavailable(const kh_backend_api *b, uint32_t device_kind, char *why, size_t n) {
+    kh_caps caps;
+    memset(&caps, 0, sizeof caps);
+    caps.struct_size = sizeof caps;
+    if (!b || !b->get_caps || b->get_caps(device_kind, &caps) != KH_OK || caps.available) return 0;
+    char r[200];
+    kh_caps_unavailable_reason(&caps, r, sizeof r);
+    snprintf(why, n, "unsupported: %s", r);
+    return 1;
+}
+
+int kh_cell_run(const kh_cell_opts *o, kh_cell_record *rec) {
+    cell c;
+    memset(&c, 0, sizeof c);
+    c.o = o;
+    c.rec = rec;
+    c.b = o->backend->backend;
+    c.t = o->task->task;
+    snprintf(rec->plugin, sizeof rec->plugin, "%s", o->backend->desc->name);
+    snprintf(rec->task, sizeof rec->task, "%s", o->task->desc->name);
+    snprintf(rec->device, sizeof rec->device, "%s", o->dev->id);
+    int code = run(&c);
+    const kh_task_info *info = c.info;
+    kh_record_summarise(rec, info ? info->target_is_max : 0, info ? info->target : 0);
+    if (c.model) c.b->model_free(c.model);
+    if (c.sess) c.b->close(c.sess);
+    if (c.data) c.t->unload(c.data);
+    kh_model_shapes_free(&c.shapes);
+    const kh_host_api *h = kh_host_api_get();
+    h->free(c.x);
+    h->free(c.xb);
+    h->free(c.y);
+    return code;
+}

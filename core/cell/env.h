@@ -1,0 +1,20 @@
+/* core/env.h — the environment a result was measured in (DESIGN.md "Numbers that must be true"). */
+#ifndef KHOST_CORE_ENV_H
+#define KHOST_CORE_ENV_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+
+/* "model name" of /proc/cpuinfo, or "unknown". */
+void kh_env_cpu_model(char *buf, size_t n);
+/* Total size in bytes of the files under path (0 if missing). */
+int64_t kh_env_tree_bytes(const char *path);
+/* Current UTC time as ISO 8601. */
+void kh_env_now_iso(char *buf, size_t n);
+/* Monotonic seconds. */
+/* Inside a Slurm job: its job id, array job and task ids and node name into the record's environment
+ * (slurm_job_id, slurm_array_job_id, slurm_array_task_id, slurm_node); nothing outside one. */
+struct kh_cell_record;
+void kh_env_add_slurm(struct kh_cell_record *r);
+#endif

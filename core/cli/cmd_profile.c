@@ -1,0 +1,225 @@
+/* core/cmd_profile.c — `khost profile --plugin P --task T [--device D] [--steps N] [--warmup N]
+ * [--batch-size N]`: forward and backward time per layer (and per op kind, for graph backends), measured by
+ * the backend over N training steps on one real batch after warm-up (kh_backend_api.profile, ABI 1.1).
+ * A backend without the call (an ABI 1.0 module, or one that chose not to) is told apart from a failure. */
+#define _POSIX_C_SOURCE 200809L
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/args.h"
+#include "cell/caps.h"
+#include "cell/cell.h"
+#include "cli/commands.h"
+#include "cli/exitcodes.h"
+#include "modules/host_api.h"
+#include "khost/kit/spec.h"
+#include "cell/layout.h"
+
+typedef struct prof_args {
+    const char *plugin, *task, *device;
+    int64_t steps, warmup, batch;
+} prof_args;
+
+static int parse(int argc, char **argv, prof_args *p) {
+    kh_args a;
+    kh_args_init(&a, "profile", argc, argv);
+    const char *opt, *iv, *v;
+    while ((opt = kh_args_next(&a, &iv))) {
+        if (!strcmp(opt, "--plugin") || !strcmp(opt, "--task") || !strcmp(opt, "--device")) {
+            if (!(v = kh_args_value(&a, opt, iv))) return -1;
+            if (!strcmp(opt, "--plugin")) p->plugin = v;
+            else if (!strcmp(opt, "--task")) p->task = v;
+            else p->device = v;
+        } else if (!strcmp(opt, "--steps") || !strcmp(opt, "--warmup") || !strcmp(opt, "--batch-size")) {
+            int64_t n;
+            if (!(v = kh_args_value(&a, opt, iv)) || kh_args_int64(opt, v, !strcmp(opt, "--warmup") ? 0 : 1, &n))
+                return -1;
+            if (!strcmp(opt, "--steps")) p->steps = n;
+            else if (!strcmp(opt, "--warmup")) p->warmup = n;
+            else p->batch = n;
+        } else {
+            fprintf(stderr, "khost profile: unknown option '%s' (see khost --help)\n", opt);
+            return -1;
+        }
+    }
+    if (!p->plugin || !p->task) {
+        fprintf(stderr, "khost profile: --plugin and --task are required (see khost --help)\n");
+        return -1;
+    }
+    return 0;
+}
+
+static void print_profile(const kh_profile *pr, const char *b, const char *t, const char *dev, int64_t batch,
+                          int64_t warmup) {
+    double steps = pr->steps > 0 ? pr->steps : 1, ms = 1e3 / steps;
+    printf("khost profile: %s x %s x %s, batch %lld, %d steps after %lld warm-up: %.3f ms per step\n\n", b, t, dev,
+           (long long)batch, pr->steps, (long long)warmup, pr->total_s * ms);
+    printf("%-6s %-12s %12s %12s %12s %7s\n", "layer", "kind", "forward ms", "backward ms", "update ms", "share");
+    for (int32_t i = 0; i < pr->n_rows; i++) {
+        const kh_profile_row *r = &pr->rows[i];
+        if (r->layer < 0) continue;
+        double all = r->forward_s + r->backward_s + r->optimizer_s;
+        printf("%-6d %-12s %12.3f %12.3f %12.3f %6.1f%%\n", r->layer, r->what, r->forward_s * ms, r->backward_s * ms,
+               r->optimizer_s * ms, pr->total_s > 0 ? 100 * all / pr->total_s : 0);
+    }
+    printf("%-19s %12.3f ms in no layer (loss, optimizer steps not attributed to a layer, staging)\n", "other",
+           pr->other_s * ms);
+    int any = 0;
+    for (int32_t i = 0; i < pr->n_rows; i++) {
+        const kh_profile_row *r = &pr->rows[i];
+        if (r->layer >= 0) continue;
+        if (!any)
+            printf("\n%-26s %12s %12s %12s %10s\n", "op kind", "forward ms", "backward ms", "apply ms", "ops/step");
+        any = 1;
+        printf("%-26s %12.3f %12.3f %12.3f %10.1f\n", r->what, r->forward_s * ms, r->backward_s * ms,
+               r->optimizer_s * ms, (double)r->calls);
+    }
+}
+
+int kh_cmd_profile(kh_host *h, int argc, char **argv) {
+    prof_args p = {.steps = 20, .warmup = 3};
+    if (parse(argc, argv, &p) != 0) return KH_EXIT_USAGE;
+    const kh_host_api *api = kh_host_api_get();
+    char err[1024];
+    kh_module *bm = kh_modules_find(&h->mods, KH_MODULE_BACKEND, p.plugin, api, err, sizeof err);
+    kh_module *tm = bm ? kh_modules_find(&h->mods, KH_MODULE_TASK, p.task, api, err, sizeof err) : NULL;
+    if (!bm || !tm) {
+        kh_logf(KH_LOG_ERROR, "%s", err);
+        return KH_EXIT_MODULE;
+    }
+    const kh_backend_api *b = bm->backend;
+    const kh_task_api *t = tm->task;
+    if (!KH_HAS_MEMBER(kh_backend_api, b->struct_size, profile) || !b->profile) {
+        kh_logf(KH_LOG_ERROR, "profile: plugin %s (ABI %u.%u) does not implement the profile call (ABI 1.1)",
+                bm->desc->name, (unsigned)bm->desc->abi_major, (unsigned)bm->desc->abi_minor);
+        return KH_EXIT_UNSUPPORTED;
+    }
+    kh_devices *devs = kh_host_devices(h);
+    const char *dev_spec = p.device ? p.device : h->reg.default_device;
+    kh_device *dev = kh_devices_find(devs, dev_spec ? dev_spec : "auto", err, sizeof err);
+    if (!dev) {
+        kh_logf(KH_LOG_ERROR, "%s", err);
+        return KH_EXIT_DEVICE;
+    }
+    if (kh_device_activate(devs, dev, err, sizeof err) != 0) {
+        kh_logf(KH_LOG_ERROR, "device %s: %s", dev->id, err);
+        return KH_EXIT_DEVICE;
+    }
+
+    const kh_task_info *info = t->info();
+    int64_t batch = p.batch > 0 ? p.batch : info->batch_size;
+    int code = KH_EXIT_OK;
+    kh_tdata *data = NULL;
+    kh_bsession *sess = NULL;
+    kh_bmodel *model = NULL;
+    void *x = NULL, *xb = NULL;
+    int32_t *y = NULL;
+    int64_t *idx = NULL;
+    kh_profile_row *rows = NULL;
+    kh_model_shapes sh = {0};
+    kh_caps caps;
+    memset(&caps, 0, sizeof caps);
+    caps.struct_size = sizeof caps;
+    kh_model_spec spec;
+    memset(&spec, 0, sizeof spec);
+    spec.struct_size = sizeof spec;
+    kh_load_opts lo = {.struct_size = sizeof lo, .data_dir = kh_host_data_dir(h), .limit_train = batch,
+                       .limit_val = 1, .seed = h->reg.seed};
+    err[0] = 0;
+    char why[256];
+    if (b->get_caps(dev->kind, &caps) != KH_OK) {
+        kh_logf(KH_LOG_ERROR, "profile: %s get_caps failed", bm->desc->name);
+        code = KH_EXIT_MODULE;
+    } else if (t->load(api, &lo, &data, err, sizeof err) != KH_OK) {
+        data = NULL;
+        kh_logf(KH_LOG_ERROR, "profile: %s", err[0] ? err : "task load failed");
+        code = KH_EXIT_DATA;
+    } else if (t->model(data, &spec) != KH_OK || kh_spec_infer(&spec, &sh, err, sizeof err) != KH_OK) {
+        kh_logf(KH_LOG_ERROR, "profile: task model spec: %s", err[0] ? err : t->last_error(data));
+        code = KH_EXIT_DATA;
+    } else if (kh_caps_check(&caps, &spec, why, sizeof why) != 0) {
+        kh_logf(KH_LOG_ERROR, "profile: %s x %s on %s: unsupported: %s", bm->desc->name, tm->desc->name, dev->id, why);
+        code = KH_EXIT_UNSUPPORTED;
+    }
+    if (code != KH_EXIT_OK) goto done;
+    int64_t n_train = t->count(data, KH_SPLIT_TRAIN);
+    if (n_train < batch) batch = n_train;
+    if (batch <= 0) {
+        kh_logf(KH_LOG_ERROR, "profile: %s: the training split is empty", tm->desc->name);
+        code = KH_EXIT_DATA;
+        goto done;
+    }
+
+    /* one real batch in the backend's layout, as the training loop would hand it over */
+    int64_t per = 1;
+    for (int i = 0; i < spec.input_rank; i++) per *= spec.input_shape[i];
+    int32_t onehot = spec.input_onehot > 0 && !(caps.flags & KH_CAP_ONEHOT_INPUT) ? spec.input_onehot : 0;
+    x = api->alloc((size_t)(batch * per) * 4);
+    xb = api->alloc((size_t)(batch * per * (onehot ? onehot : 1)) * 4);
+    y = api->alloc((size_t)batch * sizeof *y);
+    idx = malloc((size_t)batch * sizeof *idx);
+    int cap_rows = sh.n_layers + 128;
+    rows = calloc((size_t)cap_rows, sizeof *rows);
+    if (!x || !xb || !y || !idx || !rows) {
+        kh_logf(KH_LOG_ERROR, "profile: out of host memory");
+        code = KH_EXIT_TRAIN;
+        goto done;
+    }
+    for (int64_t i = 0; i < batch; i++) idx[i] = i;
+    kh_tensor tx = {.dtype = spec.input_dtype, .rank = spec.input_rank + 1, .data = x,
+                    .layout = spec.input_dtype == KH_I32 ? KH_LAYOUT_NT
+                              : spec.input_rank == 3     ? KH_LAYOUT_NHWC
+                              : spec.input_rank == 2     ? KH_LAYOUT_NTC
+                                                         : KH_LAYOUT_NC};
+    tx.dims[0] = batch;
+    for (int i = 0; i < spec.input_rank; i++) tx.dims[i + 1] = spec.input_shape[i];
+    kh_tensor ty = {.dtype = KH_I32, .layout = KH_LAYOUT_NC, .rank = 1, .dims = {batch}, .data = y};
+    kh_tensor txb;
+    if (t->get_batch(data, KH_SPLIT_TRAIN, idx, (int32_t)batch, &tx, &ty) != KH_OK ||
+        kh_layout_convert(&txb, &tx, caps.image_layout == KH_LAYOUT_NCHW, onehot, xb) != 0) {
+        kh_logf(KH_LOG_ERROR, "profile: batch: %s", t->last_error(data));
+        code = KH_EXIT_DATA;
+        goto done;
+    }
+    err[0] = 0;
+    if (b->open(api, dev, &sess, err, sizeof err) != KH_OK) {
+        sess = NULL;
+        kh_logf(KH_LOG_ERROR, "profile: open session: %s", err);
+        code = KH_EXIT_DEVICE;
+        goto done;
+    }
+    kh_compile_opts co = {.struct_size = sizeof co, .max_batch = (int32_t)batch, .seed = h->reg.seed};
+    if (b->compile(sess, &spec, &co, &model) != KH_OK) {
+        model = NULL;
+        kh_logf(KH_LOG_ERROR, "profile: compile: %s", b->last_error(sess));
+        code = KH_EXIT_TRAIN;
+        goto done;
+    }
+    if (kh_cell_init_weights(b, sess, model, &spec, h->reg.seed, err, sizeof err) != 0) {
+        kh_logf(KH_LOG_ERROR, "profile: %s", err);
+        code = KH_EXIT_TRAIN;
+        goto done;
+    }
+    kh_profile pr = {.struct_size = sizeof pr, .cap_rows = cap_rows, .rows = rows};
+    kh_status st = b->profile(model, &txb, &ty, (int32_t)p.warmup, (int32_t)p.steps, &pr);
+    if (st != KH_OK) {
+        kh_logf(st == KH_ERR_UNSUPPORTED ? KH_LOG_WARN : KH_LOG_ERROR, "profile: %s on %s: %s", bm->desc->name,
+                dev->id, b->last_error(sess));
+        code = st == KH_ERR_UNSUPPORTED ? KH_EXIT_UNSUPPORTED : KH_EXIT_TRAIN;
+        goto done;
+    }
+    print_profile(&pr, bm->desc->name, tm->desc->name, dev->id, batch, p.warmup);
+done:
+    if (model) b->model_free(model);
+    if (sess) b->close(sess);
+    if (data) t->unload(data);
+    kh_model_shapes_free(&sh);
+    api->free(x);
+    api->free(xb);
+    api->free(y);
+    free(idx);
+    free(rows);
+    kh_device_release(devs, dev);
+    return code;
+}

@@ -1,0 +1,37 @@
+/* core/blas_tune.c — OpenBLAS kernel selection.
+ *
+ * OpenBLAS picks its kernels when it is loaded (a library constructor reading CPUID, or OPENBLAS_CORETYPE).
+ * Debian's 0.3.21 does not know some current CPU models — a hypervisor's generic "Intel Xeon Processor" with
+ * AVX-512 is one — and then falls back to its Prescott (SSE3) kernels: on such a machine one core's 512x512
+ * SGEMM runs 4.5x slower with them than with the SkylakeX kernels (tools/openblas-kernels). Every CPU backend
+ * here calls OpenBLAS, so khost chooses from the CPU's feature flags before any module (and so OpenBLAS) is
+ * loaded: AVX-512 F/BW/VL/DQ -> SkylakeX, AVX2 + FMA -> Haswell, otherwise OpenBLAS's own choice. Cells spawned
+ * by `matrix` inherit it. A value already in OPENBLAS_CORETYPE always wins (some machines set one on purpose);
+ * KHOST_OPENBLAS_CORETYPE=keep leaves OpenBLAS alone, any other value is used as the core type. The backends
+ * report the kernels in use in each record's environment ("blas=openblas-0.3.21 (SkylakeX kernels)"), and
+ * tools/bench-compare gives the PyTorch reference (which uses the same OpenBLAS for its matrix products) the
+ * same setting. */
+#define _POSIX_C_SOURCE 200809L
+#include "devices/blas_tune.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+const char *kh_blas_tune(void) {
+    if (getenv("OPENBLAS_CORETYPE")) return NULL;
+    const char *k = getenv("KHOST_OPENBLAS_CORETYPE");
+    if (k && !strcmp(k, "keep")) return NULL;
+    const char *t = k && *k ? k : NULL;
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    if (!t) {
+        __builtin_cpu_init();
+        if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+            __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq"))
+            t = "SkylakeX";
+        else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+            t = "Haswell";
+    }
+#endif
+    if (t && setenv("OPENBLAS_CORETYPE", t, 1) != 0) return NULL;
+    return t;
+}

@@ -1,0 +1,81 @@
+/* core/host_api.c — the const table of host services handed to every module, and the host's log. */
+#define _POSIX_C_SOURCE 200809L
+#include "modules/host_api.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const kh_registry *g_reg;
+static int g_level = KH_LOG_WARN;
+
+void kh_host_api_bind(const kh_registry *reg) { g_reg = reg; }
+void kh_host_set_log_level(int level) { g_level = level; }
+
+static const char *level_name(int level) {
+    switch (level) {
+    case KH_LOG_ERROR: return "error";
+    case KH_LOG_WARN: return "warning";
+    case KH_LOG_INFO: return "info";
+    default: return "debug";
+    }
+}
+
+__attribute__((format(printf, 3, 0))) static void vlog(int level, const char *module, const char *fmt, va_list ap) {
+    if (level > g_level) return;
+    /* one fprintf per line keeps lines whole when a child and its parent share stderr */
+    char msg[2048];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    size_t n = strlen(msg);
+    while (n && msg[n - 1] == '\n') msg[--n] = 0;
+    fprintf(stderr, "khost: %s%s%s: %s\n", module ? module : "", module ? " " : "", level_name(level), msg);
+}
+
+void kh_logf(int level, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vlog(level, NULL, fmt, ap);
+    va_end(ap);
+}
+
+__attribute__((format(printf, 3, 4))) static void api_log(kh_log_level level, const char *module, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vlog((int)level, module, fmt, ap);
+    va_end(ap);
+}
+
+static void *api_alloc(size_t size) {
+    void *p = NULL;
+    if (size == 0) size = 1;
+    size_t rounded = (size + 63) & ~(size_t)63;
+    if (posix_memalign(&p, 64, rounded) != 0) return NULL;
+    return p;
+}
+
+static void api_free(void *p) { free(p); }
+
+static const char *api_config_get(const char *section, const char *key) {
+    return g_reg && section && key ? kh_registry_get(g_reg, section, key) : NULL;
+}
+
+static void api_progress(const char *what, int64_t done, int64_t total) {
+    if (g_level < KH_LOG_INFO || !isatty(STDERR_FILENO)) return;
+    fprintf(stderr, "\r%s %lld/%lld%s", what, (long long)done, (long long)total, done >= total ? "\n" : "");
+}
+
+static const kh_host_api g_api = {
+    .struct_size = sizeof(kh_host_api),
+    .abi_major = KH_ABI_MAJOR,
+    .abi_minor = KH_ABI_MINOR,
+    .host_version = KHOST_VERSION,
+    .log = api_log,
+    .alloc = api_alloc,
+    .free = api_free,
+    .config_get = api_config_get,
+    .progress = api_progress,
+};
+
+const kh_host_api *kh_host_api_get(void) { return &g_api; }

@@ -1,0 +1,45 @@
+/* core/report.h — the results model `khost report` builds (records grouped by task, sorted), shared by the
+ * markdown tables (report.c) and the SVG chart (report_svg.c). Internal to the core. */
+#ifndef KHOST_CORE_REPORT_H
+#define KHOST_CORE_REPORT_H
+
+#include <stddef.h>
+
+#include "khost/task.h"
+#include "results/results.h"
+
+typedef struct kh_report_task {
+    const char *name;
+    const char **plugins; int np;          /* sorted by name */
+    const char **devices; int nd;          /* cpu first, then cuda:N by N, then the rest by name */
+    const kh_cell_record **cells;          /* [plugin * nd + device], NULL where no record */
+} kh_report_task;
+
+typedef struct kh_report {
+    kh_cell_record *recs; int n_recs;
+    kh_report_task *tasks; int n_tasks;    /* sorted by name */
+} kh_report;
+
+/* Seconds as the tables print them: one decimal from 1 s up (as the seed's README), 3 significant
+ * digits below (smoke runs would otherwise all read 0.0). */
+void kh_report_fmt_seconds(double s, char *buf, size_t n);
+/* Model-compile time (ABI 1.2 records): 1 when some record of device column d has compile_s, so older
+ * result sets get no column of dashes. */
+int kh_report_has_compile(const kh_report_task *t, int d);
+/* A compile cell: "cold / warm" for a backend with a generated-code cache (hit or miss; an unknown side is
+ * "—"), compile_s alone for the others, "—" when the record does not say. */
+void kh_report_fmt_compile(const kh_cell_record *r, char *buf, size_t n);
+/* The explanation printed with a table that has a compile column. */
+extern const char kh_report_compile_note[];
+/* Device order of the tables and chart (strcmp-like). */
+int kh_report_cmp_device(const char *a, const char *b);
+/* The time-per-epoch chart as a self-contained SVG, written atomically. 0 ok, else err names the file. */
+int kh_report_svg(const kh_report *rep, const char *path, char *err, size_t errlen);
+/* The task module's info (published figures), or NULL when the module is not available. */
+typedef const kh_task_info *(*kh_report_info_fn)(void *ctx, const char *task);
+/* The self-contained HTML page, written atomically. 0 ok, else err names the file. */
+int kh_report_html(const kh_report *rep, kh_report_info_fn info_of, void *ctx, const char *path, char *err,
+                   size_t errlen);
+/* A row of tools/reference (environment key "reference"), not a khost backend. */
+int kh_report_is_reference(const kh_cell_record *r);
+#endif

@@ -1,0 +1,385 @@
+/* core/results.c — cell records: CSV + JSON, written atomically; JSON read back for report and resume. */
+#define _POSIX_C_SOURCE 200809L
+#include "results/results.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+void kh_record_init(kh_cell_record *r) {
+    memset(r, 0, sizeof *r);
+    snprintf(r->status, sizeof r->status, "error");
+    r->metric_value = r->mean_epoch_s = r->median_epoch_s = r->time_to_target_s = NAN;
+    r->flops_per_epoch = r->bytes_per_epoch = r->gflops = NAN;
+    r->peak_gflops = r->peak_gbps = r->roofline_gflops = r->roofline_fraction = NAN;
+    r->compile_s = r->compile_codegen_s = r->compile_cc_s = r->compile_load_s = NAN;
+    r->compile_cold_s = r->compile_warm_s = NAN;
+    r->compile_units = -1;
+}
+
+void kh_record_free(kh_cell_record *r) {
+    free(r->rows);
+    r->rows = NULL;
+    r->n_rows = r->cap_rows = 0;
+}
+
+int kh_record_add_row(kh_cell_record *r, const kh_epoch_row *row) {
+    if (r->n_rows == r->cap_rows) {
+        int cap = r->cap_rows ? r->cap_rows * 2 : 16;
+        kh_epoch_row *v = realloc(r->rows, (size_t)cap * sizeof *v);
+        if (!v) return -1;
+        r->rows = v;
+        r->cap_rows = cap;
+    }
+    r->rows[r->n_rows++] = *row;
+    return 0;
+}
+
+void kh_record_set_env(kh_cell_record *r, const char *key, const char *value) {
+    for (int i = 0; i < r->n_env; i++)
+        if (strcmp(r->env_key[i], key) == 0) {
+            snprintf(r->env_val[i], sizeof r->env_val[i], "%s", value ? value : "");
+            return;
+        }
+    if (r->n_env == KH_ENV_MAX) return;
+    snprintf(r->env_key[r->n_env], sizeof r->env_key[0], "%s", key);
+    snprintf(r->env_val[r->n_env], sizeof r->env_val[0], "%s", value ? value : "");
+    r->n_env++;
+}
+
+const char *kh_record_get_env(const kh_cell_record *r, const char *key) {
+    for (int i = 0; i < r->n_env; i++)
+        if (strcmp(r->env_key[i], key) == 0) return r->env_val[i];
+    return NULL;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+void kh_record_summarise(kh_cell_record *r, int target_is_max, double target) {
+    r->mean_epoch_s = r->median_epoch_s = r->metric_value = r->time_to_target_s = NAN;
+    if (r->n_rows == 0) return;
+    double sum = 0;
+    for (int i = 0; i < r->n_rows; i++) sum += r->rows[i].epoch_s;
+    r->mean_epoch_s = sum / r->n_rows;
+    /* median excluding the first epoch (warm-up, JIT, allocator growth) when there is more than one */
+    int first = r->n_rows > 1 ? 1 : 0, n = r->n_rows - first;
+    double *t = malloc((size_t)n * sizeof *t);
+    if (t) {
+        for (int i = 0; i < n; i++) t[i] = r->rows[first + i].epoch_s;
+        qsort(t, (size_t)n, sizeof *t, cmp_double);
+        r->median_epoch_s = n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
+        free(t);
+    }
+    r->gflops = r->roofline_fraction = NAN;
+    if (r->flops_per_epoch > 0 && r->mean_epoch_s > 0) r->gflops = r->flops_per_epoch / r->mean_epoch_s / 1e9;
+    if (r->gflops > 0 && r->roofline_gflops > 0) r->roofline_fraction = r->gflops / r->roofline_gflops;
+    const kh_epoch_row *last = &r->rows[r->n_rows - 1];
+    int is_loss = strcmp(r->metric, "loss") == 0;
+    r->metric_value = is_loss ? last->loss : last->val_acc;
+    if (target > 0) {
+        for (int i = 0; i < r->n_rows; i++) {
+            double m = is_loss ? r->rows[i].loss : r->rows[i].val_acc;
+            if (isnan(m)) continue;
+            if (target_is_max ? m <= target : m >= target) {
+                r->time_to_target_s = r->rows[i].elapsed;
+                break;
+            }
+        }
+    }
+}
+
+void kh_record_path(char *buf, size_t n, const char *out_dir, const char *task, const char *plugin,
+                    const char *device, const char *ext) {
+    char dev[32];
+    size_t j = 0;
+    for (size_t i = 0; device[i] && j + 1 < sizeof dev; i++)
+        if (device[i] != ':') dev[j++] = device[i];
+    dev[j] = 0;
+    snprintf(buf, n, "%s/%s/%s__%s.%s", out_dir, task, plugin, dev, ext);
+}
+
+int kh_mkdirs(const char *path) {
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s", path);
+    for (char *p = tmp + 1; *p; p++) {
+        if (*p != '/') continue;
+        *p = 0;
+        if (mkdir(tmp, 0777) != 0 && errno != EEXIST) return -1;
+        *p = '/';
+    }
+    if (mkdir(tmp, 0777) != 0 && errno != EEXIST) return -1;
+    return 0;
+}
+
+int kh_write_atomic(const char *path, const void *data, size_t n, char *err, size_t errlen) {
+    /* Messages name the file being replaced first (the temporary one second): on a full or read-only
+     * disk that is the file the user knows, and its previous version is untouched. */
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    if (fd < 0) {
+        snprintf(err, errlen, "%s: cannot write: %s (creating %s)", path, strerror(errno), tmp);
+        return -1;
+    }
+    const char *p = data;
+    size_t left = n;
+    while (left) {
+        ssize_t w = write(fd, p, left);
+        if (w < 0) {
+            if (errno == EINTR) continue;
+            snprintf(err, errlen, "%s: cannot write: %s (writing %s)", path, strerror(errno), tmp);
+            close(fd);
+            unlink(tmp);
+            return -1;
+        }
+        p += w;
+        left -= (size_t)w;
+    }
+    int sync_rc = fsync(fd), sync_errno = errno;
+    int close_rc = close(fd), close_errno = errno;
+    if (sync_rc != 0 || close_rc != 0) {
+        snprintf(err, errlen, "%s: cannot write: %s (%s %s)", path, strerror(sync_rc ? sync_errno : close_errno),
+                 sync_rc ? "fsync of" : "closing", tmp);
+        unlink(tmp);
+        return -1;
+    }
+    if (rename(tmp, path) != 0) {
+        snprintf(err, errlen, "%s: cannot write: %s (renaming %s over it)", path, strerror(errno), tmp);
+        unlink(tmp);
+        return -1;
+    }
+    return 0;
+}
+
+/* JSON numbers cannot be NaN: absent values are null. */
+static cJSON *num_or_null(double v) { return isfinite(v) ? cJSON_CreateNumber(v) : cJSON_CreateNull(); }
+
+char *kh_record_to_json(const kh_cell_record *r, int compact) {
+    cJSON *o = cJSON_CreateObject();
+    if (!o) return NULL;
+    cJSON_AddNumberToObject(o, "khost_record", 1);
+    cJSON_AddStringToObject(o, "plugin", r->plugin);
+    cJSON_AddStringToObject(o, "task", r->task);
+    cJSON_AddStringToObject(o, "device", r->device);
+    cJSON_AddStringToObject(o, "status", r->status);
+    cJSON_AddStringToObject(o, "reason", r->reason);
+    cJSON_AddNumberToObject(o, "epochs_requested", r->epochs_requested);
+    cJSON_AddNumberToObject(o, "batch_size", r->batch_size);
+    cJSON_AddNumberToObject(o, "seed", (double)r->seed);
+    cJSON_AddNumberToObject(o, "train_samples", (double)r->train_samples);
+    cJSON_AddNumberToObject(o, "val_samples", (double)r->val_samples);
+    cJSON_AddStringToObject(o, "metric", r->metric);
+    cJSON_AddItemToObject(o, "metric_value", num_or_null(r->metric_value));
+    cJSON_AddItemToObject(o, "mean_epoch_s", num_or_null(r->mean_epoch_s));
+    cJSON_AddItemToObject(o, "median_epoch_s", num_or_null(r->median_epoch_s));
+    cJSON_AddItemToObject(o, "time_to_target_s", num_or_null(r->time_to_target_s));
+    cJSON_AddItemToObject(o, "flops_per_epoch", num_or_null(r->flops_per_epoch));
+    cJSON_AddItemToObject(o, "bytes_per_epoch", num_or_null(r->bytes_per_epoch));
+    cJSON_AddItemToObject(o, "gflops", num_or_null(r->gflops));
+    cJSON_AddItemToObject(o, "peak_gflops", num_or_null(r->peak_gflops));
+    cJSON_AddItemToObject(o, "peak_gbps", num_or_null(r->peak_gbps));
+    cJSON_AddItemToObject(o, "roofline_gflops", num_or_null(r->roofline_gflops));
+    cJSON_AddItemToObject(o, "roofline_fraction", num_or_null(r->roofline_fraction));
+    cJSON_AddStringToObject(o, "peak_source", r->peak_source);
+    /* compile time: compile_s in every record; the rest only where known (absent = unknown, as in records
+     * written before ABI 1.2 and for backends without compile_info) */
+    cJSON_AddItemToObject(o, "compile_s", num_or_null(r->compile_s));
+    if (r->compile_cache[0]) cJSON_AddStringToObject(o, "compile_cache", r->compile_cache);
+    if (r->compile_units >= 0) cJSON_AddNumberToObject(o, "compile_units", r->compile_units);
+    const struct { const char *key; double v; } opt[] = {
+        {"compile_codegen_s", r->compile_codegen_s}, {"compile_cc_s", r->compile_cc_s},
+        {"compile_load_s", r->compile_load_s},       {"compile_cold_s", r->compile_cold_s},
+        {"compile_warm_s", r->compile_warm_s}};
+    for (size_t i = 0; i < sizeof opt / sizeof *opt; i++)
+        if (isfinite(opt[i].v)) cJSON_AddNumberToObject(o, opt[i].key, opt[i].v);
+    cJSON *rows = cJSON_AddArrayToObject(o, "epochs");
+    for (int i = 0; rows && i < r->n_rows; i++) {
+        const kh_epoch_row *e = &r->rows[i];
+        cJSON *x = cJSON_CreateObject();
+        if (!x) break;
+        cJSON_AddNumberToObject(x, "epoch", e->epoch);
+        cJSON_AddItemToObject(x, "elapsed", num_or_null(e->elapsed));
+        cJSON_AddItemToObject(x, "loss", num_or_null(e->loss));
+        cJSON_AddItemToObject(x, "acc", num_or_null(e->acc));
+        cJSON_AddItemToObject(x, "val_loss", num_or_null(e->val_loss));
+        cJSON_AddItemToObject(x, "val_acc", num_or_null(e->val_acc));
+        cJSON_AddItemToObject(x, "train_s", num_or_null(e->train_s));
+        cJSON_AddItemToObject(x, "val_s", num_or_null(e->val_s));
+        cJSON_AddItemToObject(x, "epoch_s", num_or_null(e->epoch_s));
+        cJSON_AddItemToArray(rows, x);
+    }
+    cJSON *env = cJSON_AddObjectToObject(o, "environment");
+    for (int i = 0; env && i < r->n_env; i++) cJSON_AddStringToObject(env, r->env_key[i], r->env_val[i]);
+    char *s = compact ? cJSON_PrintUnformatted(o) : cJSON_Print(o);
+    cJSON_Delete(o);
+    return s;
+}
+
+static void csv_num(FILE *f, double v, int last) {
+    if (isfinite(v))
+        fprintf(f, "%.6g", v);
+    fputc(last ? '\n' : ',', f);
+}
+
+int kh_record_write(const kh_cell_record *r, const char *out_dir, char *err, size_t errlen) {
+    char dir[4096], path[4200];
+    snprintf(dir, sizeof dir, "%s/%s", out_dir, r->task);
+    if (kh_mkdirs(dir) != 0) {
+        snprintf(err, errlen, "%s: cannot create directory: %s", dir, strerror(errno));
+        return -1;
+    }
+    /* CSV: the original benchmark's logger columns plus the split of train and validation time */
+    char *csv = NULL;
+    size_t csv_len = 0;
+    FILE *f = open_memstream(&csv, &csv_len);
+    if (!f) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    fprintf(f, "epoch,elapsed,loss,acc,val_loss,val_acc,train_s,val_s\n");
+    for (int i = 0; i < r->n_rows; i++) {
+        const kh_epoch_row *e = &r->rows[i];
+        fprintf(f, "%d,", e->epoch - 1); /* Keras's CSVLogger counts epochs from 0 */
+        csv_num(f, e->elapsed, 0);
+        csv_num(f, e->loss, 0);
+        csv_num(f, e->acc, 0);
+        csv_num(f, e->val_loss, 0);
+        csv_num(f, e->val_acc, 0);
+        csv_num(f, e->train_s, 0);
+        csv_num(f, e->val_s, 1);
+    }
+    fclose(f);
+    kh_record_path(path, sizeof path, out_dir, r->task, r->plugin, r->device, "csv");
+    int rc = kh_write_atomic(path, csv, csv_len, err, errlen);
+    free(csv);
+    if (rc != 0) return rc;
+    char *json = kh_record_to_json(r, 0);
+    if (!json) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    kh_record_path(path, sizeof path, out_dir, r->task, r->plugin, r->device, "json");
+    rc = kh_write_atomic(path, json, strlen(json), err, errlen);
+    cJSON_free(json);
+    return rc;
+}
+
+static double get_num(const cJSON *o, const char *key) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    return cJSON_IsNumber(v) ? v->valuedouble : NAN;
+}
+
+static int get_str(const cJSON *o, const char *key, char *dst, size_t n) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    if (!cJSON_IsString(v)) return -1;
+    snprintf(dst, n, "%s", v->valuestring);
+    return 0;
+}
+
+int kh_record_read(const char *path, kh_cell_record *r, char *err, size_t errlen) {
+    kh_record_init(r);
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+        return -1;
+    }
+    char *buf = NULL;
+    size_t len = 0, cap = 0;
+    for (;;) {
+        if (len + 4096 + 1 > cap) {
+            cap = cap ? cap * 2 : 65536;
+            char *nb = realloc(buf, cap);
+            if (!nb) {
+                free(buf);
+                fclose(f);
+                snprintf(err, errlen, "%s: out of memory", path);
+                return -1;
+            }
+            buf = nb;
+        }
+        size_t got = fread(buf + len, 1, 4096, f);
+        len += got;
+        if (got < 4096) break;
+    }
+    fclose(f);
+    buf[len] = 0;
+    cJSON *o = cJSON_Parse(buf);
+    free(buf);
+    if (!o) {
+        snprintf(err, errlen, "%s: not valid JSON", path);
+        return -1;
+    }
+    int rc = -1;
+    const char *missing = NULL;
+    if (!cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(o, "khost_record"))) missing = "khost_record";
+    else if (get_str(o, "plugin", r->plugin, sizeof r->plugin)) missing = "plugin";
+    else if (get_str(o, "task", r->task, sizeof r->task)) missing = "task";
+    else if (get_str(o, "device", r->device, sizeof r->device)) missing = "device";
+    else if (get_str(o, "status", r->status, sizeof r->status)) missing = "status";
+    if (missing) {
+        snprintf(err, errlen, "%s: field \"%s\" missing or of the wrong type", path, missing);
+        goto done;
+    }
+    get_str(o, "reason", r->reason, sizeof r->reason);
+    get_str(o, "metric", r->metric, sizeof r->metric);
+    double v;
+    if (isfinite(v = get_num(o, "epochs_requested"))) r->epochs_requested = (int)v;
+    if (isfinite(v = get_num(o, "batch_size"))) r->batch_size = (int)v;
+    if (isfinite(v = get_num(o, "seed"))) r->seed = (uint64_t)v;
+    if (isfinite(v = get_num(o, "train_samples"))) r->train_samples = (int64_t)v;
+    if (isfinite(v = get_num(o, "val_samples"))) r->val_samples = (int64_t)v;
+    r->metric_value = get_num(o, "metric_value");
+    r->mean_epoch_s = get_num(o, "mean_epoch_s");
+    r->median_epoch_s = get_num(o, "median_epoch_s");
+    r->time_to_target_s = get_num(o, "time_to_target_s");
+    r->flops_per_epoch = get_num(o, "flops_per_epoch");
+    r->bytes_per_epoch = get_num(o, "bytes_per_epoch");
+    r->gflops = get_num(o, "gflops");
+    r->peak_gflops = get_num(o, "peak_gflops");
+    r->peak_gbps = get_num(o, "peak_gbps");
+    r->roofline_gflops = get_num(o, "roofline_gflops");
+    r->roofline_fraction = get_num(o, "roofline_fraction");
+    get_str(o, "peak_source", r->peak_source, sizeof r->peak_source);
+    r->compile_s = get_num(o, "compile_s");
+    get_str(o, "compile_cache", r->compile_cache, sizeof r->compile_cache);
+    if (isfinite(v = get_num(o, "compile_units")) && v >= 0 && v < 1e9) r->compile_units = (int)v;
+    r->compile_codegen_s = get_num(o, "compile_codegen_s");
+    r->compile_cc_s = get_num(o, "compile_cc_s");
+    r->compile_load_s = get_num(o, "compile_load_s");
+    r->compile_cold_s = get_num(o, "compile_cold_s");
+    r->compile_warm_s = get_num(o, "compile_warm_s");
+    const cJSON *rows = cJSON_GetObjectItemCaseSensitive(o, "epochs"), *e;
+    if (rows && !cJSON_IsArray(rows)) {
+        snprintf(err, errlen, "%s: field \"epochs\" is not an array", path);
+        goto done;
+    }
+    cJSON_ArrayForEach(e, rows) {
+        kh_epoch_row row = {.epoch = (int)get_num(e, "epoch"), .elapsed = get_num(e, "elapsed"),
+                            .loss = get_num(e, "loss"), .acc = get_num(e, "acc"),
+                            .val_loss = get_num(e, "val_loss"), .val_acc = get_num(e, "val_acc"),
+                            .train_s = get_num(e, "train_s"), .val_s = get_num(e, "val_s"),
+                            .epoch_s = get_num(e, "epoch_s")};
+        if (kh_record_add_row(r, &row) != 0) {
+            snprintf(err, errlen, "%s: out of memory", path);
+            goto done;
+        }
+    }
+    const cJSON *env = cJSON_GetObjectItemCaseSensitive(o, "environment");
+    cJSON_ArrayForEach(e, env) {
+        if (cJSON_IsString(e) && e->string) kh_record_set_env(r, e->string, e->valuestring);
+    }
+    rc = 0;
+done:
+    cJSON_Delete(o);
+    if (rc != 0) kh_record_free(r);
+    return rc;
+}

@@ -1,0 +1,180 @@
+/* core/slurm_plan.c — the plan a Slurm submission leaves next to its scripts (see slurm.h). Plain text so
+ * a user can read which array index is which cell, and the array tasks need nothing but this file. */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "results/results.h"
+#include "sched/slurm/slurm.h"
+
+#define PLAN_MAGIC "khost-slurm-plan\t1"
+
+int kh_slurm_plan_add(kh_slurm_plan *p, const kh_slurm_cell *c) {
+    if (p->n == p->cap) {
+        int cap = p->cap ? 2 * p->cap : 16;
+        kh_slurm_cell *v = realloc(p->cells, (size_t)cap * sizeof *v);
+        if (!v) return -1;
+        p->cells = v;
+        p->cap = cap;
+    }
+    p->cells[p->n++] = *c;
+    return 0;
+}
+
+void kh_slurm_plan_free(kh_slurm_plan *p) {
+    free(p->cells);
+    free(p->buf);
+    memset(p, 0, sizeof *p);
+}
+
+static void put(FILE *f, const char *key, const char *v) {
+    if (v) fprintf(f, "%s\t%s\n", key, v);
+}
+
+int kh_slurm_plan_write(const char *path, const kh_slurm_plan *p, char *err, size_t errlen) {
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (!f) {
+        snprintf(err, errlen, "%s: out of memory", path);
+        return -1;
+    }
+    fprintf(f, PLAN_MAGIC "\n# written by khost matrix --slurm; cell line K (from 0) is array task K\n");
+    put(f, "out", p->out_dir);
+    put(f, "data", p->data_dir);
+    put(f, "fetch", p->fetch);
+    fprintf(f, "timeout\t%.17g\n", p->timeout_s);
+    put(f, "epochs", p->epochs);
+    put(f, "batch-size", p->batch_size);
+    put(f, "seed", p->seed);
+    put(f, "limit-train", p->limit_train);
+    put(f, "limit-val", p->limit_val);
+    for (int i = 0; i < p->n; i++) {
+        const kh_slurm_cell *c = &p->cells[i];
+        fprintf(f, "cell\t%s\t%s\t%s\t%s\t%s\t%s\n", c->plugin, c->plugin_arg, c->task, c->task_arg, c->device,
+                c->dataset ? c->dataset : "");
+    }
+    if (fclose(f) != 0 || !text) {
+        free(text);
+        snprintf(err, errlen, "%s: out of memory", path);
+        return -1;
+    }
+    int rc = kh_write_atomic(path, text, len, err, errlen);
+    free(text);
+    return rc;
+}
+
+static int read_all(const char *path, char **out, char *err, size_t errlen) {
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+        return -1;
+    }
+    size_t cap = 4096, n = 0;
+    char *buf = malloc(cap);
+    for (;;) {
+        if (!buf) break;
+        if (n + 1 >= cap) {
+            char *nb = realloc(buf, cap * 2);
+            if (!nb) {
+                free(buf);
+                buf = NULL;
+                break;
+            }
+            buf = nb;
+            cap *= 2;
+        }
+        size_t got = fread(buf + n, 1, cap - n - 1, f);
+        n += got;
+        if (got == 0) break;
+    }
+    int bad = ferror(f);
+    fclose(f);
+    if (!buf || bad) {
+        free(buf);
+        snprintf(err, errlen, "%s: %s", path, bad ? "read error" : "out of memory");
+        return -1;
+    }
+    buf[n] = 0;
+    *out = buf;
+    return 0;
+}
+
+/* Split s at tabs into at most max fields (in place); returns the count. */
+static int fields(char *s, char **f, int max) {
+    int n = 0;
+    f[n++] = s;
+    for (char *p = s; *p && n < max; p++)
+        if (*p == '\t') {
+            *p = 0;
+            f[n++] = p + 1;
+        }
+    return n;
+}
+
+int kh_slurm_plan_read(const char *path, kh_slurm_plan *p, char *err, size_t errlen) {
+    memset(p, 0, sizeof *p);
+    if (read_all(path, &p->buf, err, errlen) != 0) return -1;
+    if (strncmp(p->buf, PLAN_MAGIC "\n", sizeof PLAN_MAGIC) != 0) {
+        snprintf(err, errlen, "%s: not a khost Slurm plan (first line is not '%s')", path, "khost-slurm-plan 1");
+        goto bad;
+    }
+    int line = 0;
+    char *save = NULL;
+    for (char *l = strtok_r(p->buf, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+        line++;
+        if (line == 1 || l[0] == '#') continue;
+        char *f[8];
+        int nf = fields(l, f, 8);
+        if (!strcmp(f[0], "cell")) {
+            if (nf != 7) {
+                snprintf(err, errlen, "%s:%d: a cell line has 6 tab-separated fields, this one %d", path, line, nf - 1);
+                goto bad;
+            }
+            kh_slurm_cell c = {f[1], f[2], f[3], f[4], f[5], f[6]};
+            if (kh_slurm_plan_add(p, &c) != 0) {
+                snprintf(err, errlen, "%s: out of memory", path);
+                goto bad;
+            }
+            continue;
+        }
+        if (nf != 2) {
+            snprintf(err, errlen, "%s:%d: expected 'key<TAB>value'", path, line);
+            goto bad;
+        }
+        const char *v = f[1];
+        if (!strcmp(f[0], "out")) p->out_dir = v;
+        else if (!strcmp(f[0], "data")) p->data_dir = v;
+        else if (!strcmp(f[0], "fetch")) p->fetch = v;
+        else if (!strcmp(f[0], "epochs")) p->epochs = v;
+        else if (!strcmp(f[0], "batch-size")) p->batch_size = v;
+        else if (!strcmp(f[0], "seed")) p->seed = v;
+        else if (!strcmp(f[0], "limit-train")) p->limit_train = v;
+        else if (!strcmp(f[0], "limit-val")) p->limit_val = v;
+        else if (!strcmp(f[0], "timeout")) {
+            char *end = NULL;
+            p->timeout_s = strtod(v, &end);
+            if (end == v || *end || !(p->timeout_s >= 0)) {
+                snprintf(err, errlen, "%s:%d: timeout '%s' is not seconds >= 0", path, line, v);
+                goto bad;
+            }
+        } else {
+            snprintf(err, errlen, "%s:%d: unknown key '%s'", path, line, f[0]);
+            goto bad;
+        }
+    }
+    if (!p->out_dir || !*p->out_dir) {
+        snprintf(err, errlen, "%s: no 'out' line (the results folder)", path);
+        goto bad;
+    }
+    if (p->n == 0) {
+        snprintf(err, errlen, "%s: no cell lines", path);
+        goto bad;
+    }
+    return 0;
+bad:
+    kh_slurm_plan_free(p);
+    return -1;
+}

@@ -1,0 +1,44 @@
+/* khost/kit/flops.h — FLOPs and bytes of a model spec per sample, step and epoch (kit/base/flops.c; docs/PERFORMANCE.md). */
+#ifndef KHOST_KIT_FLOPS_H
+#define KHOST_KIT_FLOPS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "khost/abi.h"
+#include "khost/model.h"
+#include "khost/kit/spec.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct kh_layer_flops {
+    double forward;  /* per sample */
+    double backward; /* per training sample: weight gradients + the input gradients somebody needs */
+} kh_layer_flops;
+
+typedef struct kh_model_flops {
+    double forward;           /* per sample (inference forward = training forward) */
+    double backward;          /* per training sample */
+    double optimizer;         /* per training step: params x FLOPs per update (2 SGD, 9 RMSprop, 12 Adam, 16 Adadelta) */
+    double params;
+    double param_bytes_train; /* per training step: parameter traffic (forward, input gradient, optimizer) */
+    double param_bytes_eval;  /* per evaluation step */
+    double act_bytes_train;   /* per training sample: activation traffic (coarse, +-50 %) */
+    double act_bytes_eval;    /* per evaluation sample */
+} kh_model_flops;
+
+/* Count a spec whose shapes kh_spec_infer computed. per_layer (optional) receives n_layers entries.
+ * KH_ERR_INVALID with err when the shapes do not match the spec or the optimizer is unknown. */
+kh_status kh_spec_flops(const kh_model_spec *spec, const kh_model_shapes *sh, kh_model_flops *out,
+                        kh_layer_flops *per_layer, char *err, size_t errlen);
+/* One epoch: train_samples trained in steps of batch_size (the last partial), val_samples evaluated.
+ * flops and bytes may be NULL. */
+void kh_flops_epoch(const kh_model_flops *f, int64_t train_samples, int64_t batch_size, int64_t val_samples,
+                    double *flops, double *bytes);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,24 @@
+/* khost/kit/rng.h — xoshiro256** seeded through splitmix64: same seed, same stream everywhere (kit/base/rng.c). */
+#ifndef KHOST_KIT_RNG_H
+#define KHOST_KIT_RNG_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct kh_rng { uint64_t s[4]; } kh_rng;
+void kh_rng_seed(kh_rng *r, uint64_t seed);
+uint64_t kh_rng_u64(kh_rng *r);
+double kh_rng_uniform(kh_rng *r);          /* [0, 1) with 53 random bits */
+double kh_rng_normal(kh_rng *r);           /* standard normal (Box-Muller) */
+uint64_t kh_rng_below(kh_rng *r, uint64_t n); /* uniform in [0, n), unbiased */
+void kh_rng_shuffle_i64(kh_rng *r, int64_t *v, int64_t n); /* Fisher-Yates */
+/* Derive an independent seed from a base seed and up to three indices (epoch, batch, ...). */
+uint64_t kh_seed_mix(uint64_t seed, uint64_t a, uint64_t b, uint64_t c);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
