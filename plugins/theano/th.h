@@ -88,6 +88,9 @@ kh_status th_fail(th_session *s, kh_status st, const char *what, const char *fmt
 void *th_alloc(th_session *s, size_t bytes);
 void th_free(th_session *s, void *p);
 void th_log(th_session *s, kh_log_level lvl, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* The host the module entry was called with (th_fail.c): sessions opened without one log through it. */
+void th_set_module_host(const kh_host_api *host);
+const kh_host_api *th_module_host(void);
 
 /* th_blas.c */
 int th_blas_available(void);

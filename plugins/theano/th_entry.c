@@ -22,35 +22,8 @@
 #include "khost/kit/status.h"
 #include "khost/kit/alloc.h"
 
-static const kh_host_api *g_host;
 
 #define TH_DEFAULT_CFLAGS "-O3 -march=native -fopenmp -ffp-contract=fast -fno-math-errno -fno-trapping-math"
-
-kh_status th_fail(th_session *s, kh_status st, const char *what, const char *fmt, ...) {
-    if (!s) return st;
-    char why[440];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(why, sizeof why, fmt, ap);
-    va_end(ap);
-    snprintf(s->err, sizeof s->err, "theano %s on %s: %s", what, s->dev.id[0] ? s->dev.id : "cpu", why);
-    return st;
-}
-
-void th_log(th_session *s, kh_log_level lvl, const char *fmt, ...) {
-    const kh_host_api *h = s && s->host ? s->host : g_host;
-    if (!h || !h->log) return;
-    char msg[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    h->log(lvl, "theano", "%s", msg);
-}
-
-void *th_alloc(th_session *s, size_t bytes) { return kh_host_alloc(s->host, bytes); }
-
-void th_free(th_session *s, void *p) { kh_host_free(s->host, p); }
 
 static kh_status th_get_caps(uint32_t device_kind, kh_caps *out) {
     if (!out) return KH_ERR_INVALID;
@@ -95,7 +68,7 @@ static kh_status th_open(const kh_host_api *host, const kh_device *dev, kh_bsess
     kh_bsession *b = calloc(1, sizeof *b);
     if (!b) return kh_errf(err, errlen, KH_ERR_NOMEM, "theano open on %s: out of memory", id);
     th_session *s = &b->s;
-    s->host = host ? host : g_host;
+    s->host = host ? host : th_module_host();
     size_t dn = dev->struct_size < sizeof s->dev ? dev->struct_size : sizeof s->dev;
     memcpy(&s->dev, dev, dn);
     s->dev.struct_size = sizeof s->dev;
@@ -194,6 +167,6 @@ static const kh_module_desc g_desc = {
 };
 
 KH_EXPORT const kh_module_desc *khost_module_entry(const kh_host_api *host) {
-    g_host = host;
+    th_set_module_host(host);
     return &g_desc;
 }
