@@ -1,4 +1,4 @@
-/* core/caps.c — check a model spec against a backend's capabilities (ggml's supports_op, declaratively). */
+/* core/cell/caps.c — check a model spec against a backend's capabilities (ggml's supports_op, declaratively). */
 #include "cell/caps.h"
 
 #include <stdio.h>

@@ -1,4 +1,4 @@
-/* core/cell.c — the training loop of one cell.
+/* core/cell/cell.c — the training loop of one cell.
  *
  * Per epoch: shuffle (seeded), batch (last partial batch included, as Keras), augment (task hook), convert
  * to the backend's layout, train; then synchronise and evaluate the validation split. Time per epoch is wall

@@ -1,5 +1,5 @@
-/* core/cell.h — run one plugin x task x device cell: the host-side training loop, identical for every
- * backend (DESIGN.md "Numbers that must be true"). */
+/* core/cell/cell.h — run one plugin x task x device cell: the host-side training loop, identical for every
+ * backend (the time-per-epoch rule of README.md and docs/ARCHITECTURE.md, "Data flow of one cell"). */
 #ifndef KHOST_CORE_CELL_H
 #define KHOST_CORE_CELL_H
 

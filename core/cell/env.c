@@ -1,4 +1,4 @@
-/* core/env.c — facts about the machine and the data set for the results' environment record. */
+/* core/cell/env.c — facts about the machine and the data set for the results' environment record. */
 #define _XOPEN_SOURCE 700
 #include "cell/env.h"
 

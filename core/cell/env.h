@@ -1,4 +1,5 @@
-/* core/env.h — the environment a result was measured in (DESIGN.md "Numbers that must be true"). */
+/* core/cell/env.h — the environment a result was measured in: device, driver and library versions, CPU, BLAS,
+ * khost revision, seed and data set, carried by every record (docs/ARCHITECTURE.md, "Data flow of one cell"). */
 #ifndef KHOST_CORE_ENV_H
 #define KHOST_CORE_ENV_H
 

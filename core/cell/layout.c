@@ -1,4 +1,4 @@
-/* core/layout.c — NHWC/NCHW transposition and one-hot expansion of batches (see layout.h). */
+/* core/cell/layout.c — NHWC/NCHW transposition and one-hot expansion of batches (see layout.h). */
 #include "cell/layout.h"
 
 #include <string.h>

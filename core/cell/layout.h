@@ -1,4 +1,4 @@
-/* core/layout.h — the host side of the negotiated tensor ABI: batches are converted from what the task
+/* core/cell/layout.h — the host side of the negotiated tensor ABI: batches are converted from what the task
  * produces (NHWC images, index sequences) to what the backend asked for in its caps. */
 #ifndef KHOST_CORE_LAYOUT_H
 #define KHOST_CORE_LAYOUT_H

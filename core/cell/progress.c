@@ -1,4 +1,4 @@
-/* core/progress.c — the epoch progress display (see progress.h). */
+/* core/cell/progress.c — the epoch progress display (see progress.h). */
 #define _POSIX_C_SOURCE 200809L
 #include "cell/progress.h"
 

@@ -1,4 +1,4 @@
-/* core/progress.h — Keras-like progress for one epoch: a redrawn bar on a terminal, plain lines otherwise. */
+/* core/cell/progress.h — Keras-like progress for one epoch: a redrawn bar on a terminal, plain lines otherwise. */
 #ifndef KHOST_CORE_PROGRESS_H
 #define KHOST_CORE_PROGRESS_H
 

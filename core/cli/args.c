@@ -1,4 +1,4 @@
-/* core/args.c — option parsing (see args.h); errors name the option. */
+/* core/cli/args.c — option parsing (see args.h); errors name the option. */
 #include "cli/args.h"
 
 #include <errno.h>

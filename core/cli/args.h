@@ -1,4 +1,4 @@
-/* core/args.h — tiny "--name value" / "--name=value" option parsing shared by the subcommands. */
+/* core/cli/args.h — tiny "--name value" / "--name=value" option parsing shared by the subcommands. */
 #ifndef KHOST_CORE_ARGS_H
 #define KHOST_CORE_ARGS_H
 

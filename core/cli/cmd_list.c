@@ -1,4 +1,4 @@
-/* core/cmd_list.c — `khost --list`, `khost --list-devices`, `khost describe --task T`. */
+/* core/cli/cmd_list.c — `khost --list`, `khost --list-devices`, `khost describe --task T`. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <string.h>

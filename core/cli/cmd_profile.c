@@ -1,4 +1,4 @@
-/* core/cmd_profile.c — `khost profile --plugin P --task T [--device D] [--steps N] [--warmup N]
+/* core/cli/cmd_profile.c — `khost profile --plugin P --task T [--device D] [--steps N] [--warmup N]
  * [--batch-size N]`: forward and backward time per layer (and per op kind, for graph backends), measured by
  * the backend over N training steps on one real batch after warm-up (kh_backend_api.profile, ABI 1.1).
  * A backend without the call (an ABI 1.0 module, or one that chose not to) is told apart from a failure. */

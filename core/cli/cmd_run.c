@@ -1,4 +1,4 @@
-/* core/cmd_run.c — `khost [run] --plugin P --task T ...`: one cell in this process. */
+/* core/cli/cmd_run.c — `khost [run] --plugin P --task T ...`: one cell in this process. */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <stdio.h>

@@ -1,4 +1,4 @@
-/* core/commands.h — the subcommands of the khost binary and the state they share. */
+/* core/cli/commands.h — the subcommands of the khost binary and the state they share. */
 #ifndef KHOST_CORE_COMMANDS_H
 #define KHOST_CORE_COMMANDS_H
 

@@ -1,4 +1,4 @@
-/* core/main.c — the khost command line: dispatch to the subcommands. Only main() exits. */
+/* core/cli/main.c — the khost command line: dispatch to the subcommands. Only main() exits. */
 #define _GNU_SOURCE /* realpath */
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,4 +1,4 @@
-/* core/verify.c — `khost verify --plugin P [--device D] [--task T|all|none] [--tol X] [--seed N] [--batch N]`:
+/* core/cli/verify.c — `khost verify --plugin P [--device D] [--task T|all|none] [--tol X] [--seed N] [--batch N]`:
  * checks a backend against the float64 CPU reference kit (khost/kit/ref.h).
  *
  * (a) Per layer kind the backend supports on the device: a minimal model (loss none, deterministic) with
@@ -22,7 +22,7 @@
  * distance outside that interval is divided by the largest reference update. Optimizer-semantics errors
  * (bias correction, rho, epsilon placement that matters, learning rate) are O(1) in that metric.
  *
- * The host owns layout conversion (core/layout.h): NCHW backends get NCHW images and conv-shaped output
+ * The host owns layout conversion (core/cell/layout.h): NCHW backends get NCHW images and conv-shaped output
  * gradients, and their NCHW outputs / input gradients are converted back before comparing; one-hot input is
  * expanded by the host when the backend lacks KH_CAP_ONEHOT_INPUT, exactly as the training loop does.
  */

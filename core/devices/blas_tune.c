@@ -1,4 +1,4 @@
-/* core/blas_tune.c — OpenBLAS kernel selection.
+/* core/devices/blas_tune.c — OpenBLAS kernel selection.
  *
  * OpenBLAS picks its kernels when it is loaded (a library constructor reading CPUID, or OPENBLAS_CORETYPE).
  * Debian's 0.3.21 does not know some current CPU models — a hypervisor's generic "Intel Xeon Processor" with

@@ -1,4 +1,4 @@
-/* core/blas_tune.h — choose OpenBLAS's kernels from the CPU's features before any module loads it. */
+/* core/devices/blas_tune.h — choose OpenBLAS's kernels from the CPU's features before any module loads it. */
 #ifndef KHOST_BLAS_TUNE_H
 #define KHOST_BLAS_TUNE_H
 

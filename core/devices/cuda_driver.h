@@ -1,9 +1,9 @@
-/* core/cuda_driver.h — the few CUDA driver API declarations the core resolves with dlsym.
+/* core/devices/cuda_driver.h — the few CUDA driver API declarations the core resolves with dlsym.
  *
  * The core must build on machines without a CUDA toolkit, so it never includes <cuda.h>. These are the
  * driver's stable C ABI: CUresult is an enum (int-sized) in cuda.h, CUdevice an int, CUcontext an opaque
  * pointer; the attribute numbers below are part of that ABI and have not changed since they were added.
- * Only what core/devices.c calls is declared here; tests/core_devices/fake_libcuda.c implements the same
+ * Only what core/devices/devices.c calls is declared here; tests/core_devices/fake_libcuda.c implements the same
  * signatures to exercise the code without a GPU.
  */
 #ifndef KHOST_CORE_CUDA_DRIVER_H

@@ -1,4 +1,4 @@
-/* core/devices.c — the cpu plus every CUDA device the driver reports, through a dlopen'ed libcuda.
+/* core/devices/devices.c — the cpu plus every CUDA device the driver reports, through a dlopen'ed libcuda.
  *
  * Nothing here is fatal: a missing library, a missing symbol or a failing cuInit leaves the cpu as the only
  * device and says why in kh_devices.note. The driver library handle and its function pointers live in one

@@ -1,4 +1,4 @@
-/* core/devices.h — device enumeration and activation through the CUDA driver API, dlopen'ed at run time.
+/* core/devices/devices.h — device enumeration and activation through the CUDA driver API, dlopen'ed at run time.
  *
  * libcuda.so.1 is opened with dlopen ($KHOST_LIBCUDA overrides the name; tests point it at a missing file
  * to simulate a machine without a driver). `cpu` is always device 0 of the list. No link-time CUDA.

@@ -1,4 +1,4 @@
-/* core/peak.c — peak FLOP rate and bandwidth per device (see peak.h).
+/* core/devices/peak.c — peak FLOP rate and bandwidth per device (see peak.h).
  *
  * cpu: OpenBLAS's sgemm (opened at run time: the core links no BLAS) on 1024x1024 matrices with all its
  * threads, best of a few runs, and a 64 MiB memcpy (read + write bytes counted), best of a few; measured in
@@ -175,7 +175,7 @@ static int cpu_peak(const kh_device *dev, kh_peak *out) {
     snprintf(file, sizeof file, "%s/peak-cpu.txt", dir);
     kh_env_cpu_model(model, sizeof model);
     long threads = sysconf(_SC_NPROCESSORS_ONLN);
-    /* the kernels OpenBLAS runs are part of the machine's peak (core/blas_tune.c chooses them): a change of
+    /* the kernels OpenBLAS runs are part of the machine's peak (core/devices/blas_tune.c chooses them): a change of
      * kernels is a new calibration, not a stale number */
     const char *core = getenv("OPENBLAS_CORETYPE");
     snprintf(key, sizeof key, "%s x%ld openblas=%s", model, threads, core && *core ? core : "default");

@@ -1,4 +1,4 @@
-/* core/peak.h — a device's peak FLOP rate and memory bandwidth, the roof of the roofline a cell is placed
+/* core/devices/peak.h — a device's peak FLOP rate and memory bandwidth, the roof of the roofline a cell is placed
  * under. cpu: measured once per machine (an sgemm and a memory copy, about a second) and cached in
  * $XDG_CACHE_HOME/khost/; CUDA: the published figures of known devices. */
 #ifndef KHOST_CORE_PEAK_H

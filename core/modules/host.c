@@ -1,4 +1,4 @@
-/* core/host.c — the state every subcommand shares: registry, discovered modules, devices. */
+/* core/modules/host.c — the state every subcommand shares: registry, discovered modules, devices. */
 #define _GNU_SOURCE
 #include <limits.h>
 #include <stdio.h>

@@ -1,4 +1,4 @@
-/* core/host_api.c — the const table of host services handed to every module, and the host's log. */
+/* core/modules/host_api.c — the const table of host services handed to every module, and the host's log. */
 #define _POSIX_C_SOURCE 200809L
 #include "modules/host_api.h"
 

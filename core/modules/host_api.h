@@ -1,4 +1,4 @@
-/* core/host_api.h — the host-services table given to every module, and the host's logging. */
+/* core/modules/host_api.h — the host-services table given to every module, and the host's logging. */
 #ifndef KHOST_CORE_HOST_API_H
 #define KHOST_CORE_HOST_API_H
 

@@ -1,4 +1,4 @@
-/* core/loader.c — dlopen discovery and ABI negotiation of backend and task modules.
+/* core/modules/loader.c — dlopen discovery and ABI negotiation of backend and task modules.
  *
  * Choices the interface leaves open, and why:
  *  - A module whose registry section says enabled = false is still loaded and listed, marked enabled = 0:

@@ -1,4 +1,4 @@
-/* core/loader.h — dlopen discovery and ABI negotiation of backend and task modules.
+/* core/modules/loader.h — dlopen discovery and ABI negotiation of backend and task modules.
  *
  * Discovery: every module named in the registry, plus every *.so in the search directories that exports
  * KH_ENTRY_NAME (dropping a plugin in is enough). A file is first checked for safe ownership and modes

@@ -1,4 +1,4 @@
-/* core/modcache.c — the module cache file (format in modcache.h).
+/* core/modules/modcache.c — the module cache file (format in modcache.h).
  *
  * The file is a cache, not a source of truth: anything that does not parse is dropped and the module it
  * described is inspected again. Each process reads it once and rewrites it only when something changed;

@@ -1,4 +1,4 @@
-/* core/modcache.h — the module cache: what inspecting each module file in a child process found, keyed by
+/* core/modules/modcache.h — the module cache: what inspecting each module file in a child process found, keyed by
  * the file's path, size, mtime, device and inode, so a module is inspected again only when it changes.
  *
  * File: $XDG_CACHE_HOME/khost/modules.cache (else ~/.cache/khost/modules.cache; the registry's

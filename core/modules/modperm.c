@@ -1,4 +1,4 @@
-/* core/modperm.c — the StrictModes-like ownership and permission rule for module files (modperm.h).
+/* core/modules/modperm.c — the StrictModes-like ownership and permission rule for module files (modperm.h).
  * Only the file and its own folder are checked: the folders above are the administrator's business, and a
  * build tree under a world-writable sticky /tmp must still work. */
 #define _GNU_SOURCE /* getpwuid_r */

@@ -1,4 +1,4 @@
-/* core/modperm.h — may a module file be loaded at all? The rule of ssh's StrictModes: a module file, and
+/* core/modules/modperm.h — may a module file be loaded at all? The rule of ssh's StrictModes: a module file, and
  * the folder that holds it, must not be writable by group or others, and must belong to root or to the
  * user running khost; otherwise someone else could put code into this process. The registry's
  * `strict_modes = false` in [khost] turns the check off (shared build trees with a group-writable umask). */

@@ -1,4 +1,4 @@
-/* core/registry.c — the INI registry (conf/khost.ini) parsed with inih.
+/* core/modules/registry.c — the INI registry (conf/khost.ini) parsed with inih.
  *
  * inih splits "key = value" lines and finds malformed ones, but its handler gets no line number (Debian
  * builds it with INI_HANDLER_LINENO 0) and is never called for an empty section. So the file is read into

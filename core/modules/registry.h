@@ -1,4 +1,4 @@
-/* core/registry.h — the INI registry (conf/khost.ini), parsed with inih.
+/* core/modules/registry.h — the INI registry (conf/khost.ini), parsed with inih.
  *
  * Sections: [khost] (plugin_dirs, task_dirs: ':'-separated; data_dir, results_dir, default_device, seed;
  * strict_modes, scan_timeout, module_cache: how module files are vetted, see loader.h),

@@ -1,4 +1,4 @@
-/* core/scan.c — module inspection in a helper process (scan.h).
+/* core/modules/scan.c — module inspection in a helper process (scan.h).
  *
  * The parent reads the helper's stdout and stderr through pipes with poll(), waits for it with a deadline,
  * and always ends by killing the helper's process group: a constructor that forked, or that closed its

@@ -1,4 +1,4 @@
-/* core/scan.h — inspecting a module file in a child process, as GStreamer's gst-plugin-scanner does.
+/* core/modules/scan.h — inspecting a module file in a child process, as GStreamer's gst-plugin-scanner does.
  *
  * dlopen runs a library's constructors in the caller, so a module is first opened by a helper: the khost
  * binary itself, run as `khost --scan-module PATH` in its own process group, with a timeout. It loads the

@@ -1,4 +1,4 @@
-/* core/lockfile.c — results-directory and cell locks (lockfile.h). */
+/* core/results/lockfile.c — results-directory and cell locks (lockfile.h). */
 #define _GNU_SOURCE
 #include "results/lockfile.h"
 

@@ -1,4 +1,4 @@
-/* core/lockfile.h — one writer per cell, and no run beside a matrix, in a results directory.
+/* core/results/lockfile.h — one writer per cell, and no run beside a matrix, in a results directory.
  *
  * `khost matrix` holds an exclusive lock on <out>/.khost.lock for its whole run; `khost run` holds a shared
  * lock on it plus an exclusive lock on its cell, <out>/<task>/.<plugin>__<device>.lock. So a second matrix

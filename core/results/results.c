@@ -1,4 +1,4 @@
-/* core/results.c — cell records: CSV + JSON, written atomically; JSON read back for report and resume. */
+/* core/results/results.c — cell records: CSV + JSON, written atomically; JSON read back for report and resume. */
 #define _POSIX_C_SOURCE 200809L
 #include "results/results.h"
 

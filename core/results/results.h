@@ -1,4 +1,4 @@
-/* core/results.h — one record per plugin x task x device cell: a CSV (the original benchmark's logger
+/* core/results/results.h — one record per plugin x task x device cell: a CSV (the original benchmark's logger
  * columns plus train_s, val_s) and a JSON record, both written atomically (temp file, fsync, rename).
  *
  * Files: <out>/<task>/<plugin>__<device>.csv and .json, where device "cuda:0" is written "cuda0".

@@ -1,4 +1,4 @@
-/* core/matrix.c — `khost matrix`: every plugin x task x device cell, each in a freshly exec'ed child.
+/* core/sched/matrix.c — `khost matrix`: every plugin x task x device cell, each in a freshly exec'ed child.
  *
  * CUDA state does not survive fork, and a crash, hang or OOM in one cell must lose nothing else, so each
  * cell is `khost run ...` started with posix_spawn (fork+exec, or vfork+exec: nothing of the parent's

@@ -1,4 +1,4 @@
-/* core/matrix.h — the child-process runner behind `khost matrix`, exposed so tests can drive it directly
+/* core/sched/matrix.h — the child-process runner behind `khost matrix`, exposed so tests can drive it directly
  * (crash, hang and exit-code classification without a full benchmark). kh_cmd_matrix is in commands.h. */
 #ifndef KHOST_CORE_MATRIX_H
 #define KHOST_CORE_MATRIX_H

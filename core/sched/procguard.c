@@ -1,4 +1,4 @@
-/* core/procguard.c — parent-death signal and memory limit for khost's children (procguard.h). */
+/* core/sched/procguard.c — parent-death signal and memory limit for khost's children (procguard.h). */
 #define _GNU_SOURCE /* prctl */
 #include "sched/procguard.h"
 

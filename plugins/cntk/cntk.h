@@ -1,12 +1,13 @@
 /* cntk.h — internal interfaces of the cntk backend ("vendor libraries" strategy).
  *
- * Two levels, so a GPU executor (issue 5: cuDNN/cuBLAS) can be added in its own files later:
+ * Two levels, so each device kind has its own executor over one plan:
  *   - the plan (cntk_plan.c): a device-independent description of a compiled model — the spec validated,
  *     every shape inferred, the activation/loss fusion decided, the backend's tensor layouts fixed
  *     (images NCHW). Nothing in it allocates device memory or knows about BLAS.
- *   - an executor per device kind: today the CPU executor (cntk_cpu_*.c, one file per layer kind) owning
+ *   - an executor per device kind: the CPU executor (cntk_cpu_model.c and one file per layer kind) owning
  *     buffers sized once for max_batch, OpenBLAS for every matrix product, a small thread pool for
- *     element-wise work. A CUDA executor would implement the same entry points (cntk_exec_*) from the plan.
+ *     element-wise work; the CUDA executor (cntk_cuda_*.c, cuDNN/cuBLAS, a separately loaded GPU half:
+ *     cntk_cuda_lazy.c) implements the same entry points from the plan.
  * The ABI glue (cntk_entry.c, cntk_api.c) only routes calls to the executor of the model's device.
  */
 #ifndef KHOST_CNTK_H

@@ -1,4 +1,4 @@
-/* tests/core_devices/fake_libcuda.c — a stand-in for libcuda.so.1 so core/devices.c can be tested without
+/* tests/core_devices/fake_libcuda.c — a stand-in for libcuda.so.1 so core/devices/devices.c can be tested without
  * a GPU. Two devices with known attributes; FAKE_CUDA_MODE=nodevice makes cuInit fail as a driver without
  * GPUs does. Built in variants: FAKE_NO_RELEASE_V2 (a pre-CUDA-11 driver, only cuDevicePrimaryCtxRelease)
  * and FAKE_NO_TOTALMEM (a broken library missing a required symbol). fake_cuda_state() lets the test see

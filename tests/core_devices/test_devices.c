@@ -1,6 +1,6 @@
 /* tests/core_devices/test_devices.c — device enumeration, lookup and primary-context handling.
  * Usage: test_devices nolib | fake LIB | nodevice LIB | oldrelease LIB | broken LIB
- * Each mode is its own process because core/devices.c loads the driver once per process (as CUDA does). */
+ * Each mode is its own process because core/devices/devices.c loads the driver once per process (as CUDA does). */
 #define _POSIX_C_SOURCE 200809L
 #include <dlfcn.h>
 #include <stdlib.h>

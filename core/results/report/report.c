@@ -1,4 +1,4 @@
-/* core/report.c — `khost report DIR [--svg FILE] [--html FILE] [--published]`: the benchmark's tables from stored records.
+/* core/results/report/report.c — `khost report DIR [--svg FILE] [--html FILE] [--published]`: the benchmark's tables from stored records.
  *
  * Reads DIR/<task>/<name>.json (and DIR/<name>.json, so one task's folder works too), groups the records
  * by task and prints, per task, the accuracy table (the record's metric: val_acc, or loss for text generation) and

@@ -1,4 +1,4 @@
-/* core/report.h — the results model `khost report` builds (records grouped by task, sorted), shared by the
+/* core/results/report/report.h — the results model `khost report` builds (records grouped by task, sorted), shared by the
  * markdown tables (report.c) and the SVG chart (report_svg.c). Internal to the core. */
 #ifndef KHOST_CORE_REPORT_H
 #define KHOST_CORE_REPORT_H

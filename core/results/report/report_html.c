@@ -1,4 +1,4 @@
-/* core/report_html.c — `khost report DIR --html FILE`: one self-contained page (inline CSS, SVG and a few
+/* core/results/report/report_html.c — `khost report DIR --html FILE`: one self-contained page (inline CSS, SVG and a few
  * lines of script; nothing loaded from the network or from other files). Per task: the accuracy and time
  * tables (time with GFLOP/s and the fraction of the roofline, and the model-compile time beside it where the
  * records have one, its split as the cell's title), a chart of time per epoch per backend and

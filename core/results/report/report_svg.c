@@ -1,4 +1,4 @@
-/* core/report_svg.c — `khost report --svg FILE`: time per epoch as a grouped bar chart, one group per task
+/* core/results/report/report_svg.c — `khost report --svg FILE`: time per epoch as a grouped bar chart, one group per task
  * and one bar per plugin x device (a colour each, with a legend). Self-contained SVG (no scripts, fonts or
  * external references), written atomically. Tasks differ by orders of magnitude (fastText seconds, LSTMs
  * minutes), so the axis turns logarithmic when the values span more than 20x; a linear axis would flatten

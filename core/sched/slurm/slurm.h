@@ -1,4 +1,4 @@
-/* core/slurm.h — `khost matrix --slurm`: the matrix as a Slurm job array, one array task per cell.
+/* core/sched/slurm/slurm.h — `khost matrix --slurm`: the matrix as a Slurm job array, one array task per cell.
  *
  * The submitting khost writes a plan (the cells, one per line, and the settings every cell shares) and two
  * batch scripts next to it, <out>/slurm/<stamp>-<cpu|cuda>/, then submits the array and a collector job

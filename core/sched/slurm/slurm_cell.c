@@ -1,4 +1,4 @@
-/* core/slurm_cell.c — the two jobs a Slurm submission runs: the array task (one cell, as the local matrix
+/* core/sched/slurm/slurm_cell.c — the two jobs a Slurm submission runs: the array task (one cell, as the local matrix
  * runs it) and the collector (a record for every cell the array left without one).
  *
  * Array task: Slurm ends a task that hits its time limit or is cancelled with SIGTERM to every process of

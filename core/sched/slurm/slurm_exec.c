@@ -1,4 +1,4 @@
-/* core/slurm_exec.c — running Slurm's commands (sbatch, sacct, scontrol) with their output captured and a
+/* core/sched/slurm/slurm_exec.c — running Slurm's commands (sbatch, sacct, scontrol) with their output captured and a
  * bounded wait (a controller that does not answer must not hang a cell or the collector), and reading
  * Slurm's job states. */
 #define _GNU_SOURCE /* pipe2 */

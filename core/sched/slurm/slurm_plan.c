@@ -1,4 +1,4 @@
-/* core/slurm_plan.c — the plan a Slurm submission leaves next to its scripts (see slurm.h). Plain text so
+/* core/sched/slurm/slurm_plan.c — the plan a Slurm submission leaves next to its scripts (see slurm.h). Plain text so
  * a user can read which array index is which cell, and the array tasks need nothing but this file. */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>

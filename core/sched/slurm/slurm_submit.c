@@ -1,4 +1,4 @@
-/* core/slurm_submit.c — `khost matrix --slurm`: the selected cells as a Slurm job array (see slurm.h).
+/* core/sched/slurm/slurm_submit.c — `khost matrix --slurm`: the selected cells as a Slurm job array (see slurm.h).
  *
  * A job array's tasks share one set of #SBATCH options, and a cuda cell needs a GPU where a cpu cell needs a
  * node's cores, so each device kind gets its own array (and plan, and collector). The scripts carry absolute

@@ -9,7 +9,7 @@ extern "C" {
 #endif
 
 /* "openblas-0.3.21 (SkylakeX kernels)" from openblas_get_config() and openblas_get_corename() (the kernels in
- * use: see core/blas_tune.c), into buf; returns buf. */
+ * use: see core/devices/blas_tune.c), into buf; returns buf. */
 const char *kh_openblas_describe(const char *config, const char *corename, char *buf, size_t n);
 
 #ifdef __cplusplus

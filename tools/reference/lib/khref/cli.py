@@ -97,7 +97,7 @@ def setup(task, framework):
     return args
 
 
-# --- khost's record (core/results.h) ------------------------------------------------------------------------------
+# --- khost's record (core/results/results.h) ------------------------------------------------------------------------------
 def cpu_model():
     try:
         with open("/proc/cpuinfo") as f:

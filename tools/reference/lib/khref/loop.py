@@ -1,4 +1,4 @@
-"""khref.loop — the training loop every reference shares, shaped as khost's core/cell.c runs a cell:
+"""khref.loop — the training loop every reference shares, shaped as khost's core/cell/cell.c runs a cell:
 per epoch a seeded shuffle, batches in that order (the last partial batch included, as Keras), the task's
 augmentation, training; then the validation split in order, in batches. Time per epoch is wall time from the
 epoch's start to the end of its validation pass; train_s and val_s are kept apart.
