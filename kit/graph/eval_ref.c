@@ -29,9 +29,9 @@ static int64_t rows_of(const kh_graph *g, int32_t node, int64_t n) {
 }
 
 static kh_status conv_dims(const kh_graph *g, int32_t x, int32_t w, const kh_gattr *t, int64_t n,
-                           kh_ref_conv2d_dims *d) {
+                           kh_conv2d_dims *d) {
     const kh_gnode *X = &g->nodes[x], *W = &g->nodes[w];
-    return kh_ref_conv2d_geometry(d, n, X->dims[1], X->dims[2], X->dims[3], W->dims[0], W->dims[1], W->dims[3],
+    return kh_conv2d_geometry(d, n, X->dims[1], X->dims[2], X->dims[3], W->dims[0], W->dims[1], W->dims[3],
                                   t->strides[0] > 0 ? t->strides[0] : 1, t->strides[1] > 0 ? t->strides[1] : 1,
                                   t->padding);
 }
@@ -222,7 +222,7 @@ kh_status kh_graph_eval_ref(const kh_graph *g, int64_t n, const kh_graph_ref_env
             kh_ref_activation_backward(y, b, a, rows_of(g, i, n), nd->dims[nd->rank - 1], KH_ACT_SOFTMAX);
             break;
         case KH_GOP_CONV2D: {
-            kh_ref_conv2d_dims d;
+            kh_conv2d_dims d;
             if (conv_dims(g, in[0], in[1], t, n, &d) != KH_OK)
                 return kh_errf(err, errlen, KH_ERR_INVALID, "node %d: conv geometry", i);
             kh_ref_conv2d_forward(y, a, b, NULL, &d, KH_ACT_LINEAR);
@@ -231,7 +231,7 @@ kh_status kh_graph_eval_ref(const kh_graph *g, int64_t n, const kh_graph_ref_env
         case KH_GOP_CONV2D_BACKPROP_INPUT: case KH_GOP_CONV2D_BACKPROP_FILTER: {
             int filt = nd->op == KH_GOP_CONV2D_BACKPROP_FILTER;
             int32_t xs = filt ? in[0] : t->shape_of, ws = filt ? t->shape_of : in[0];
-            kh_ref_conv2d_dims d;
+            kh_conv2d_dims d;
             if (conv_dims(g, xs, ws, t, n, &d) != KH_OK)
                 return kh_errf(err, errlen, KH_ERR_INVALID, "node %d: conv geometry", i);
             int64_t nx = kh_graph_numel(g, xs, n), nw = kh_graph_numel(g, ws, n);
@@ -250,8 +250,8 @@ kh_status kh_graph_eval_ref(const kh_graph *g, int64_t n, const kh_graph_ref_env
         }
         case KH_GOP_MAXPOOL: case KH_GOP_MAXPOOL_GRAD: {
             const kh_gnode *X = A;
-            kh_ref_conv2d_dims d;
-            if (kh_ref_conv2d_geometry(&d, n, X->dims[1], X->dims[2], X->dims[3], t->window[0], t->window[1], X->dims[3],
+            kh_conv2d_dims d;
+            if (kh_conv2d_geometry(&d, n, X->dims[1], X->dims[2], X->dims[3], t->window[0], t->window[1], X->dims[3],
                                        t->strides[0], t->strides[1], t->padding) != KH_OK)
                 return kh_errf(err, errlen, KH_ERR_INVALID, "node %d: pool geometry", i);
             if (nd->op == KH_GOP_MAXPOOL) kh_ref_maxpool2d_forward(y, a, &d);

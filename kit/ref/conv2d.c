@@ -1,40 +1,12 @@
 /* kit/ref/conv2d.c — reference Conv2D (NHWC input, kernel [kh, kw, cin, cout] as Keras, any stride,
- * 'valid' or TensorFlow's 'same' padding) with its fused activation, plus the window geometry shared with
- * MaxPooling2D. Direct loops, no im2col: the oracle should be obviously right, not fast. */
+ * 'valid' or TensorFlow's 'same' padding) with its fused activation (the
+ * window geometry is khost/kit/geometry.h's). Direct loops, no im2col: the oracle should be obviously right, not fast. */
 #include <stdlib.h>
 
 #include "khost/kit/ref.h"
 
-// ---------------------------------------------------------------------------------------------------------
-// geometry
-
-kh_status kh_ref_conv2d_geometry(kh_ref_conv2d_dims *d, int64_t B, int64_t H, int64_t W, int64_t C, int64_t KH,
-                                 int64_t KW, int64_t OC, int64_t SH, int64_t SW, int padding) {
-    if (B < 0 || H < 1 || W < 1 || C < 1 || KH < 1 || KW < 1 || OC < 1 || SH < 1 || SW < 1) return KH_ERR_INVALID;
-    d->B = B, d->H = H, d->W = W, d->C = C;
-    d->KH = KH, d->KW = KW, d->OC = OC, d->SH = SH, d->SW = SW;
-    if (padding == KH_PAD_SAME) {
-        // TensorFlow: out = ceil(in / s); the odd pixel of padding goes after (bottom/right)
-        d->OH = (H + SH - 1) / SH;
-        d->OW = (W + SW - 1) / SW;
-        int64_t ph = (d->OH - 1) * SH + KH - H, pw = (d->OW - 1) * SW + KW - W;
-        d->pad_top = (ph > 0 ? ph : 0) / 2;
-        d->pad_left = (pw > 0 ? pw : 0) / 2;
-    } else if (padding == KH_PAD_VALID) {
-        if (KH > H || KW > W) return KH_ERR_INVALID;
-        d->OH = (H - KH) / SH + 1;
-        d->OW = (W - KW) / SW + 1;
-        d->pad_top = d->pad_left = 0;
-    } else {
-        return KH_ERR_INVALID;
-    }
-    return KH_OK;
-}
-
-// ---------------------------------------------------------------------------------------------------------
-
 void kh_ref_conv2d_forward(double *out, const double *inp, const double *w, const double *b,
-                           const kh_ref_conv2d_dims *d, int act) {
+                           const kh_conv2d_dims *d, int act) {
     // out (B, OH, OW, OC), inp (B, H, W, C), w (KH, KW, C, OC), b (OC)
     const int64_t H = d->H, W = d->W, C = d->C, OC = d->OC;
     for (int64_t n = 0; n < d->B; n++) {
@@ -63,7 +35,7 @@ void kh_ref_conv2d_forward(double *out, const double *inp, const double *w, cons
 }
 
 kh_status kh_ref_conv2d_backward(double *dinp, double *dw, double *db, const double *dout, const double *out,
-                                 const double *inp, const double *w, const kh_ref_conv2d_dims *d, int act) {
+                                 const double *inp, const double *w, const kh_conv2d_dims *d, int act) {
     // dinp (B, H, W, C) overwritten; dw (KH, KW, C, OC) +=; db (OC) +=; dout, out (B, OH, OW, OC)
     const int64_t H = d->H, W = d->W, C = d->C, OC = d->OC;
     double *dz = malloc((size_t)OC * sizeof *dz + 1); // (OC) pre-activation gradients of one output pixel

@@ -1,11 +1,11 @@
-/* kit/ref/maxpool2d.c — reference MaxPooling2D over NHWC (geometry from kh_ref_conv2d_geometry with
+/* kit/ref/maxpool2d.c — reference MaxPooling2D over NHWC (geometry from kh_conv2d_geometry with
  * OC == C). The gradient goes to the FIRST maximum of a window in row-major window order, so ties are
  * resolved the same way on every run (backends are compared on tie-free random data). */
 #include "khost/kit/ref.h"
 
 // The flat input index of the first maximum of window (n, oh, ow) for channel c; 'same' padding is skipped
 // (TensorFlow pads max pooling with -inf, so padding never wins).
-static int64_t window_argmax(const double *inp, const kh_ref_conv2d_dims *d, int64_t n, int64_t oh, int64_t ow,
+static int64_t window_argmax(const double *inp, const kh_conv2d_dims *d, int64_t n, int64_t oh, int64_t ow,
                              int64_t c) {
     int64_t best = -1;
     double bestv = 0.0;
@@ -25,7 +25,7 @@ static int64_t window_argmax(const double *inp, const kh_ref_conv2d_dims *d, int
     return best; // >= 0: the geometry guarantees every window overlaps the input
 }
 
-void kh_ref_maxpool2d_forward(double *out, const double *inp, const kh_ref_conv2d_dims *d) {
+void kh_ref_maxpool2d_forward(double *out, const double *inp, const kh_conv2d_dims *d) {
     // out (B, OH, OW, C), inp (B, H, W, C)
     for (int64_t n = 0; n < d->B; n++)
         for (int64_t oh = 0; oh < d->OH; oh++)
@@ -34,7 +34,7 @@ void kh_ref_maxpool2d_forward(double *out, const double *inp, const kh_ref_conv2
                     out[((n * d->OH + oh) * d->OW + ow) * d->C + c] = inp[window_argmax(inp, d, n, oh, ow, c)];
 }
 
-void kh_ref_maxpool2d_backward(double *dinp, const double *dout, const double *inp, const kh_ref_conv2d_dims *d) {
+void kh_ref_maxpool2d_backward(double *dinp, const double *dout, const double *inp, const kh_conv2d_dims *d) {
     // dinp (B, H, W, C) overwritten, dout (B, OH, OW, C), inp (B, H, W, C)
     for (int64_t i = 0; i < d->B * d->H * d->W * d->C; i++) dinp[i] = 0.0;
     for (int64_t n = 0; n < d->B; n++)

@@ -248,7 +248,7 @@ const double *kh_ref_model_grad(const kh_ref_model *m, int32_t layer, int32_t sl
 // The input of layer l: the previous layer's output, or the model input.
 static const double *layer_input(const kh_ref_model *m, int32_t l) { return l == 0 ? m->x : m->L[l - 1].out; }
 
-static kh_status conv_dims(kh_ref_model *m, int32_t l, kh_ref_conv2d_dims *d) {
+static kh_status conv_dims(kh_ref_model *m, int32_t l, kh_conv2d_dims *d) {
     const ref_layer *L = &m->L[l];
     const kh_layer_spec *s = &L->spec;
     int is_conv = s->kind == KH_LAYER_CONV2D;
@@ -257,7 +257,7 @@ static kh_status conv_dims(kh_ref_model *m, int32_t l, kh_ref_conv2d_dims *d) {
     int64_t sh = s->strides[0] > 0 ? s->strides[0] : (is_conv ? 1 : kh);
     int64_t sw = s->strides[1] > 0 ? s->strides[1] : (is_conv ? 1 : kw);
     int64_t C = L->sh->in_shape[2];
-    kh_status st = kh_ref_conv2d_geometry(d, m->B, L->sh->in_shape[0], L->sh->in_shape[1], C, kh, kw,
+    kh_status st = kh_conv2d_geometry(d, m->B, L->sh->in_shape[0], L->sh->in_shape[1], C, kh, kw,
                                           is_conv ? s->units : C, sh, sw, (int)s->padding);
     if (st != KH_OK || d->OH != L->sh->out_shape[0] || d->OW != L->sh->out_shape[1])
         return fail(m, KH_ERR_INTERNAL, "ref layer %d (%s): geometry disagrees with kh_spec_infer", l,
@@ -296,7 +296,7 @@ static kh_status layer_forward(kh_ref_model *m, int32_t l, int training) {
         return KH_OK;
     case KH_LAYER_CONV2D:
     case KH_LAYER_MAXPOOL2D: {
-        kh_ref_conv2d_dims d;
+        kh_conv2d_dims d;
         kh_status st = conv_dims(m, l, &d);
         if (st != KH_OK) return st;
         if (s->kind == KH_LAYER_CONV2D) kh_ref_conv2d_forward(L->out, in, L->w[0], L->w[1], &d, (int)s->activation);
@@ -427,7 +427,7 @@ static kh_status layer_backward(kh_ref_model *m, int32_t l, double *dinp, const 
         return KH_OK;
     case KH_LAYER_CONV2D:
     case KH_LAYER_MAXPOOL2D: {
-        kh_ref_conv2d_dims d;
+        kh_conv2d_dims d;
         kh_status st = conv_dims(m, l, &d);
         if (st != KH_OK) return st;
         if (s->kind == KH_LAYER_CONV2D) {

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "khost/kit/ref.h"
+#include "khost/kit/geometry.h"
 #include "khost/kit/status.h"
 #include "tf_cuda_plan.h"
 
@@ -188,8 +188,8 @@ kh_status tf_cu_geom_of(const kh_graph *g, int32_t node, int64_t n, tf_cu_geom *
         KH = nd->attr.window[0], KW = nd->attr.window[1], F = X->dims[3];
         SH = nd->attr.strides[0], SW = nd->attr.strides[1];
     }
-    kh_ref_conv2d_dims d;
-    kh_status st = kh_ref_conv2d_geometry(&d, n, X->dims[1], X->dims[2], X->dims[3], KH, KW, F, SH, SW,
+    kh_conv2d_dims d;
+    kh_status st = kh_conv2d_geometry(&d, n, X->dims[1], X->dims[2], X->dims[3], KH, KW, F, SH, SW,
                                           nd->attr.padding);
     if (st != KH_OK) return st;
     int64_t th = (d.OH - 1) * d.SH + d.KH - d.H, tw = (d.OW - 1) * d.SW + d.KW - d.W;

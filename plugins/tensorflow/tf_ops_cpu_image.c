@@ -12,7 +12,7 @@
  */
 #include <string.h>
 
-#include "khost/kit/ref.h"
+#include "khost/kit/geometry.h"
 #include "tf.h"
 #include "tf_ops_cpu.h"
 
@@ -23,7 +23,7 @@ static int64_t block_samples(int64_t pk) { return pk >= TF_CONV_BLOCK_FLOATS ? 1
 
 typedef struct conv {
     tf_run *r;
-    kh_ref_conv2d_dims d;
+    kh_conv2d_dims d;
     const float *x, *w, *dy;
     float *y;
     int64_t P, K, chunk, S; /* S: samples per block */
@@ -33,7 +33,7 @@ typedef struct conv {
 static kh_status geometry(tf_run *r, int32_t i, int32_t xnode, int32_t wnode, conv *c) {
     const kh_gnode *X = &r->f->g->nodes[xnode], *W = &r->f->g->nodes[wnode];
     const kh_gattr *a = &tf_node(r, i)->attr;
-    kh_status st = kh_ref_conv2d_geometry(&c->d, r->n, X->dims[1], X->dims[2], X->dims[3], W->dims[0], W->dims[1],
+    kh_status st = kh_conv2d_geometry(&c->d, r->n, X->dims[1], X->dims[2], X->dims[3], W->dims[0], W->dims[1],
                                           W->dims[3], a->strides[0] > 0 ? a->strides[0] : 1,
                                           a->strides[1] > 0 ? a->strides[1] : 1, a->padding);
     if (st != KH_OK) return tf_run_fail(r, i, st, "bad convolution geometry");
@@ -45,7 +45,7 @@ static kh_status geometry(tf_run *r, int32_t i, int32_t xnode, int32_t wnode, co
 }
 
 /* patches (P, K) of sample x (H, W, C) */
-static void im2col(const kh_ref_conv2d_dims *d, const float *x, float *col) {
+static void im2col(const kh_conv2d_dims *d, const float *x, float *col) {
     int64_t C = d->C, KWC = d->KW * C;
     for (int64_t oh = 0; oh < d->OH; oh++)
         for (int64_t ow = 0; ow < d->OW; ow++) {
@@ -81,7 +81,7 @@ static void im2col(const kh_ref_conv2d_dims *d, const float *x, float *col) {
 }
 
 /* dx (H, W, C) += the patch gradients (P, K) scattered back */
-static void col2im(const kh_ref_conv2d_dims *d, const float *col, float *dx) {
+static void col2im(const kh_conv2d_dims *d, const float *col, float *dx) {
     int64_t C = d->C;
     for (int64_t oh = 0; oh < d->OH; oh++)
         for (int64_t ow = 0; ow < d->OW; ow++) {
@@ -105,7 +105,7 @@ static float *scratch(tf_run *r, int slot) { return r->m->im2col + (int64_t)slot
 /* over blocks [b0, b1) of c->S samples */
 static void conv_fwd_range(void *v, int64_t b0, int64_t b1, int slot) {
     conv *c = v;
-    const kh_ref_conv2d_dims *d = &c->d;
+    const kh_conv2d_dims *d = &c->d;
     float *col = scratch(c->r, slot);
     int direct = d->KH == 1 && d->KW == 1 && d->SH == 1 && d->SW == 1 && d->pad_top == 0 && d->pad_left == 0;
     for (int64_t b = b0; b < b1; b++) {
@@ -135,7 +135,7 @@ static kh_status k_conv2d(tf_run *r, int32_t i) {
 
 static void conv_bwd_input_range(void *v, int64_t b0, int64_t b1, int slot) {
     conv *c = v;
-    const kh_ref_conv2d_dims *d = &c->d;
+    const kh_conv2d_dims *d = &c->d;
     float *col = scratch(c->r, slot);
     int64_t hwc = d->H * d->W * d->C;
     for (int64_t b = b0; b < b1; b++) {
@@ -162,7 +162,7 @@ static kh_status k_conv2d_backprop_input(tf_run *r, int32_t i) {
 /* over parts [p0, p1): part p sums samples [p chunk, (p + 1) chunk) into its own partial */
 static void conv_bwd_filter_range(void *v, int64_t p0, int64_t p1, int slot) {
     conv *c = v;
-    const kh_ref_conv2d_dims *d = &c->d;
+    const kh_conv2d_dims *d = &c->d;
     float *col = scratch(c->r, slot);
     for (int64_t p = p0; p < p1; p++) {
     float *part = c->r->f->partials[c->node] + p * c->K * c->d.OC;
@@ -204,7 +204,7 @@ static kh_status k_conv2d_backprop_filter(tf_run *r, int32_t i) {
 
 // --- max pooling ------------------------------------------------------------------------------------------------
 typedef struct pool {
-    kh_ref_conv2d_dims d;
+    kh_conv2d_dims d;
     const float *x, *dy;
     float *y;
 } pool;
@@ -212,7 +212,7 @@ typedef struct pool {
 static kh_status pool_geometry(tf_run *r, int32_t i, int32_t xnode, pool *p) {
     const kh_gnode *X = &r->f->g->nodes[xnode];
     const kh_gattr *a = &tf_node(r, i)->attr;
-    kh_status st = kh_ref_conv2d_geometry(&p->d, r->n, X->dims[1], X->dims[2], X->dims[3], a->window[0], a->window[1],
+    kh_status st = kh_conv2d_geometry(&p->d, r->n, X->dims[1], X->dims[2], X->dims[3], a->window[0], a->window[1],
                                           X->dims[3], a->strides[0], a->strides[1], a->padding);
     return st == KH_OK ? KH_OK : tf_run_fail(r, i, st, "bad pooling geometry");
 }
@@ -220,7 +220,7 @@ static kh_status pool_geometry(tf_run *r, int32_t i, int32_t xnode, pool *p) {
 static void pool_fwd_range(void *v, int64_t s0, int64_t s1, int slot) {
     (void)slot;
     const pool *p = v;
-    const kh_ref_conv2d_dims *d = &p->d;
+    const kh_conv2d_dims *d = &p->d;
     int64_t C = d->C;
     for (int64_t s = s0; s < s1; s++)
         for (int64_t oh = 0; oh < d->OH; oh++)
@@ -264,7 +264,7 @@ static kh_status k_maxpool(tf_run *r, int32_t i) {
 static void pool_bwd_range(void *v, int64_t s0, int64_t s1, int slot) {
     (void)slot;
     const pool *p = v;
-    const kh_ref_conv2d_dims *d = &p->d;
+    const kh_conv2d_dims *d = &p->d;
     int64_t C = d->C;
     /* Windows that tile the image (stride = window, no padding, every pixel in one window: all of this
      * benchmark's pooling) write every tap below, so the gradient needs no zeroing pass first. */
@@ -320,7 +320,7 @@ static void pool_bwd_range(void *v, int64_t s0, int64_t s1, int slot) {
 static void pool_bwd_range_wide(void *v, int64_t s0, int64_t s1, int slot) {
     (void)slot;
     const pool *p = v;
-    const kh_ref_conv2d_dims *d = &p->d;
+    const kh_conv2d_dims *d = &p->d;
     int64_t C = d->C;
     memset(p->y + s0 * d->H * d->W * C, 0, (size_t)((s1 - s0) * d->H * d->W * C) * sizeof *p->y);
     for (int64_t s = s0; s < s1; s++)
@@ -366,13 +366,13 @@ tf_kernel tf_cpu_kernel_image(uint32_t op) {
     }
 }
 
-static int conv_geom(const kh_graph *g, int32_t i, kh_ref_conv2d_dims *d) {
+static int conv_geom(const kh_graph *g, int32_t i, kh_conv2d_dims *d) {
     const kh_gnode *nd = &g->nodes[i];
     const int32_t *in = kh_graph_inputs(g, i);
     int32_t xn = nd->op == KH_GOP_CONV2D || nd->op == KH_GOP_CONV2D_BACKPROP_FILTER ? in[0] : nd->attr.shape_of;
     int32_t wn = nd->op == KH_GOP_CONV2D ? in[1] : nd->op == KH_GOP_CONV2D_BACKPROP_INPUT ? in[0] : nd->attr.shape_of;
     const kh_gnode *X = &g->nodes[xn], *W = &g->nodes[wn];
-    return kh_ref_conv2d_geometry(d, 1, X->dims[1], X->dims[2], X->dims[3], W->dims[0], W->dims[1], W->dims[3],
+    return kh_conv2d_geometry(d, 1, X->dims[1], X->dims[2], X->dims[3], W->dims[0], W->dims[1], W->dims[3],
                                   nd->attr.strides[0] > 0 ? nd->attr.strides[0] : 1,
                                   nd->attr.strides[1] > 0 ? nd->attr.strides[1] : 1, nd->attr.padding) == KH_OK;
 }
@@ -380,7 +380,7 @@ static int conv_geom(const kh_graph *g, int32_t i, kh_ref_conv2d_dims *d) {
 void tf_cpu_scratch_needs(const kh_graph *g, int64_t *im2col_floats) {
     for (int32_t i = 0; i < g->n_nodes; i++) {
         uint32_t op = g->nodes[i].op;
-        kh_ref_conv2d_dims d;
+        kh_conv2d_dims d;
         if ((op != KH_GOP_CONV2D && op != KH_GOP_CONV2D_BACKPROP_INPUT && op != KH_GOP_CONV2D_BACKPROP_FILTER) ||
             !conv_geom(g, i, &d))
             continue;
@@ -390,7 +390,7 @@ void tf_cpu_scratch_needs(const kh_graph *g, int64_t *im2col_floats) {
 }
 
 int64_t tf_cpu_filter_partial_floats(const kh_graph *g, int32_t i) {
-    kh_ref_conv2d_dims d;
+    kh_conv2d_dims d;
     if (g->nodes[i].op != KH_GOP_CONV2D_BACKPROP_FILTER || !conv_geom(g, i, &d)) return 0;
     return d.KH * d.KW * d.C * d.OC;
 }

@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "khost/kit/ref.h"
+#include "khost/kit/geometry.h"
 #include "khost/kit/status.h"
 #include "th.h"
 
@@ -112,10 +112,10 @@ static void scratch(ectx *c, int64_t floats) {
 static void conv_geometry(ectx *c, int32_t x, int32_t w_or_y, int pool, const kh_gattr *t, int64_t F, th_sb *b,
                           int32_t id) {
     const kh_gnode *X = N(c, x);
-    kh_ref_conv2d_dims d;
+    kh_conv2d_dims d;
     int64_t KH = pool ? t->window[0] : N(c, w_or_y)->dims[0], KW = pool ? t->window[1] : N(c, w_or_y)->dims[1];
     int64_t SH = t->strides[0] > 0 ? t->strides[0] : 1, SW = t->strides[1] > 0 ? t->strides[1] : 1;
-    if (kh_ref_conv2d_geometry(&d, 1, X->dims[1], X->dims[2], X->dims[3], KH, KW, F, SH, SW, t->padding) != KH_OK) {
+    if (kh_conv2d_geometry(&d, 1, X->dims[1], X->dims[2], X->dims[3], KH, KW, F, SH, SW, t->padding) != KH_OK) {
         c->st = kh_errf(c->err, c->errlen, KH_ERR_INVALID, "node %d: convolution geometry", id);
         return;
     }

@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "khost/kit/ref.h"
+#include "khost/kit/geometry.h"
 #include "khost/kit/status.h"
 #include "th_cuda_plan.h"
 
@@ -534,7 +534,7 @@ static void emit_gather(cctx *c, int grad) {
 
 // --- images -------------------------------------------------------------------------------------------------------
 typedef struct geom {
-    kh_ref_conv2d_dims d;
+    kh_conv2d_dims d;
     int64_t KH, KW, F, SH, SW, pad_bottom, pad_right;
     int asym;
 } geom;
@@ -544,7 +544,7 @@ static int geometry(cctx *c, int32_t x, int64_t KH, int64_t KW, int64_t F, int64
     const kh_gnode *X = N(c, x);
     memset(q, 0, sizeof *q);
     if (X->rank != 4 ||
-        kh_ref_conv2d_geometry(&q->d, 1, X->dims[1], X->dims[2], X->dims[3], KH, KW, F, SH, SW, padding) != KH_OK) {
+        kh_conv2d_geometry(&q->d, 1, X->dims[1], X->dims[2], X->dims[3], KH, KW, F, SH, SW, padding) != KH_OK) {
         fail(c, KH_ERR_INVALID, "inconsistent convolution or pooling geometry");
         return 0;
     }

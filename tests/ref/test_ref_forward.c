@@ -77,16 +77,16 @@ static void test_conv_values(kh_rng *r) {
     // sees a full window and the bottom-right sees only x[3][3]
     double x[16], w[4] = {1, 1, 1, 1}, b[1] = {0}, y[16];
     for (int i = 0; i < 16; i++) x[i] = i + 1;
-    kh_ref_conv2d_dims d;
-    CHECK(kh_ref_conv2d_geometry(&d, 1, 4, 4, 1, 2, 2, 1, 1, 1, KH_PAD_SAME) == KH_OK, "geometry");
+    kh_conv2d_dims d;
+    CHECK(kh_conv2d_geometry(&d, 1, 4, 4, 1, 2, 2, 1, 1, 1, KH_PAD_SAME) == KH_OK, "geometry");
     CHECK(d.OH == 4 && d.OW == 4 && d.pad_top == 0 && d.pad_left == 0, "same 2x2 geometry");
     kh_ref_conv2d_forward(y, x, w, b, &d, KH_ACT_LINEAR);
     CHECK(y[0] == 1 + 2 + 5 + 6 && y[15] == 16 && y[3] == 4 + 8, "same 2x2 padding after: %g %g %g", y[0], y[15], y[3]);
-    CHECK(kh_ref_conv2d_geometry(&d, 1, 5, 5, 1, 3, 3, 1, 2, 2, KH_PAD_SAME) == KH_OK && d.OH == 3 && d.pad_top == 1,
+    CHECK(kh_conv2d_geometry(&d, 1, 5, 5, 1, 3, 3, 1, 2, 2, KH_PAD_SAME) == KH_OK && d.OH == 3 && d.pad_top == 1,
           "same 3x3 stride 2 on 5: out 3, pad 1");
-    CHECK(kh_ref_conv2d_geometry(&d, 1, 6, 6, 1, 3, 3, 1, 2, 2, KH_PAD_SAME) == KH_OK && d.OH == 3 && d.pad_top == 0,
+    CHECK(kh_conv2d_geometry(&d, 1, 6, 6, 1, 3, 3, 1, 2, 2, KH_PAD_SAME) == KH_OK && d.OH == 3 && d.pad_top == 0,
           "same 3x3 stride 2 on 6: out 3, total pad 1 goes after");
-    CHECK(kh_ref_conv2d_geometry(&d, 1, 2, 5, 1, 3, 3, 1, 1, 1, KH_PAD_VALID) == KH_ERR_INVALID, "valid window too big");
+    CHECK(kh_conv2d_geometry(&d, 1, 2, 5, 1, 3, 3, 1, 1, 1, KH_PAD_VALID) == KH_ERR_INVALID, "valid window too big");
 
     static const int cfg[][5] = {{3, 3, 1, 1, 0}, {3, 3, 1, 1, 1}, {2, 2, 1, 1, 1}, {3, 3, 2, 2, 1}, {2, 3, 2, 1, 0},
                                  {4, 4, 3, 3, 1}};
@@ -99,7 +99,7 @@ static void test_conv_values(kh_rng *r) {
         double *ya = gc_alloc(B * H * W * OC), *yb = gc_alloc(B * H * W * OC);
         int64_t OH, OW;
         naive_conv(yb, xi, wk, bi, B, H, W, C, cfg[k][0], cfg[k][1], OC, cfg[k][2], cfg[k][3], cfg[k][4], &OH, &OW);
-        CHECK(kh_ref_conv2d_geometry(&d, B, H, W, C, cfg[k][0], cfg[k][1], OC, cfg[k][2], cfg[k][3], cfg[k][4]) == KH_OK,
+        CHECK(kh_conv2d_geometry(&d, B, H, W, C, cfg[k][0], cfg[k][1], OC, cfg[k][2], cfg[k][3], cfg[k][4]) == KH_OK,
               "geometry");
         CHECK(d.OH == OH && d.OW == OW, "conv output size %lldx%lld vs %lldx%lld", (long long)d.OH, (long long)d.OW,
               (long long)OH, (long long)OW);
@@ -114,8 +114,8 @@ static void test_pool_values(void) {
     // 4x4 one channel; window (0,0) holds a tie 5, 5 -> the gradient goes to the first (row-major)
     const double x[16] = {5, 5, 1, 2, 0, 1, 3, 9, -1, -2, 7, 7, -3, -4, 7, 8};
     double y[4], dx[16], dy[4] = {1, 2, 3, 4};
-    kh_ref_conv2d_dims d;
-    CHECK(kh_ref_conv2d_geometry(&d, 1, 4, 4, 1, 2, 2, 1, 2, 2, KH_PAD_VALID) == KH_OK, "pool geometry");
+    kh_conv2d_dims d;
+    CHECK(kh_conv2d_geometry(&d, 1, 4, 4, 1, 2, 2, 1, 2, 2, KH_PAD_VALID) == KH_OK, "pool geometry");
     kh_ref_maxpool2d_forward(y, x, &d);
     CHECK(y[0] == 5 && y[1] == 9 && y[2] == -1 && y[3] == 8, "maxpool values %g %g %g %g", y[0], y[1], y[2], y[3]);
     kh_ref_maxpool2d_backward(dx, dy, x, &d);
@@ -127,7 +127,7 @@ static void test_pool_values(void) {
     // 'same' 2x2 stride 2 on 3x3: the last row/column windows see only real pixels (padding never wins)
     const double z[9] = {-5, -6, -7, -8, -9, -1, -2, -3, -4};
     double q[4];
-    CHECK(kh_ref_conv2d_geometry(&d, 1, 3, 3, 1, 2, 2, 1, 2, 2, KH_PAD_SAME) == KH_OK && d.OH == 2, "same pool geometry");
+    CHECK(kh_conv2d_geometry(&d, 1, 3, 3, 1, 2, 2, 1, 2, 2, KH_PAD_SAME) == KH_OK && d.OH == 2, "same pool geometry");
     kh_ref_maxpool2d_forward(q, z, &d);
     CHECK(q[0] == -5 && q[1] == -1 && q[2] == -2 && q[3] == -4, "same pooling ignores padding: %g %g %g %g", q[0], q[1],
           q[2], q[3]);

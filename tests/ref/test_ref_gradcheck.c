@@ -33,7 +33,7 @@ typedef struct lctx {
     double rate;
     uint8_t *mask;
     int32_t *idx;
-    kh_ref_conv2d_dims d;
+    kh_conv2d_dims d;
     double *h[2], *cs[2], *gates[2];
 } lctx;
 
@@ -210,7 +210,7 @@ static void test_conv(kh_rng *r) {
         c.fwd = conv_fwd, c.bwd = conv_bwd, c.act = cfg[k][5];
         int64_t B = gc_range(r, 1, 2), H = gc_range(r, 4, 7), W = gc_range(r, 4, 7), C = gc_range(r, 1, 3);
         int64_t OC = gc_range(r, 2, 3);
-        kh_status st = kh_ref_conv2d_geometry(&c.d, B, H, W, C, cfg[k][0], cfg[k][1], OC, cfg[k][2], cfg[k][3], cfg[k][4]);
+        kh_status st = kh_conv2d_geometry(&c.d, B, H, W, C, cfg[k][0], cfg[k][1], OC, cfg[k][2], cfg[k][3], cfg[k][4]);
         CHECK(st == KH_OK, "conv geometry");
         setup_io(&c, r, B * H * W * C, B * c.d.OH * c.d.OW * OC, 1);
         add_param(&c, r, (int64_t)cfg[k][0] * cfg[k][1] * C * OC, 0.7);
@@ -232,7 +232,7 @@ static void test_pool(kh_rng *r) {
         lctx c = {0};
         c.fwd = pool_fwd, c.bwd = pool_bwd;
         int64_t B = gc_range(r, 1, 2), H = gc_range(r, 4, 7), W = gc_range(r, 4, 7), C = gc_range(r, 1, 3);
-        kh_status st = kh_ref_conv2d_geometry(&c.d, B, H, W, C, cfg[k][0], cfg[k][1], C, cfg[k][2], cfg[k][3], cfg[k][4]);
+        kh_status st = kh_conv2d_geometry(&c.d, B, H, W, C, cfg[k][0], cfg[k][1], C, cfg[k][2], cfg[k][3], cfg[k][4]);
         CHECK(st == KH_OK, "pool geometry");
         setup_io(&c, r, B * H * W * C, B * c.d.OH * c.d.OW * C, 1);
         char label[96];

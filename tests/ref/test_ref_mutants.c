@@ -19,7 +19,7 @@ typedef struct ctx {
     int32_t *idx;
     int64_t B, T, C, U, OC, nout;
     int act;
-    kh_ref_conv2d_dims d;
+    kh_conv2d_dims d;
 } ctx;
 
 static double objective(void *v) {
@@ -95,11 +95,11 @@ int main(void) {
 
     // 'same' 2x2 conv: backward with the odd padding pixel before instead of after
     c.fwd = conv_fwd;
-    CHECK(kh_ref_conv2d_geometry(&c.d, 1, 5, 5, 2, 2, 2, 3, 1, 1, KH_PAD_SAME) == KH_OK, "geometry");
+    CHECK(kh_conv2d_geometry(&c.d, 1, 5, 5, 2, 2, 2, 3, 1, 1, KH_PAD_SAME) == KH_OK, "geometry");
     setup(&c, &r, 50, 24, 75);
     double *cgx = gc_alloc(50), *cgw = gc_alloc(24), *cbx = gc_alloc(50), *cbw = gc_alloc(24);
     conv_fwd(&c);
-    kh_ref_conv2d_dims wrong = c.d;
+    kh_conv2d_dims wrong = c.d;
     wrong.pad_top = wrong.pad_left = 1;
     CHECK(kh_ref_conv2d_backward(cgx, cgw, NULL, c.r, c.out, c.x, c.w, &c.d, KH_ACT_LINEAR) == KH_OK, "conv");
     CHECK(kh_ref_conv2d_backward(cbx, cbw, NULL, c.r, c.out, c.x, c.w, &wrong, KH_ACT_LINEAR) == KH_OK, "conv");

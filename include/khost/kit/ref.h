@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 #include "khost/abi.h"
+#include "khost/kit/geometry.h"
 #include "khost/kit/rng.h"
 #include "khost/kit/spec.h"
 #include "khost/model.h"
@@ -61,30 +62,18 @@ void kh_ref_dropout_mask(uint8_t *mask, int64_t N, double rate, kh_rng *r);
 void kh_ref_flatten_forward(double *out, const double *inp, int64_t N);
 void kh_ref_flatten_backward(double *dinp, const double *dout, int64_t N);
 
-/* --- Conv2D and MaxPooling2D geometry (TensorFlow's 'valid' / 'same') ----------------------------------- */
-typedef struct kh_ref_conv2d_dims {
-    int64_t B, H, W, C;   /* input (B, H, W, C) */
-    int64_t KH, KW, OC;   /* kernel (KH, KW, C, OC); pooling: window KH x KW, OC == C */
-    int64_t SH, SW;       /* strides */
-    int64_t OH, OW;       /* output (B, OH, OW, OC) */
-    int64_t pad_top, pad_left; /* 'same': pad_total = max((out-1)*s + k - in, 0), before = total / 2 */
-} kh_ref_conv2d_dims;
-/* Fill the geometry; KH_ERR_INVALID when the window does not fit ('valid' with k > in) or sizes are < 1. */
-kh_status kh_ref_conv2d_geometry(kh_ref_conv2d_dims *d, int64_t B, int64_t H, int64_t W, int64_t C, int64_t KH,
-                                 int64_t KW, int64_t OC, int64_t SH, int64_t SW, int padding);
-
 /* out (B, OH, OW, OC) = act(conv(inp (B, H, W, C), w (KH, KW, C, OC)) + b (OC)); zero padding; b may be NULL */
 void kh_ref_conv2d_forward(double *out, const double *inp, const double *w, const double *b,
-                           const kh_ref_conv2d_dims *d, int act);
+                           const kh_conv2d_dims *d, int act);
 /* dinp (B, H, W, C) or NULL; dw (KH, KW, C, OC) +=; db (OC) += or NULL; dout, out (B, OH, OW, OC).
  * Allocates one pixel of scratch: KH_ERR_NOMEM on failure. */
 kh_status kh_ref_conv2d_backward(double *dinp, double *dw, double *db, const double *dout, const double *out,
-                                 const double *inp, const double *w, const kh_ref_conv2d_dims *d, int act);
+                                 const double *inp, const double *w, const kh_conv2d_dims *d, int act);
 
 /* out (B, OH, OW, C) = max over each window of inp (B, H, W, C); 'same' windows skip the padding. */
-void kh_ref_maxpool2d_forward(double *out, const double *inp, const kh_ref_conv2d_dims *d);
+void kh_ref_maxpool2d_forward(double *out, const double *inp, const kh_conv2d_dims *d);
 /* dinp (B, H, W, C): each dout goes to the FIRST maximum of its window in row-major window order. */
-void kh_ref_maxpool2d_backward(double *dinp, const double *dout, const double *inp, const kh_ref_conv2d_dims *d);
+void kh_ref_maxpool2d_backward(double *dinp, const double *dout, const double *inp, const kh_conv2d_dims *d);
 
 /* --- Embedding: a gather; backward a scatter-add --------------------------------------------------------- */
 /* out (N, D) = table[idx[n]]; idx (N) in [0, V) else KH_ERR_INVALID (out untouched past the bad row). */
