@@ -7,6 +7,7 @@
  * are read only at progress refreshes and epoch ends. */
 #define _POSIX_C_SOURCE 200809L
 #include "cell/cell.h"
+#include "modules/layer_abi.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -39,7 +40,8 @@ typedef struct cell {
     kh_tdata *data;
     kh_bsession *sess;
     kh_bmodel *model;
-    kh_model_spec spec;
+    kh_model_spec spec; /* in the host's layout: spec_buf's */
+    kh_spec_buf spec_buf;
     kh_model_shapes shapes;
     kh_caps caps;
     int to_nchw;
@@ -383,11 +385,12 @@ static void compile_times(cell *c, const kh_compile_opts *co, double wall) {
     rec->compile_cold_s = wall;
     kh_bmodel *m2 = NULL;
     double t0 = kh_now();
-    st = b->compile(c->sess, &c->spec, co, &m2);
+    char rerr[256] = "";
+    st = kh_backend_compile(c->o->backend, c->sess, &c->spec, co, &m2, rerr, sizeof rerr);
     double t1 = kh_now();
     if (st != KH_OK) {
         kh_logf(KH_LOG_WARN, "%s: the second compile (for the warm compile time) failed: %s: %s; no warm time", who,
-                kh_status_name(st), berr(c));
+                kh_status_name(st), rerr[0] ? rerr : berr(c));
         return;
     }
     kh_compile_info c2;
@@ -463,10 +466,10 @@ static int run(cell *c) {
         c->data = NULL;
         return fail_status(c, st, "data", KH_EXIT_DATA, "load", err[0] ? err : kh_status_name(st));
     }
-    memset(&c->spec, 0, sizeof c->spec);
-    c->spec.struct_size = sizeof c->spec;
-    if (c->t->model(c->data, &c->spec) != KH_OK)
-        return fail(c, "error", KH_EXIT_DATA, "task model spec: %s", c->t->last_error(c->data));
+    err[0] = 0;
+    st = kh_task_model(o->task, c->data, &c->spec_buf, err, sizeof err);
+    if (st != KH_OK) return fail(c, "error", KH_EXIT_DATA, "task model spec: %s", err);
+    c->spec = c->spec_buf.spec;
     if (kh_spec_infer(&c->spec, &c->shapes, err, sizeof err) != KH_OK)
         return fail(c, "error", KH_EXIT_DATA, "task model spec: %s", err);
     if (kh_caps_check(&c->caps, &c->spec, why, sizeof why) != 0) {
@@ -499,11 +502,12 @@ static int run(cell *c) {
         kh_record_set_env(rec, "backend_env", err);
     kh_compile_opts co = {.struct_size = sizeof co, .max_batch = c->batch, .seed = o->seed, .deterministic = 0};
     double tc = kh_now();
-    kh_status cs = c->b->compile(c->sess, &c->spec, &co, &c->model);
+    err[0] = 0;
+    kh_status cs = kh_backend_compile(o->backend, c->sess, &c->spec, &co, &c->model, err, sizeof err);
     double compile_wall = kh_now() - tc;
     if (cs != KH_OK) {
         c->model = NULL;
-        return fail_status(c, cs, "error", KH_EXIT_TRAIN, "compile", berr(c));
+        return fail_status(c, cs, "error", KH_EXIT_TRAIN, "compile", err[0] ? err : berr(c));
     }
     compile_times(c, &co, compile_wall);
     print_compile(c);
@@ -576,6 +580,7 @@ int kh_cell_run(const kh_cell_opts *o, kh_cell_record *rec) {
     if (c.sess) c.b->close(c.sess);
     if (c.data) c.t->unload(c.data);
     kh_model_shapes_free(&c.shapes);
+    kh_spec_buf_free(&c.spec_buf);
     const kh_host_api *h = kh_host_api_get();
     h->free(c.x);
     h->free(c.xb);

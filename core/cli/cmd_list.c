@@ -6,6 +6,7 @@
 #include "cli/args.h"
 #include "cell/caps.h"
 #include "cli/commands.h"
+#include "modules/layer_abi.h"
 #include "cli/exitcodes.h"
 #include "modules/host_api.h"
 #include "khost/kit/status.h"
@@ -116,11 +117,10 @@ int kh_cmd_describe(kh_host *h, int argc, char **argv) {
            ti->batch_size);
     if (ti->train_samples_per_epoch > 0) printf(", %lld samples per epoch", (long long)ti->train_samples_per_epoch);
     printf("\n");
-    kh_model_spec spec;
-    memset(&spec, 0, sizeof spec);
-    spec.struct_size = sizeof spec;
+    kh_spec_buf sb;
     kh_model_shapes sh;
-    if (t->task->model(d, &spec) == KH_OK && kh_spec_infer(&spec, &sh, err, sizeof err) == KH_OK) {
+    if (kh_task_model(t, d, &sb, err, sizeof err) == KH_OK && kh_spec_infer(&sb.spec, &sh, err, sizeof err) == KH_OK) {
+        const kh_model_spec spec = sb.spec;
         printf("  model %s: %lld parameters, loss %s, optimizer %s (lr %g)\n", spec.name ? spec.name : "",
                (long long)sh.total_params, kh_loss_name(spec.loss), kh_optimizer_name(spec.optimizer.kind),
                (double)spec.optimizer.lr);
@@ -138,6 +138,7 @@ int kh_cmd_describe(kh_host *h, int argc, char **argv) {
         }
         kh_model_shapes_free(&sh);
     }
+    kh_spec_buf_free(&sb);
     int rc = KH_EXIT_OK;
     if (t->task->describe(d, print_line, NULL) != KH_OK) {
         kh_logf(KH_LOG_ERROR, "%s: describe: %s", t->desc->name, t->task->last_error(d));

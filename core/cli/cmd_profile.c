@@ -11,6 +11,7 @@
 #include "cell/caps.h"
 #include "cell/cell.h"
 #include "cli/commands.h"
+#include "modules/layer_abi.h"
 #include "cli/exitcodes.h"
 #include "modules/host_api.h"
 #include "khost/kit/spec.h"
@@ -121,9 +122,9 @@ int kh_cmd_profile(kh_host *h, int argc, char **argv) {
     kh_caps caps;
     memset(&caps, 0, sizeof caps);
     caps.struct_size = sizeof caps;
-    kh_model_spec spec;
-    memset(&spec, 0, sizeof spec);
-    spec.struct_size = sizeof spec;
+    kh_spec_buf sb;
+    memset(&sb, 0, sizeof sb);
+    kh_model_spec spec = sb.spec;
     kh_load_opts lo = {.struct_size = sizeof lo, .data_dir = kh_host_data_dir(h), .limit_train = batch,
                        .limit_val = 1, .seed = h->reg.seed};
     err[0] = 0;
@@ -135,8 +136,9 @@ int kh_cmd_profile(kh_host *h, int argc, char **argv) {
         data = NULL;
         kh_logf(KH_LOG_ERROR, "profile: %s", err[0] ? err : "task load failed");
         code = KH_EXIT_DATA;
-    } else if (t->model(data, &spec) != KH_OK || kh_spec_infer(&spec, &sh, err, sizeof err) != KH_OK) {
-        kh_logf(KH_LOG_ERROR, "profile: task model spec: %s", err[0] ? err : t->last_error(data));
+    } else if ((err[0] = 0, kh_task_model(tm, data, &sb, err, sizeof err)) != KH_OK ||
+               (spec = sb.spec, kh_spec_infer(&spec, &sh, err, sizeof err)) != KH_OK) {
+        kh_logf(KH_LOG_ERROR, "profile: task model spec: %s", err[0] ? err : "model() failed");
         code = KH_EXIT_DATA;
     } else if (kh_caps_check(&caps, &spec, why, sizeof why) != 0) {
         kh_logf(KH_LOG_ERROR, "profile: %s x %s on %s: unsupported: %s", bm->desc->name, tm->desc->name, dev->id, why);
@@ -190,9 +192,10 @@ int kh_cmd_profile(kh_host *h, int argc, char **argv) {
         goto done;
     }
     kh_compile_opts co = {.struct_size = sizeof co, .max_batch = (int32_t)batch, .seed = h->reg.seed};
-    if (b->compile(sess, &spec, &co, &model) != KH_OK) {
+    err[0] = 0;
+    if (kh_backend_compile(bm, sess, &spec, &co, &model, err, sizeof err) != KH_OK) {
         model = NULL;
-        kh_logf(KH_LOG_ERROR, "profile: compile: %s", b->last_error(sess));
+        kh_logf(KH_LOG_ERROR, "profile: compile: %s", err[0] ? err : b->last_error(sess));
         code = KH_EXIT_TRAIN;
         goto done;
     }
@@ -215,6 +218,7 @@ done:
     if (sess) b->close(sess);
     if (data) t->unload(data);
     kh_model_shapes_free(&sh);
+    kh_spec_buf_free(&sb);
     api->free(x);
     api->free(xb);
     api->free(y);

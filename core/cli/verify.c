@@ -36,6 +36,7 @@
 #include "cli/args.h"
 #include "cell/caps.h"
 #include "cli/commands.h"
+#include "modules/layer_abi.h"
 #include "cli/exitcodes.h"
 #include "modules/host_api.h"
 #include "khost/kit/formulas.h"
@@ -54,6 +55,7 @@
 // state and the result table
 
 typedef struct vctx {
+    const kh_module *bm; /* the backend module: its kh_layer_spec size */
     const kh_backend_api *b;
     const char *plugin;
     kh_bsession *s;
@@ -187,9 +189,10 @@ static int pair_open(vctx *v, pair *p, const kh_model_spec *spec, int64_t n, uin
     if (kh_ref_model_create(spec, &p->ref, why, whylen) != KH_OK) return -1;
     if (kh_spec_infer(spec, &p->sh, why, whylen) != KH_OK) return -1;
     kh_compile_opts co = {.struct_size = sizeof co, .max_batch = (int32_t)n, .seed = v->seed, .deterministic = 1};
-    if (v->b->compile(v->s, spec, &co, &p->bm) != KH_OK) {
+    char rerr[256] = "";
+    if (kh_backend_compile(v->bm, v->s, spec, &co, &p->bm, rerr, sizeof rerr) != KH_OK) {
         p->bm = NULL;
-        snprintf(why, whylen, "compile: %s", berr(v));
+        snprintf(why, whylen, "compile: %s", rerr[0] ? rerr : berr(v));
         return -1;
     }
     for (int l = 0; l < p->sh.n_layers; l++) p->n_slots += p->sh.layers[l].n_params;
@@ -489,19 +492,21 @@ static void verify_task(vctx *v, kh_host *h, kh_module *tm) {
                  st == KH_ERR_IO ? (err[0] ? err : "data set missing") : (err[0] ? err : kh_status_name(st)));
         return;
     }
+    kh_spec_buf sb;
+    memset(&sb, 0, sizeof sb);
     kh_model_spec spec;
-    memset(&spec, 0, sizeof spec);
-    spec.struct_size = sizeof spec;
     pair p;
     memset(&p, 0, sizeof p);
     kh_tensor x = {0}, y = {0};
     int64_t *idx = NULL;
     double *dy = NULL;
     float *w1 = NULL;
-    if (t->model(data, &spec) != KH_OK) {
-        row_note(v, name, "error", t->last_error(data));
+    err[0] = 0;
+    if (kh_task_model(tm, data, &sb, err, sizeof err) != KH_OK) {
+        row_note(v, name, "error", err);
         goto done;
     }
+    spec = sb.spec;
     if (kh_caps_check(&v->caps, &spec, err, sizeof err) != 0) {
         row_note(v, name, "unsupported", err);
         goto done;
@@ -597,6 +602,7 @@ done:
     v->relax_below = 0;
     pair_free(v, &p);
     free(idx), free(dy), free(w1), free(x.data), free(y.data);
+    kh_spec_buf_free(&sb);
     if (data) t->unload(data);
 }
 
@@ -670,6 +676,7 @@ int kh_cmd_verify(kh_host *h, int argc, char **argv) {
         kh_logf(KH_LOG_ERROR, "%s", err);
         return KH_EXIT_DEVICE;
     }
+    v.bm = bm;
     v.b = bm->backend;
     v.plugin = bm->desc->name;
     v.caps.struct_size = sizeof v.caps;

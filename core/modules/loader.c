@@ -21,6 +21,7 @@
  */
 #define _GNU_SOURCE /* dladdr, realpath */
 #include "modules/loader.h"
+#include "modules/layer_abi.h"
 
 #include <dirent.h>
 #include <dlfcn.h>
@@ -248,11 +249,14 @@ static int load_impl(const char *path, const kh_host_api *host, kh_module *out, 
     }
     const kh_module_desc *d = to_entry(sym)(host);
     void *api = NULL;
-    if (validate(real, d, &api, err, errlen)) {
+    uint32_t layer_spec_size = 0;
+    if (validate(real, d, &api, err, errlen) || kh_desc_layer_spec_size(real, d, &layer_spec_size, err, errlen)) {
+        free(api);
         dlclose(h);
         free(real);
         return -1;
     }
+    out->layer_spec_size = layer_spec_size;
     out->path = real;
     out->handle = h;
     out->desc = d;

@@ -26,6 +26,7 @@ typedef struct kh_module {
      * may be tested against NULL directly. */
     const kh_backend_api *backend; /* when kind == KH_MODULE_BACKEND */
     const kh_task_api *task;       /* when kind == KH_MODULE_TASK */
+    uint32_t layer_spec_size;   /* element size of its kh_layer_spec arrays (modules/layer_abi.h) */
     int enabled;                /* from the registry (default 1) */
     int from_registry;          /* 1: named in the INI; 0: discovered in a search directory */
 } kh_module;

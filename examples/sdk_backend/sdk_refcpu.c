@@ -210,8 +210,7 @@ static const kh_backend_api api = {
     .backward = probe_backward, .get_grad = get_grad,
 };
 
-static const kh_module_desc desc = {.struct_size = sizeof desc, .abi_major = KH_ABI_MAJOR,
-                                    .abi_minor = KH_ABI_MINOR, .kind = KH_MODULE_BACKEND, .name = "sdk_refcpu",
+static const kh_module_desc desc = {KH_MODULE_DESC_HEAD, .kind = KH_MODULE_BACKEND, .name = "sdk_refcpu",
                                     .version = "1.0", .description = "out-of-tree example backend: the reference kit",
                                     .api = &api};
 

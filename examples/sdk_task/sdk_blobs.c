@@ -90,8 +90,7 @@ static const kh_task_api api = {.struct_size = sizeof api, .info = get_info, .lo
                                 .last_error = last_error, .model = model, .count = count,
                                 .get_batch = get_batch, .describe = describe};
 
-static const kh_module_desc desc = {.struct_size = sizeof desc, .abi_major = KH_ABI_MAJOR,
-                                    .abi_minor = KH_ABI_MINOR, .kind = KH_MODULE_TASK, .name = "sdk_blobs",
+static const kh_module_desc desc = {KH_MODULE_DESC_HEAD, .kind = KH_MODULE_TASK, .name = "sdk_blobs",
                                     .version = "1.0", .description = "out-of-tree example task", .api = &api};
 
 KH_EXPORT const kh_module_desc *khost_module_entry(const kh_host_api *host) { return &desc; }

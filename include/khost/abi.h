@@ -7,9 +7,16 @@
  *   4. Zero CUDA devices is normal; a backend with no usable device still loads and says so.
  *   5. Keep no pointer to a host tensor after the call that received it returns.
  *   6. Report work it cannot do as KH_UNSUPPORTED with a reason, never by crashing.
- *   7. Every struct crossing the ABI starts with struct_size; members are only ever appended, and a reader
- *      reads a member only when struct_size says it exists (KH_HAS_MEMBER).
+ *   7. Every struct crossing the ABI either starts with struct_size (members are only ever appended, and a
+ *      reader reads a member only when struct_size says it exists: KH_HAS_MEMBER), or travels as an array
+ *      whose element size the host negotiates (kh_layer_spec: kh_module_desc.layer_spec_size; the host
+ *      repacks the array for a module built with another size), or is declared FROZEN beside its
+ *      definition with the reason: its layout never changes within a major version.
+ *   8. Members and parameters a callee writes are marked "out"; everything else is read-only to it.
  * Version rule: the host refuses a module whose abi_major differs from its own or whose abi_minor is newer.
+ * MINOR: a member appended to a sized struct, an optional call appended to an api table, a new enum value a
+ * module may ignore. MAJOR: anything else (a member moved, resized or removed, a frozen struct changed, a
+ * required call added). Each minor is listed below and in docs/ABI.md.
  */
 #ifndef KHOST_ABI_H
 #define KHOST_ABI_H
@@ -23,8 +30,10 @@ extern "C" {
 
 #define KH_ABI_MAJOR 1
 /* 1.1: kh_backend_api.profile (optional; 1.0 modules load unchanged, their tables end before it)
- * 1.2: kh_backend_api.compile_info (optional; 1.0 and 1.1 modules load unchanged, their tables end before it) */
-#define KH_ABI_MINOR 2
+ * 1.2: kh_backend_api.compile_info (optional; 1.0 and 1.1 modules load unchanged, their tables end before it)
+ * 1.3: kh_module_desc.layer_spec_size (the element size of the module's kh_layer_spec arrays; older
+ *      descriptors end before it and mean KH_LAYER_SPEC_SIZE_1_0) */
+#define KH_ABI_MINOR 3
 
 /* The one symbol a module exports. */
 #define KH_ENTRY_NAME "khost_module_entry"
@@ -63,6 +72,10 @@ typedef struct kh_module_desc {
     const char *version;     /* the module's own version string */
     const char *description; /* one line */
     const void *api;         /* const kh_backend_api * or const kh_task_api *, per kind */
+    /* --- ABI 1.3 --- */
+    uint32_t layer_spec_size; /* sizeof(kh_layer_spec) as the module was compiled; 0 = KH_LAYER_SPEC_SIZE_1_0.
+                                 The host gives a backend, and reads from a task, kh_layer_spec arrays of this
+                                 element size (repacking when its own differs). */
 } kh_module_desc;
 /* The smallest descriptor the host accepts (ABI 1.0 layout). */
 #define KH_MODULE_DESC_MIN_SIZE (offsetof(kh_module_desc, api) + sizeof(void *))
@@ -94,6 +107,11 @@ typedef struct kh_host_api {
 /* The entry point. Called once, right after dlopen, with the host's table; returns a descriptor that stays
  * valid until dlclose, or NULL (the host then reports "entry returned NULL"). Must not do heavy work. */
 typedef const kh_module_desc *(*kh_entry_fn)(const kh_host_api *host);
+/* A descriptor's static initialiser members for this header's ABI version:
+ *   static const kh_module_desc desc = {KH_MODULE_DESC_HEAD, .kind = ..., .name = ..., ...}; */
+#define KH_MODULE_DESC_HEAD \
+    .struct_size = sizeof(kh_module_desc), .abi_major = KH_ABI_MAJOR, .abi_minor = KH_ABI_MINOR, \
+    .layer_spec_size = sizeof(struct kh_layer_spec)
 
 /* Every module defines exactly this function (its name is KH_ENTRY_NAME). Declared here so a module's
  * definition is checked against the contract and is the one symbol it exports. */

@@ -69,13 +69,16 @@ typedef struct kh_compile_opts {
 
 typedef enum kh_phase { KH_PHASE_TRAIN = 0, KH_PHASE_EVAL = 1 } kh_phase;
 
+/* FROZEN: three sums every backend accumulates; a new metric is a new optional call, not a member. */
 typedef struct kh_metrics {
     double loss_sum; /* sum over samples of the per-sample loss */
     double correct;  /* samples whose prediction matched (argmax, or p > 0.5 for binary) */
     int64_t samples;
 } kh_metrics;
 
-/* Per-layer profile (ABI 1.1, kh_backend_api.profile). Times are seconds summed over the timed steps. */
+/* Per-layer profile (ABI 1.1, kh_backend_api.profile). Times are seconds summed over the timed steps.
+ * FROZEN: rows are a host-allocated array the backend writes at its own sizeof; a new figure goes into
+ * kh_profile (sized) or a new row kind, never into the row. */
 typedef struct kh_profile_row {
     int32_t layer;      /* the model layer, or -1 for a row of one op kind (graph backends) */
     char what[32];      /* the layer's kind ("conv2d") or the op kind ("MatMul") */
@@ -89,10 +92,10 @@ typedef struct kh_profile {
     uint32_t struct_size;  /* set by the host */
     int32_t cap_rows;      /* host: entries in rows */
     kh_profile_row *rows;  /* host-allocated */
-    int32_t n_rows;        /* backend: rows written, the layer rows first in layer order, then op kinds */
-    int32_t steps;         /* backend: steps timed */
-    double total_s;        /* backend: wall time of the timed steps, synchronised */
-    double other_s;        /* backend: time in no row (loss, optimizer when not per layer, staging) */
+    int32_t n_rows;        /* out: rows written, the layer rows first in layer order, then op kinds */
+    int32_t steps;         /* out: steps timed */
+    double total_s;        /* out: wall time of the timed steps, synchronised */
+    double other_s;        /* out: time in no row (loss, optimizer when not per layer, staging) */
 } kh_profile;
 
 /* How a model was compiled (ABI 1.2, kh_backend_api.compile_info): for backends that generate and compile
@@ -117,24 +120,26 @@ typedef struct kh_backend_api {
     uint32_t struct_size;
 
     /* What this backend supports on a device kind; fills *out (host set out->struct_size). No side effects. */
-    kh_status (*get_caps)(uint32_t device_kind, kh_caps *out);
+    kh_status (*get_caps)(uint32_t device_kind, kh_caps *out /* out */);
 
     /* One session per device. On failure *out is NULL and err holds the reason. */
-    kh_status (*open)(const kh_host_api *host, const kh_device *dev, kh_bsession **out, char *err, size_t errlen);
+    kh_status (*open)(const kh_host_api *host, const kh_device *dev, kh_bsession **out /* out */,
+                      char *err /* out */, size_t errlen);
     void (*close)(kh_bsession *s);
     const char *(*last_error)(kh_bsession *s);
     /* Library versions for the results' environment, as "key=value" pairs separated by spaces,
      * e.g. "blas=openblas-0.3.21 threads=2" or "cudnn=9.10.0 cublas=13.0.0". */
-    kh_status (*environment)(kh_bsession *s, char *buf, size_t n);
+    kh_status (*environment)(kh_bsession *s, char *buf /* out */, size_t n);
 
     /* Compile a model spec. The spec (and its layers) need not outlive the call. Weights are unset
      * until the host calls set_weight for every (layer, slot). */
-    kh_status (*compile)(kh_bsession *s, const kh_model_spec *spec, const kh_compile_opts *opts, kh_bmodel **out);
+    kh_status (*compile)(kh_bsession *s, const kh_model_spec *spec, const kh_compile_opts *opts,
+                         kh_bmodel **out /* out */);
     void (*model_free)(kh_bmodel *m);
 
     /* Weights in canonical layout (khost/model.h); w->dims must match exactly. */
     kh_status (*set_weight)(kh_bmodel *m, int32_t layer, int32_t slot, const kh_tensor *w);
-    kh_status (*get_weight)(kh_bmodel *m, int32_t layer, int32_t slot, kh_tensor *w);
+    kh_status (*get_weight)(kh_bmodel *m, int32_t layer, int32_t slot, kh_tensor *w /* out: data */);
 
     /* x: (n, input...) in the layout from get_caps (images) or NC/NT/NTC; y: (n) i32 labels.
      * train_batch runs forward, loss, backward and one optimizer step and adds to the TRAIN metrics;
@@ -143,9 +148,9 @@ typedef struct kh_backend_api {
     kh_status (*train_batch)(kh_bmodel *m, const kh_tensor *x, const kh_tensor *y);
     kh_status (*eval_batch)(kh_bmodel *m, const kh_tensor *x, const kh_tensor *y);
     /* Inference output (n, outputs...) into out (host-allocated); synchronous. */
-    kh_status (*predict)(kh_bmodel *m, const kh_tensor *x, kh_tensor *out);
+    kh_status (*predict)(kh_bmodel *m, const kh_tensor *x, kh_tensor *out /* out: data */);
     /* Copy the accumulated metrics of a phase; reset != 0 zeroes them afterwards. Synchronises as needed. */
-    kh_status (*read_metrics)(kh_bmodel *m, uint32_t phase, kh_metrics *out, int32_t reset);
+    kh_status (*read_metrics)(kh_bmodel *m, uint32_t phase, kh_metrics *out /* out */, int32_t reset);
     /* Wait until all queued work of the model is done. */
     kh_status (*sync)(kh_bmodel *m);
 
@@ -154,9 +159,9 @@ typedef struct kh_backend_api {
      * backward: back-propagate dy (the gradient of the model output) through the last forward; writes the
      * input gradient into dx when dx is non-NULL and the input is f32; parameter gradients are then readable
      * with get_grad (overwritten, not accumulated, by each backward). No optimizer step. */
-    kh_status (*forward)(kh_bmodel *m, const kh_tensor *x, kh_tensor *out);
-    kh_status (*backward)(kh_bmodel *m, const kh_tensor *dy, kh_tensor *dx);
-    kh_status (*get_grad)(kh_bmodel *m, int32_t layer, int32_t slot, kh_tensor *g);
+    kh_status (*forward)(kh_bmodel *m, const kh_tensor *x, kh_tensor *out /* out: data */);
+    kh_status (*backward)(kh_bmodel *m, const kh_tensor *dy, kh_tensor *dx /* out: data, may be NULL */);
+    kh_status (*get_grad)(kh_bmodel *m, int32_t layer, int32_t slot, kh_tensor *g /* out: data */);
 
     /* --- ABI 1.1 (read only when struct_size covers it; NULL when not implemented) ---
      * profile: train `warmup` untimed batches, then `steps` timed ones, all on the batch x, y (as
@@ -164,14 +169,14 @@ typedef struct kh_backend_api {
      * backward work and, for graph backends, each op kind; fill out->rows (at most out->cap_rows) and
      * synchronise before returning. Timing must cost nothing measurable when profile is not running. */
     kh_status (*profile)(kh_bmodel *m, const kh_tensor *x, const kh_tensor *y, int32_t warmup, int32_t steps,
-                         kh_profile *out);
+                         kh_profile *out /* out: rows, n_rows, steps, total_s, other_s */);
 
     /* --- ABI 1.2 (read only when struct_size covers it; NULL for backends without generated code) ---
      * compile_info: how the model m was compiled (kh_compile_info); out is host-owned with struct_size set and
      * every member zeroed. Cheap and side-effect free: it reports what compile() measured, it compiles nothing.
      * When m was a cache miss, the host compiles the same spec once more right after (expecting a hit) to
      * record the warm compile time beside the cold one, and frees that second model before training. */
-    kh_status (*compile_info)(kh_bmodel *m, kh_compile_info *out);
+    kh_status (*compile_info)(kh_bmodel *m, kh_compile_info *out /* out */);
 } kh_backend_api;
 
 #ifdef __cplusplus

@@ -54,7 +54,9 @@ typedef enum kh_loss {
 
 typedef enum kh_optimizer { KH_OPT_SGD = 0, KH_OPT_RMSPROP = 1, KH_OPT_ADAM = 2, KH_OPT_ADADELTA = 3 } kh_optimizer;
 
-/* Keras 2 optimizer semantics; lr_t = lr / (1 + decay * iterations) for every optimizer. */
+/* Keras 2 optimizer semantics; lr_t = lr / (1 + decay * iterations) for every optimizer.
+ * FROZEN: embedded by value inside kh_model_spec before later members; a new optimizer parameter is a new
+ * member appended to kh_model_spec. */
 typedef struct kh_optimizer_spec {
     uint32_t kind; /* kh_optimizer */
     float lr;      /* RMSprop 0.001, Adam 0.001, Adadelta 1.0 */
@@ -74,6 +76,11 @@ typedef enum kh_init {
     KH_INIT_LSTM_BIAS = 5       /* zeros with the forget-gate quarter set to 1 (unit_forget_bias) */
 } kh_init;
 
+/* kh_layer_spec travels as an array (kh_model_spec.layers) and carries no struct_size: its element size is
+ * negotiated per module (kh_module_desc.layer_spec_size) and the host repacks the array for a module built
+ * with another one (a member it lacks reads as 0, its default; a non-zero member it lacks makes the model
+ * unsupported for it). Members are only ever appended. */
+#define KH_LAYER_SPEC_SIZE_1_0 56 /* ABI 1.0 - 1.2 */
 typedef struct kh_layer_spec {
     uint32_t kind;          /* kh_layer_kind */
     uint32_t activation;    /* Activation layer's function; Dense/Conv2D fused activation (kh_activation) */

@@ -20,7 +20,8 @@
 extern "C" {
 #endif
 
-/* One published figure of the original benchmark; a negative value means "not reported". */
+/* One published figure of the original benchmark; a negative value means "not reported".
+ * FROZEN: an array in kh_task_info of figures that were published once; nothing about them will grow. */
 typedef struct kh_published {
     const char *backend; /* "theano", "tensorflow", "cntk" */
     const char *device;  /* "K80", "M60", "Titan X", "1080 Ti" */
@@ -54,7 +55,8 @@ typedef struct kh_load_opts {
     uint64_t seed;
 } kh_load_opts;
 
-/* Lets a task use the trained model after training (text generation samples through it). */
+/* Lets a task use the trained model after training (text generation samples through it).
+ * FROZEN: filled by the host, read by the task; a new service to tasks is a new struct or a host-api call. */
 typedef struct kh_predictor {
     void *ctx;
     kh_status (*predict)(void *ctx, const kh_tensor *x, kh_tensor *out);
@@ -67,17 +69,19 @@ typedef void (*kh_print_fn)(void *ctx, const char *line);
 typedef struct kh_task_api {
     uint32_t struct_size;
     const kh_task_info *(*info)(void);
-    kh_status (*load)(const kh_host_api *host, const kh_load_opts *opts, kh_tdata **out, char *err, size_t errlen);
+    kh_status (*load)(const kh_host_api *host, const kh_load_opts *opts, kh_tdata **out /* out */,
+                      char *err /* out */, size_t errlen);
     void (*unload)(kh_tdata *d);
     const char *(*last_error)(kh_tdata *d);
     /* The model spec; host sets out->struct_size first. Its layer array is owned by d. */
-    kh_status (*model)(kh_tdata *d, kh_model_spec *out);
+    kh_status (*model)(kh_tdata *d, kh_model_spec *out /* out */);
     int64_t (*count)(kh_tdata *d, uint32_t split);
     /* Gather samples idx[0..n) of a split: x has dims (n, input_shape...) (NHWC for images, NT for indices,
      * NC for features), y has dims (n) i32. Buffers are the host's. */
-    kh_status (*get_batch)(kh_tdata *d, uint32_t split, const int64_t *idx, int32_t n, kh_tensor *x, kh_tensor *y);
+    kh_status (*get_batch)(kh_tdata *d, uint32_t split, const int64_t *idx, int32_t n, kh_tensor *x /* out: data */,
+                           kh_tensor *y /* out: data */);
     /* Optional: augment a training batch in place (NHWC), deterministically from seed. */
-    kh_status (*augment)(kh_tdata *d, kh_tensor *x, uint64_t seed);
+    kh_status (*augment)(kh_tdata *d, kh_tensor *x /* in and out: data */, uint64_t seed);
     /* Human-readable description of the loaded data, a line per call of print. */
     kh_status (*describe)(kh_tdata *d, kh_print_fn print, void *ctx);
     /* Optional: run after training (text generation sampling). */

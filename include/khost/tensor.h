@@ -27,6 +27,8 @@ typedef enum kh_layout {
     KH_LAYOUT_NT = 5    /* (N, T) sequences of token / character indices (i32) */
 } kh_layout;
 
+/* FROZEN: passed by pointer to almost every call, input and output alike, in every module; what a tensor
+ * is (dtype, layout, rank, dims, data) is complete, and a different kind of tensor would be a new struct. */
 typedef struct kh_tensor {
     uint32_t dtype;  /* kh_dtype */
     uint32_t layout; /* kh_layout */

@@ -166,9 +166,7 @@ static const kh_backend_api tf_backend_api = {
 };
 
 static const kh_module_desc g_desc = {
-    .struct_size = sizeof(kh_module_desc),
-    .abi_major = KH_ABI_MAJOR,
-    .abi_minor = KH_ABI_MINOR,
+    KH_MODULE_DESC_HEAD,
     .kind = KH_MODULE_BACKEND,
     .name = "tensorflow",
     .version = TF_VERSION,

@@ -55,7 +55,7 @@ static const kh_task_api api = {
 };
 
 static const kh_module_desc desc = {
-    .struct_size = sizeof(kh_module_desc), .abi_major = KH_ABI_MAJOR, .abi_minor = KH_ABI_MINOR,
+    KH_MODULE_DESC_HEAD,
     .kind = KH_MODULE_TASK, .name = "cifar10_cnn", .version = "1.0",
     .description = "CIFAR-10 convnet (Keras cifar10_cnn.py): 4x Conv2D, Dense(512), RMSprop, augmentation",
     .api = &api,

@@ -54,7 +54,7 @@ static const kh_task_api api = {
 };
 
 static const kh_module_desc desc = {
-    .struct_size = sizeof(kh_module_desc), .abi_major = KH_ABI_MAJOR, .abi_minor = KH_ABI_MINOR,
+    KH_MODULE_DESC_HEAD,
     .kind = KH_MODULE_TASK, .name = "imdb_bidirectional_lstm", .version = "1.0",
     .description = "IMDb sentiment, Embedding(20000,128) + Bidirectional(LSTM(64)) (Keras imdb_bidirectional_lstm.py)",
     .api = &api,

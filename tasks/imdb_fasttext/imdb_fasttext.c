@@ -55,7 +55,7 @@ static const kh_task_api api = {
 };
 
 static const kh_module_desc desc = {
-    .struct_size = sizeof(kh_module_desc), .abi_major = KH_ABI_MAJOR, .abi_minor = KH_ABI_MINOR,
+    KH_MODULE_DESC_HEAD,
     .kind = KH_MODULE_TASK, .name = "imdb_fasttext", .version = "1.0",
     .description = "IMDb sentiment, fastText: word + bigram Embedding(max_features,50), average pooling "
                    "(Keras imdb_fasttext.py)",

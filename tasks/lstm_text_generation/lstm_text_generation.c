@@ -251,7 +251,7 @@ static const kh_task_api api = {
 };
 
 static const kh_module_desc desc = {
-    .struct_size = sizeof(kh_module_desc), .abi_major = KH_ABI_MAJOR, .abi_minor = KH_ABI_MINOR,
+    KH_MODULE_DESC_HEAD,
     .kind = KH_MODULE_TASK, .name = "lstm_text_generation", .version = "1.0",
     .description = "Nietzsche character model, LSTM(128) on 40-character windows (Keras lstm_text_generation.py)",
     .api = &api,

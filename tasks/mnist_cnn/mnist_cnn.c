@@ -48,7 +48,7 @@ static const kh_task_api api = {
 };
 
 static const kh_module_desc desc = {
-    .struct_size = sizeof(kh_module_desc), .abi_major = KH_ABI_MAJOR, .abi_minor = KH_ABI_MINOR,
+    KH_MODULE_DESC_HEAD,
     .kind = KH_MODULE_TASK, .name = "mnist_cnn", .version = "1.0",
     .description = "MNIST convnet (Keras mnist_cnn.py): 2x Conv2D, max-pool, Dense(128), Adadelta", .api = &api,
 };

@@ -44,7 +44,7 @@ static const kh_task_api api = {
 };
 
 static const kh_module_desc desc = {
-    .struct_size = sizeof(kh_module_desc), .abi_major = KH_ABI_MAJOR, .abi_minor = KH_ABI_MINOR,
+    KH_MODULE_DESC_HEAD,
     .kind = KH_MODULE_TASK, .name = "mnist_mlp", .version = "1.0",
     .description = "MNIST multilayer perceptron (Keras mnist_mlp.py): 2x Dense(512), RMSprop", .api = &api,
 };

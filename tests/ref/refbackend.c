@@ -332,9 +332,7 @@ static const kh_backend_api api = {
 };
 
 static const kh_module_desc desc = {
-    .struct_size = sizeof(kh_module_desc),
-    .abi_major = KH_ABI_MAJOR,
-    .abi_minor = KH_ABI_MINOR,
+    KH_MODULE_DESC_HEAD,
     .kind = KH_MODULE_BACKEND,
     .name = "refbackend",
     .version = "test",

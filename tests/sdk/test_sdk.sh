@@ -92,7 +92,7 @@ tail -1 "$tmp/run2.json" | grep -q '"status":"ok"' && ok || bad "run cntk x sdk_
     bad "verify sdk_refcpu: $(tail -5 "$tmp/verify.txt")"
 
 # 5. a module the host refuses (built for ABI 2), then run by name: the refusal's reason, not "no module named"
-sed 's/\.abi_major = KH_ABI_MAJOR/.abi_major = 2/; s/"sdk_blobs"/"old_task"/' "$ex/sdk_task/sdk_blobs.c" >"$tmp/old_task.c"
+sed 's/KH_MODULE_DESC_HEAD,/KH_MODULE_DESC_HEAD, .abi_major = 2,/; s/"sdk_blobs"/"old_task"/' "$ex/sdk_task/sdk_blobs.c" >"$tmp/old_task.c"
 cc -std=c11 -shared $(pkg-config --cflags khost) -o "$taskdir/old_task.so" "$tmp/old_task.c" $(pkg-config --libs khost) -Wl,--no-undefined
 "$prefix/bin/khost" run --plugin cntk --task old_task --device cpu --quiet >"$tmp/old.txt" 2>&1
 rc=$?

@@ -1,0 +1,105 @@
+/* khost/abi.h — versioning, status codes, the module descriptor and the host-services table.
+ *
+ * The numbered contract every module (backend or task) follows:
+ *   1. Export exactly one symbol, KH_ENTRY_NAME, with the signature kh_entry_fn (use KH_EXPORT).
+ *   2. Never exit(), abort() or write to stdout; report failures through status codes and error text.
+ *   3. Never link against the khost binary: everything the host offers comes through kh_host_api.
+ *   4. Zero CUDA devices is normal; a backend with no usable device still loads and says so.
+ *   5. Keep no pointer to a host tensor after the call that received it returns.
+ *   6. Report work it cannot do as KH_UNSUPPORTED with a reason, never by crashing.
+ *   7. Every struct crossing the ABI starts with struct_size; members are only ever appended, and a reader
+ *      reads a member only when struct_size says it exists (KH_HAS_MEMBER).
+ * Version rule: the host refuses a module whose abi_major differs from its own or whose abi_minor is newer.
+ */
+#ifndef KHOST_ABI_H
+#define KHOST_ABI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define KH_ABI_MAJOR 1
+/* 1.1: kh_backend_api.profile (optional; 1.0 modules load unchanged, their tables end before it)
+ * 1.2: kh_backend_api.compile_info (optional; 1.0 and 1.1 modules load unchanged, their tables end before it) */
+#define KH_ABI_MINOR 2
+
+/* The one symbol a module exports. */
+#define KH_ENTRY_NAME "khost_module_entry"
+
+#if defined(__GNUC__)
+#define KH_EXPORT __attribute__((visibility("default")))
+#else
+#define KH_EXPORT
+#endif
+
+/* True when a struct of size `size` (its struct_size field) contains `member` entirely. */
+#define KH_HAS_MEMBER(type, size, member) \
+    ((size_t)(size) >= offsetof(type, member) + sizeof(((type *)0)->member))
+
+/* --- status codes: every ABI call returns one ------------------------------------------------------- */
+typedef enum kh_status {
+    KH_OK = 0,
+    KH_ERR_INVALID = 1,     /* bad argument or malformed spec */
+    KH_ERR_UNSUPPORTED = 2, /* valid request this module cannot do (layer kind, device kind, option) */
+    KH_ERR_NOMEM = 3,       /* host or device allocation failed */
+    KH_ERR_DEVICE = 4,      /* CUDA/cuDNN/cuBLAS or driver error */
+    KH_ERR_IO = 5,          /* file missing or unreadable */
+    KH_ERR_DATA = 6,        /* file readable but malformed */
+    KH_ERR_INTERNAL = 7     /* bug: broken invariant */
+} kh_status;
+
+/* --- module descriptor: what KH_ENTRY_NAME returns ---------------------------------------------------- */
+typedef enum kh_module_kind { KH_MODULE_BACKEND = 1, KH_MODULE_TASK = 2 } kh_module_kind;
+
+typedef struct kh_module_desc {
+    uint32_t struct_size;    /* sizeof(kh_module_desc) as the module was compiled */
+    uint16_t abi_major;      /* KH_ABI_MAJOR the module was compiled against */
+    uint16_t abi_minor;      /* KH_ABI_MINOR the module was compiled against */
+    uint32_t kind;           /* kh_module_kind */
+    const char *name;        /* registry name, [a-z0-9_]+, unique among loaded modules */
+    const char *version;     /* the module's own version string */
+    const char *description; /* one line */
+    const void *api;         /* const kh_backend_api * or const kh_task_api *, per kind */
+} kh_module_desc;
+/* The smallest descriptor the host accepts (ABI 1.0 layout). */
+#define KH_MODULE_DESC_MIN_SIZE (offsetof(kh_module_desc, api) + sizeof(void *))
+
+/* --- host services ------------------------------------------------------------------------------------ */
+typedef enum kh_log_level { KH_LOG_ERROR = 0, KH_LOG_WARN = 1, KH_LOG_INFO = 2, KH_LOG_DEBUG = 3 } kh_log_level;
+
+/* A const table the host passes to the entry point; valid for the whole life of the module. Thread-safe. */
+typedef struct kh_host_api {
+    uint32_t struct_size;
+    uint16_t abi_major, abi_minor; /* the host's ABI version */
+    const char *host_version;
+    /* Logging to the host's log (stderr or a file); `module` is the caller's name. printf-style. */
+    void (*log)(kh_log_level level, const char *module, const char *fmt, ...)
+#if defined(__GNUC__)
+        __attribute__((format(printf, 3, 4)))
+#endif
+        ;
+    /* 64-byte aligned host memory; NULL on failure (never aborts). free(NULL) is a no-op. */
+    void *(*alloc)(size_t size);
+    void (*free)(void *p);
+    /* A value from the registry: section "plugin NAME" / "task NAME" / "khost", key; NULL when absent.
+     * The string lives as long as the host. */
+    const char *(*config_get)(const char *section, const char *key);
+    /* Progress of long module work (data loading, code generation): done of total units, what. */
+    void (*progress)(const char *what, int64_t done, int64_t total);
+} kh_host_api;
+
+/* The entry point. Called once, right after dlopen, with the host's table; returns a descriptor that stays
+ * valid until dlclose, or NULL (the host then reports "entry returned NULL"). Must not do heavy work. */
+typedef const kh_module_desc *(*kh_entry_fn)(const kh_host_api *host);
+
+/* Every module defines exactly this function (its name is KH_ENTRY_NAME). Declared here so a module's
+ * definition is checked against the contract and is the one symbol it exports. */
+KH_EXPORT const kh_module_desc *khost_module_entry(const kh_host_api *host);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
