@@ -4,10 +4,10 @@
  *   - the plan (cntk_plan.c): a device-independent description of a compiled model — the spec validated,
  *     every shape inferred, the activation/loss fusion decided, the backend's tensor layouts fixed
  *     (images NCHW). Nothing in it allocates device memory or knows about BLAS.
- *   - an executor per device kind: the CPU executor (cntk_cpu_model.c and one file per layer kind) owning
+ *   - an executor per device kind: the CPU executor (cpu/model.c and one file per layer kind) owning
  *     buffers sized once for max_batch, OpenBLAS for every matrix product, a small thread pool for
  *     element-wise work; the CUDA executor (cntk_cuda_*.c, cuDNN/cuBLAS, a separately loaded GPU half:
- *     cntk_cuda_lazy.c) implements the same entry points from the plan.
+ *     cuda/lazy.c) implements the same entry points from the plan.
  * The ABI glue (cntk_entry.c, cntk_api.c) only routes calls to the executor of the model's device.
  */
 #ifndef KHOST_CNTK_H
@@ -97,7 +97,7 @@ typedef struct kh_bmodel {
     cntk_session *s;
     cntk_plan plan;
     cntk_cpu_model *cpu;   /* the CPU executor (cpu sessions) */
-    cntk_cuda_model *cuda; /* the CUDA executor (cuda sessions; cntk_cuda.h) */
+    cntk_cuda_model *cuda; /* the CUDA executor (cuda sessions; cuda/gpu.h) */
 } cntk_model;
 
 /* Model-level ABI functions (cntk_api.c): validate arguments, route to the model's executor. */
@@ -114,11 +114,11 @@ kh_status cntk_api_sync(kh_bmodel *m);
 kh_status cntk_api_forward(kh_bmodel *m, const kh_tensor *x, kh_tensor *out);
 kh_status cntk_api_backward(kh_bmodel *m, const kh_tensor *dy, kh_tensor *dx);
 kh_status cntk_api_get_grad(kh_bmodel *m, int32_t layer, int32_t slot, kh_tensor *g);
-/* ABI 1.1: per-layer profile of training steps (cntk_profile.c; cpu only). */
+/* ABI 1.1: per-layer profile of training steps (cpu/profile.c; cpu only). */
 kh_status cntk_api_profile(kh_bmodel *m, const kh_tensor *x, const kh_tensor *y, int32_t warmup, int32_t steps,
                            kh_profile *out);
 
-/* The CPU executor (cntk_cpu_model.c). */
+/* The CPU executor (cpu/model.c). */
 kh_status cntk_cpu_compile(cntk_model *m);
 void cntk_cpu_free(cntk_cpu_model *c);
 kh_status cntk_cpu_set_weight(cntk_model *m, int32_t layer, int32_t slot, const kh_tensor *w);
@@ -142,10 +142,10 @@ void cntk_parallel_for(cntk_pool *p, int64_t n, int64_t grain, cntk_range_fn fn,
 int cntk_pool_threads(const cntk_pool *p);
 
 /* Row-major C = alpha op(A) op(B) + beta C, through CBLAS (OpenBLAS), on the calling thread only (BLAS is
- * kept single-threaded: cntk_blas.c). Safe to call from pool workers. */
+ * kept single-threaded: cpu/blas.c). Safe to call from pool workers. */
 void cntk_sgemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
                 int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
-/* The same, split over the pool when it is big enough (cntk_gemm_mt.c). Never from inside a pool job. */
+/* The same, split over the pool when it is big enough (cpu/gemm_mt.c). Never from inside a pool job. */
 void cntk_sgemm_mt(cntk_pool *pool, int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, float alpha,
                    const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
 int cntk_blas_available(void);

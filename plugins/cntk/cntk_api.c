@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "cntk.h"
-#include "cntk_cuda.h"
+#include "cuda/gpu.h"
 
 static int on_cuda(const cntk_model *m) { return m->s->dev.kind == KH_DEVICE_CUDA; }
 

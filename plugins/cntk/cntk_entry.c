@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "cntk.h"
-#include "cntk_cuda.h"
+#include "cuda/gpu.h"
 #include "khost/kit/status.h"
 #include "khost/kit/alloc.h"
 

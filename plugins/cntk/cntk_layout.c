@@ -1,6 +1,6 @@
 /* cntk_layout.c — the host-side NCHW <-> NHWC copies, shared by the CPU executor and the CUDA half (which
  * compiles this file too: it cannot link against cntk.so). */
-#include "cntk_cpu.h"
+#include "cpu/cpu.h"
 
 void cntk_nchw_to_nhwc(const float *src, float *dst, int64_t n, int64_t c, int64_t h, int64_t w) {
     int64_t hw = h * w;

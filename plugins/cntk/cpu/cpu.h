@@ -1,0 +1,121 @@
+/* cpu/cpu.h — the CPU executor: per-layer state, the per-kind operation table, the model's buffers.
+ *
+ * Buffer discipline: everything is allocated once in cntk_cpu_compile for plan.max_batch and reused.
+ *   - every layer owns its output y (N, out_numel) because backward passes need saved activations;
+ *   - activation gradients ping-pong between two model-wide buffers gb[0], gb[1] sized for the largest
+ *     layer tensor: layer i reads dy from one and writes dx into the other;
+ *   - one shared scratch area (im2col columns, ...) sized for the layer that needs most;
+ *   - parameter gradients live beside their weights (Embedding: only the touched rows, see cntk_param).
+ * Conventions (llm.c style): activation gradients overwrite, parameter gradients are overwritten by each
+ * backward (no accumulation across batches), dy buffers handed to backward are the executor's scratch and
+ * may be modified in place.
+ */
+#ifndef KHOST_CNTK_CPU_H
+#define KHOST_CNTK_CPU_H
+
+#include "cntk.h"
+
+/* One parameter tensor in the backend's layout, with its gradient and optimizer slots. */
+typedef struct cntk_param {
+    float *w;        /* (numel) backend layout (Conv2D: [F, C*kh*kw]; others canonical) */
+    float *g;        /* (numel) dense gradient; NULL when the gradient is kept as rows (Embedding) */
+    float *s1, *s2;  /* optimizer slots: RMSprop a / Adam m, v / Adadelta a, d (NULL if unused) */
+    int64_t numel;
+    /* Row-sparse gradient (Embedding): only rows touched by the batch carry a gradient; the optimizer still
+     * visits every row (Keras applies Adam densely), treating untouched rows as g = 0. */
+    int64_t rows, cols;
+    int32_t *row_slot;  /* (rows) index into grow, -1 = untouched */
+    int32_t *touched;   /* (max touched) row ids in first-touch order */
+    float *grow;        /* (max touched, cols) gradient rows */
+    int64_t n_touched;
+} cntk_param;
+
+typedef struct cntk_cpu_layer cntk_cpu_layer;
+
+typedef struct cntk_cpu_ops {
+    /* Allocate the layer's state and parameters (prm[].w/g are allocated by the model, from plan shapes,
+     * before setup); declare shared scratch with cntk_cpu_need_scratch. */
+    kh_status (*setup)(cntk_cpu_model *m, cntk_cpu_layer *L);
+    void (*teardown)(cntk_cpu_model *m, cntk_cpu_layer *L);
+    /* y = f(x) for n samples; train selects dropout masks and keeps what backward needs. */
+    kh_status (*forward)(cntk_cpu_model *m, cntk_cpu_layer *L, int n, int train);
+    /* dy (N, out): gradient w.r.t. y, or w.r.t. the pre-activation when `fused` (softmax/sigmoid folded into
+     * the loss). Writes dx (N, in) when non-NULL and overwrites the parameter gradients. */
+    kh_status (*backward)(cntk_cpu_model *m, cntk_cpu_layer *L, int n, float *dy, float *dx, int fused);
+    /* Canonical (Keras) <-> backend weight layout; NULL means identical (plain copy). */
+    void (*to_backend)(const cntk_cpu_layer *L, int slot, const float *canon, float *dst);
+    void (*to_canonical)(const cntk_cpu_layer *L, int slot, const float *src, float *canon);
+} cntk_cpu_ops;
+
+struct cntk_cpu_layer {
+    const cntk_layer_plan *p;
+    const cntk_cpu_ops *ops;
+    const float *x;     /* (N, in_numel) input: the previous layer's y or the staged model input */
+    const int32_t *xi;  /* (N, raw_numel) index input when p->index_in */
+    float *y;           /* (N, out_numel) output */
+    int32_t n_params;
+    cntk_param prm[KH_MAX_SLOTS];
+    void *st;           /* kind-specific saved values and scratch */
+};
+
+struct cntk_cpu_model {
+    cntk_session *s;
+    const cntk_plan *plan;
+    int32_t n_layers;
+    cntk_cpu_layer *L;
+    float *xin;          /* (max_batch, in_numel) staged f32 input: NCHW images, or expanded one-hot */
+    int32_t *xidx;       /* (max_batch, raw_numel) staged indices */
+    int32_t *labels;     /* (max_batch) */
+    float *gb[2];        /* (max_batch, gb_numel) ping-pong activation gradients */
+    int64_t gb_numel;
+    float *scratch;      /* (scratch_numel) shared scratch */
+    int64_t scratch_numel;
+    uint64_t n_forward;  /* forwards run (any mode), as the reference kit counts them: with the seed and the
+                            layer index it seeds the dropout masks */
+    int64_t iterations;  /* optimizer steps taken (Keras's `iterations`) */
+    kh_metrics met[2];   /* TRAIN, EVAL */
+    int32_t last_n;      /* batch of the last training-mode forward (probes) */
+    int32_t have_fwd, have_grad;
+    double *prof;        /* NULL unless profiling (cpu/profile.c): per layer forward then backward seconds,
+                            [2 * n_layers]; the drivers test it once per layer */
+};
+
+/* Per-kind tables (one file each). */
+extern const cntk_cpu_ops cntk_cpu_dense_ops, cntk_cpu_conv_ops, cntk_cpu_maxpool_ops, cntk_cpu_embed_ops,
+    cntk_cpu_lstm_ops, cntk_cpu_activation_ops, cntk_cpu_dropout_ops, cntk_cpu_flatten_ops,
+    cntk_cpu_gap1d_ops;
+
+void cntk_cpu_need_scratch(cntk_cpu_model *m, int64_t numel);
+
+/* Element-wise activation helpers (cpu/act.c), all through khost/kit/formulas.h.
+ * rows x cols tensors; softmax is over each row. */
+void cntk_act_forward(cntk_cpu_model *m, int act, float *y, int64_t rows, int64_t cols);
+/* dy <- dL/dz given dL/dy and y = act(z), in place. */
+void cntk_act_backward(cntk_cpu_model *m, int act, const float *y, float *dy, int64_t rows, int64_t cols);
+/* y[r, :] += b for each row, then the activation (one pass over y). */
+void cntk_bias_act_forward(cntk_cpu_model *m, int act, const float *b, float *y, int64_t rows, int64_t cols);
+/* Out of place: y = act(x) (softmax by rows); dx = dL/dz from dy and y (dy may be modified). */
+void cntk_act_forward_from(cntk_cpu_model *m, int act, const float *x, float *y, int64_t rows, int64_t cols);
+void cntk_act_backward_to(cntk_cpu_model *m, int act, const float *y, float *dy, float *dx, int64_t rows,
+                          int64_t cols);
+/* One contiguous span, activation hoisted out of the loop (not softmax); _map forms may be out of place. */
+void cntk_act_span(int act, float *y, int64_t n);
+void cntk_act_grad_span(int act, const float *y, float *dy, int64_t n);
+void cntk_act_map(int act, const float *x, float *y, int64_t n);
+void cntk_act_grad_map(int act, const float *y, const float *dy, float *dx, int64_t n);
+/* db[j] = sum_r dz[r, j] */
+void cntk_colsum(const float *dz, int64_t rows, int64_t cols, float *db);
+
+/* Loss and metrics (cpu/loss.c): add to met; when dz is non-NULL write d(mean loss)/d(pre-activation). */
+kh_status cntk_loss_eval(cntk_cpu_model *m, const float *y, const int32_t *labels, int n, kh_metrics *met,
+                         float *dz);
+/* One optimizer step over every parameter (cpu/optim.c). */
+void cntk_optim_step(cntk_cpu_model *m);
+/* Allocate optimizer slots for a parameter (cpu/optim.c). */
+kh_status cntk_optim_alloc(cntk_cpu_model *m, cntk_param *p);
+
+/* Copy a per-sample (C,H,W) tensor to (H,W,C) and back, for n samples. */
+void cntk_nchw_to_nhwc(const float *src, float *dst, int64_t n, int64_t c, int64_t h, int64_t w);
+void cntk_nhwc_to_nchw(const float *src, float *dst, int64_t n, int64_t c, int64_t h, int64_t w);
+
+#endif

@@ -1,0 +1,27 @@
+/* cpu/dense.c — Dense on CPU: one GEMM forward, two GEMMs backward (weights kept in Keras's [in, units]
+ * layout, which is already what a row-major x @ W wants). */
+#include "cpu/cpu.h"
+
+/* y (N, units) = act(x (N, in) @ W (in, units) + b (units)) */
+static kh_status dense_forward(cntk_cpu_model *m, cntk_cpu_layer *L, int n, int train) {
+    (void)train;
+    int64_t in = L->p->in_numel, out = L->p->out_numel;
+    cntk_sgemm_mt(m->s->pool, 0, 0, n, out, in, 1.0f, L->x, in, L->prm[0].w, out, 0.0f, L->y, out);
+    cntk_bias_act_forward(m, L->p->act, L->prm[1].w, L->y, n, out);
+    return KH_OK;
+}
+
+/* dy (N, units) -> dz in place; dW (in, units) = x^T dz; db = sum_n dz; dx (N, in) = dz W^T */
+static kh_status dense_backward(cntk_cpu_model *m, cntk_cpu_layer *L, int n, float *dy, float *dx, int fused) {
+    int64_t in = L->p->in_numel, out = L->p->out_numel;
+    if (!fused) cntk_act_backward(m, L->p->act, L->y, dy, n, out);
+    cntk_sgemm_mt(m->s->pool, 1, 0, in, out, n, 1.0f, L->x, in, dy, out, 0.0f, L->prm[0].g, out);
+    cntk_colsum(dy, n, out, L->prm[1].g);
+    if (dx) cntk_sgemm_mt(m->s->pool, 0, 1, n, in, out, 1.0f, dy, out, L->prm[0].w, out, 0.0f, dx, in);
+    return KH_OK;
+}
+
+const cntk_cpu_ops cntk_cpu_dense_ops = {
+    .forward = dense_forward,
+    .backward = dense_backward,
+};

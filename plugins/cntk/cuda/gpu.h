@@ -1,0 +1,38 @@
+/* cuda/gpu.h — the CUDA executor of the cntk backend as the ABI glue (cntk_entry.c, cntk_api.c) sees it.
+ *
+ * Built from cuda/session.c, cuda/model.c, cuda/layers.c, cuda/lstm.c and
+ * cuda/kernels.cu into the GPU half (cntk_cuda.so; cntk.so reaches it through cuda/lazy.c) when
+ * CMake finds the CUDA toolkit and cuDNN; otherwise
+ * cuda/stub.c provides the same functions, each answering "built without CUDA".
+ * The entry points mirror the CPU executor's (cntk.h) and run from the same device-independent plan.
+ */
+#ifndef KHOST_CNTK_CUDA_H
+#define KHOST_CNTK_CUDA_H
+
+#include "cntk.h"
+
+/* Capabilities of the CUDA device kind: fills c->available and c->note (the rest is shared with the CPU).
+ * Probes the CUDA runtime (driver present? devices? cuDNN loadable?) without creating a context. */
+void cntk_cuda_caps(kh_caps *c);
+
+/* Session state on a CUDA device: streams and library handles (s->cuda). Binds the device's primary context
+ * (cudaSetDevice; the host has already made it current) and creates no context of its own. */
+kh_status cntk_cuda_open(cntk_session *s, char *err, size_t errlen);
+void cntk_cuda_close(cntk_session *s);
+kh_status cntk_cuda_environment(cntk_session *s, char *buf, size_t n);
+
+/* The model-level entry points, from the plan (m->plan) into m->cuda. */
+kh_status cntk_cuda_compile(cntk_model *m);
+void cntk_cuda_free(cntk_model *m);
+kh_status cntk_cuda_set_weight(cntk_model *m, int32_t layer, int32_t slot, const kh_tensor *w);
+kh_status cntk_cuda_get_weight(cntk_model *m, int32_t layer, int32_t slot, kh_tensor *w);
+kh_status cntk_cuda_get_grad(cntk_model *m, int32_t layer, int32_t slot, kh_tensor *g);
+kh_status cntk_cuda_train(cntk_model *m, const kh_tensor *x, const kh_tensor *y);
+kh_status cntk_cuda_eval(cntk_model *m, const kh_tensor *x, const kh_tensor *y);
+kh_status cntk_cuda_predict(cntk_model *m, const kh_tensor *x, kh_tensor *out);
+kh_status cntk_cuda_forward_probe(cntk_model *m, const kh_tensor *x, kh_tensor *out);
+kh_status cntk_cuda_backward_probe(cntk_model *m, const kh_tensor *dy, kh_tensor *dx);
+kh_status cntk_cuda_read_metrics(cntk_model *m, uint32_t phase, kh_metrics *out, int32_t reset);
+kh_status cntk_cuda_sync(cntk_model *m);
+
+#endif

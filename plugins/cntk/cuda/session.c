@@ -1,0 +1,220 @@
+/* cuda/session.c — the CUDA device kind of the cntk backend: capabilities (is a driver and a device
+ * there?), sessions (streams, cuBLAS and cuDNN handles on the host's primary context), the environment
+ * string, and the shared helpers of the executor: error text, checked allocation, row-major GEMM.
+ *
+ * Contexts: the host retains the device's primary context and makes it current before every call. The CUDA
+ * runtime (linked statically, so the module loads where libcuda.so.1 is missing) uses the context current on
+ * the thread; cudaSetDevice(ordinal) at open binds that same primary context, never a new one. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda/exec.h"
+#include "khost/kit/status.h"
+
+#ifndef CNTK_CUDA_MIN_ARCH
+#define CNTK_CUDA_MIN_ARCH 90 /* lowest SASS/PTX target compiled in (CMake passes it from KHOST_CUDA_ARCHS) */
+#endif
+
+// --- capabilities ----------------------------------------------------------------------------------------
+void cntk_cuda_caps(kh_caps *c) {
+    int rt = 0, drv = 0, count = 0;
+    cudaRuntimeGetVersion(&rt);
+    cudaDriverGetVersion(&drv); /* 0 when libcuda.so.1 cannot be loaded */
+    size_t dnn = cudnnGetVersion();
+    c->available = 0;
+    if (drv == 0) {
+        snprintf(c->note, sizeof c->note, "no CUDA driver (libcuda.so.1 not loadable): no CUDA device");
+        return;
+    }
+    if (drv < rt) {
+        snprintf(c->note, sizeof c->note, "CUDA driver %d.%d is older than the runtime %d.%d built in", drv / 1000,
+                 (drv % 1000) / 10, rt / 1000, (rt % 1000) / 10);
+        return;
+    }
+    cudaError_t e = cudaGetDeviceCount(&count);
+    if (e != cudaSuccess || count == 0) {
+        snprintf(c->note, sizeof c->note, "no CUDA device (%s)", e != cudaSuccess ? cudaGetErrorName(e) : "0 devices");
+        cudaGetLastError();
+        return;
+    }
+    if (dnn / 10000 != CUDNN_MAJOR) {
+        snprintf(c->note, sizeof c->note, "cuDNN %zu loaded, built against %d.x", dnn, CUDNN_MAJOR);
+        return;
+    }
+    c->available = 1;
+    snprintf(c->note, sizeof c->note, "cuDNN %zu.%zu conv/RNN, cuBLAS GEMM, NCHW; sm_%d+ (%d device%s)", dnn / 10000,
+             (dnn % 10000) / 100, CNTK_CUDA_MIN_ARCH, count, count == 1 ? "" : "s");
+}
+
+// --- sessions --------------------------------------------------------------------------------------------
+static void sess_destroy(cntk_cuda_sess *cs) {
+    if (!cs) return;
+    if (cs->stream) cudaStreamSynchronize(cs->stream);
+    if (cs->dnn) cudnnDestroy(cs->dnn);
+    if (cs->blas) cublasDestroy(cs->blas);
+    if (cs->copy) cudaStreamDestroy(cs->copy);
+    if (cs->stream) cudaStreamDestroy(cs->stream);
+    free(cs);
+}
+
+kh_status cntk_cuda_open(cntk_session *s, char *err, size_t errlen) {
+    const char *id = s->dev.id;
+    kh_caps c;
+    memset(&c, 0, sizeof c);
+    cntk_cuda_caps(&c);
+    if (!c.available) return kh_errf(err, errlen, KH_ERR_UNSUPPORTED, "cntk open on %s: %s", id, c.note);
+    int count = 0;
+    cudaGetDeviceCount(&count);
+    if (s->dev.ordinal < 0 || s->dev.ordinal >= count)
+        return kh_errf(err, errlen, KH_ERR_INVALID, "cntk open on %s: ordinal %d, %d CUDA device(s)", id,
+                       s->dev.ordinal, count);
+    struct cudaDeviceProp prop;
+    cudaError_t e = cudaGetDeviceProperties(&prop, s->dev.ordinal);
+    if (e != cudaSuccess)
+        return kh_errf(err, errlen, KH_ERR_DEVICE, "cntk open on %s: cudaGetDeviceProperties: %s", id,
+                       cudaGetErrorName(e));
+    if (prop.major * 10 + prop.minor < CNTK_CUDA_MIN_ARCH)
+        return kh_errf(err, errlen, KH_ERR_UNSUPPORTED,
+                       "cntk open on %s: compute capability %d.%d, built for sm_%d and newer (set KHOST_CUDA_ARCHS)", id,
+                       prop.major, prop.minor, CNTK_CUDA_MIN_ARCH);
+    cntk_cuda_sess *cs = calloc(1, sizeof *cs);
+    if (!cs) return kh_errf(err, errlen, KH_ERR_NOMEM, "cntk open on %s: out of host memory", id);
+    cs->ordinal = s->dev.ordinal;
+    const char *what = "cudaSetDevice";
+    if ((e = cudaSetDevice(cs->ordinal)) != cudaSuccess) goto cuda_fail;
+    what = "cudaStreamCreate";
+    if ((e = cudaStreamCreateWithFlags(&cs->stream, cudaStreamNonBlocking)) != cudaSuccess) goto cuda_fail;
+    if ((e = cudaStreamCreateWithFlags(&cs->copy, cudaStreamNonBlocking)) != cudaSuccess) goto cuda_fail;
+    cublasStatus_t be = cublasCreate(&cs->blas);
+    if (be == CUBLAS_STATUS_SUCCESS) be = cublasSetStream(cs->blas, cs->stream);
+    /* strict FP32 (no TF32): parity with the float64 reference is part of the contract */
+    if (be == CUBLAS_STATUS_SUCCESS) be = cublasSetMathMode(cs->blas, CUBLAS_DEFAULT_MATH);
+    if (be != CUBLAS_STATUS_SUCCESS) {
+        sess_destroy(cs);
+        return kh_errf(err, errlen, be == CUBLAS_STATUS_ALLOC_FAILED ? KH_ERR_NOMEM : KH_ERR_DEVICE,
+                       "cntk open on %s: cuBLAS: %s", id, cublasGetStatusName(be));
+    }
+    cudnnStatus_t de = cudnnCreate(&cs->dnn);
+    if (de == CUDNN_STATUS_SUCCESS) de = cudnnSetStream(cs->dnn, cs->stream);
+    if (de != CUDNN_STATUS_SUCCESS) {
+        sess_destroy(cs);
+        return kh_errf(err, errlen, de == CUDNN_STATUS_ALLOC_FAILED ? KH_ERR_NOMEM : KH_ERR_DEVICE,
+                       "cntk open on %s: cuDNN: %s", id, cudnnGetErrorString(de));
+    }
+    s->cuda = cs;
+    return KH_OK;
+cuda_fail:
+    sess_destroy(cs);
+    cudaGetLastError();
+    return kh_errf(err, errlen, e == cudaErrorMemoryAllocation ? KH_ERR_NOMEM : KH_ERR_DEVICE,
+                   "cntk open on %s: %s: %s", id, what, cudaGetErrorName(e));
+}
+
+void cntk_cuda_close(cntk_session *s) {
+    sess_destroy(s->cuda);
+    s->cuda = NULL;
+}
+
+kh_status cntk_cuda_environment(cntk_session *s, char *buf, size_t n) {
+    int rt = 0, drv = 0, bv = 0;
+    cudaRuntimeGetVersion(&rt);
+    cudaDriverGetVersion(&drv);
+    if (s->cuda && s->cuda->blas) cublasGetVersion(s->cuda->blas, &bv);
+    size_t dnn = cudnnGetVersion();
+    snprintf(buf, n, "cuda_runtime=%d.%d driver=%d.%d cudnn=%zu.%zu.%zu cublas=%d.%d.%d device=\"%s\" cc=%d.%d",
+             rt / 1000, (rt % 1000) / 10, drv / 1000, (drv % 1000) / 10, dnn / 10000, (dnn % 10000) / 100, dnn % 100,
+             bv / 10000, (bv % 10000) / 100, bv % 100, s->dev.name, s->dev.cc_major, s->dev.cc_minor);
+    return KH_OK;
+}
+
+// --- errors ----------------------------------------------------------------------------------------------
+/* "cudnnConvolutionForward(m->cs->dnn, ...)" -> "cudnnConvolutionForward" */
+static void call_name(const char *call, char *out, size_t n) {
+    size_t k = 0;
+    while (call[k] && call[k] != '(' && k + 1 < n) {
+        out[k] = call[k];
+        k++;
+    }
+    out[k] = 0;
+}
+
+static kh_status report(ccu_model *m, const ccu_layer *L, const char *op, kh_status st, const char *name,
+                        const char *call) {
+    char fn[96];
+    call_name(call, fn, sizeof fn);
+    if (L) return cntk_layer_fail(m->s, st, L->p->spec.kind, L->p->index, op, "%s (%s)", name, fn);
+    return cntk_fail(m->s, st, op, "%s (%s)", name, fn);
+}
+
+kh_status ccu_err_cuda(ccu_model *m, const ccu_layer *L, const char *op, cudaError_t e, const char *call) {
+    cudaGetLastError(); /* clear a non-sticky error so later calls report their own */
+    kh_status st = e == cudaErrorMemoryAllocation ? KH_ERR_NOMEM : KH_ERR_DEVICE;
+    return report(m, L, op, st, cudaGetErrorName(e), call);
+}
+
+kh_status ccu_err_dnn(ccu_model *m, const ccu_layer *L, const char *op, cudnnStatus_t e, const char *call) {
+    kh_status st = e == CUDNN_STATUS_ALLOC_FAILED ? KH_ERR_NOMEM : KH_ERR_DEVICE;
+    /* cuDNN 9 keeps a detailed message for the last failure (which argument, which limit): append it */
+    char last[256] = "", name[400];
+    cudnnGetLastErrorString(last, sizeof last);
+    if (last[0])
+        snprintf(name, sizeof name, "%s: %s", cudnnGetErrorString(e), last);
+    else
+        snprintf(name, sizeof name, "%s", cudnnGetErrorString(e));
+    return report(m, L, op, st, name, call);
+}
+
+kh_status ccu_check_layer(ccu_model *m, const ccu_layer *L, const char *op) {
+    if (!m->check_layers) return KH_OK;
+    cudaError_t e = cudaStreamSynchronize(m->cs->stream);
+    if (e == cudaSuccess) e = cudaGetLastError();
+    if (e != cudaSuccess) return ccu_err_cuda(m, L, op, e, "cudaStreamSynchronize(after the layer)");
+    return KH_OK;
+}
+
+kh_status ccu_err_blas(ccu_model *m, const ccu_layer *L, const char *op, cublasStatus_t e, const char *call) {
+    kh_status st = e == CUBLAS_STATUS_ALLOC_FAILED ? KH_ERR_NOMEM : KH_ERR_DEVICE;
+    return report(m, L, op, st, cublasGetStatusName(e), call);
+}
+
+// --- memory ----------------------------------------------------------------------------------------------
+kh_status ccu_malloc(ccu_model *m, const ccu_layer *L, void **p, size_t bytes, const char *what) {
+    *p = NULL;
+    if (bytes == 0) bytes = 256;
+    cudaError_t e = cudaMalloc(p, bytes);
+    if (e == cudaSuccess) return KH_OK;
+    *p = NULL;
+    cudaGetLastError();
+    size_t fr = 0, tot = 0;
+    cudaMemGetInfo(&fr, &tot);
+    kh_status st = e == cudaErrorMemoryAllocation ? KH_ERR_NOMEM : KH_ERR_DEVICE;
+    const char *why = e == cudaErrorMemoryAllocation ? "out of device memory" : cudaGetErrorName(e);
+    double mb = 1.0 / (1024.0 * 1024.0);
+    if (L)
+        return cntk_layer_fail(m->s, st, L->p->spec.kind, L->p->index, "compile",
+                               "%s for %s (%.1f MiB; %.0f of %.0f MiB free)", why, what, (double)bytes * mb,
+                               (double)fr * mb, (double)tot * mb);
+    return cntk_fail(m->s, st, "compile", "%s for %s (%.1f MiB; %.0f of %.0f MiB free)", why, what, (double)bytes * mb,
+                     (double)fr * mb, (double)tot * mb);
+}
+
+void ccu_free_dev(void *p) {
+    if (p) cudaFree(p);
+}
+
+void ccu_need_ws(ccu_model *m, size_t bytes) {
+    if (bytes > m->ws_bytes) m->ws_bytes = bytes;
+}
+
+// --- GEMM ------------------------------------------------------------------------------------------------
+kh_status ccu_gemm(ccu_model *m, const ccu_layer *L, const char *op, int trans_a, int trans_b, int64_t M,
+                   int64_t N, int64_t K, float alpha, const float *A, int64_t lda, const float *B, int64_t ldb,
+                   float beta, float *C, int64_t ldc) {
+    /* row-major C = op(A) op(B)  <=>  column-major C^T = op(B)^T op(A)^T: a row-major buffer read as
+     * column-major is the transpose, so pass B first with its own op, then A */
+    CCU_BLAS(m, L, op,
+             cublasSgemm(m->cs->blas, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, trans_a ? CUBLAS_OP_T : CUBLAS_OP_N,
+                         (int)N, (int)M, (int)K, &alpha, B, (int)ldb, A, (int)lda, &beta, C, (int)ldc));
+    return KH_OK;
+}
