@@ -6,6 +6,7 @@
 
 #include "khost/kit/status.h"
 #include "khost/kit/spec.h"
+#include "khost/kit/geometry.h"
 
 static void set_param(kh_param_shape *p, const char *name, int rank, const int64_t *dims, uint32_t init,
                       int64_t fan_in, int64_t fan_out) {
@@ -38,12 +39,6 @@ static void add_lstm_params(kh_layer_shapes *ls, int base, const kh_layer_spec *
     set_param(&ls->params[base + 0], names[0], 2, k, pick(l->kernel_init, KH_INIT_GLOROT_UNIFORM), in, 4 * u);
     set_param(&ls->params[base + 1], names[1], 2, r, pick(l->recurrent_init, KH_INIT_ORTHOGONAL), u, 4 * u);
     set_param(&ls->params[base + 2], names[2], 1, b, pick(l->bias_init, KH_INIT_LSTM_BIAS), 4 * u, 4 * u);
-}
-
-/* Output size of a window op along one axis, TensorFlow/Keras rules. */
-static int32_t window_out(int32_t in, int32_t k, int32_t s, uint32_t padding) {
-    if (padding == KH_PAD_SAME) return (in + s - 1) / s;
-    return in < k ? 0 : (in - k) / s + 1;
 }
 
 static kh_status infer_layer(const kh_model_spec *spec, int idx, int32_t rank, const int32_t *shape,
@@ -104,12 +99,12 @@ static kh_status infer_layer(const kh_model_spec *spec, int idx, int32_t rank, c
         if (k0 <= 0 || k1 <= 0 || s0 <= 0 || s1 <= 0 || l->padding > KH_PAD_SAME)
             return kh_errf(err, errlen, KH_ERR_INVALID, "layer %d (%s): bad kernel %dx%d / strides %dx%d / padding %u",
                            idx, kn, k0, k1, s0, s1, l->padding);
-        int32_t oh = window_out(shape[0], k0, s0, l->padding), ow = window_out(shape[1], k1, s1, l->padding);
-        if (oh <= 0 || ow <= 0)
+        kh_conv2d_dims d; /* the output size by the rules every kernel's geometry follows */
+        if (kh_conv2d_geometry(&d, 0, shape[0], shape[1], 1, k0, k1, 1, s0, s1, (int)l->padding) != KH_OK)
             return kh_errf(err, errlen, KH_ERR_INVALID, "layer %d (%s): %dx%d window does not fit %dx%d input", idx,
                            kn, k0, k1, shape[0], shape[1]);
-        ls->out_shape[0] = oh;
-        ls->out_shape[1] = ow;
+        ls->out_shape[0] = (int32_t)d.OH;
+        ls->out_shape[1] = (int32_t)d.OW;
         if (is_conv) {
             if (l->units <= 0)
                 return kh_errf(err, errlen, KH_ERR_INVALID, "layer %d (conv2d): filters %d", idx, l->units);

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "cpu/cpu.h"
+#include "khost/kit/geometry.h"
 
 #define CNTK_MAX_KW 64 /* widest kernel supported (checked at setup) */
 
@@ -34,12 +35,9 @@ static void geom_of(const cntk_cpu_layer *L, conv_geom *g) {
     g->OH = sh->out_shape[0], g->OW = sh->out_shape[1], g->F = sh->out_shape[2];
     g->KH = sp->kernel[0], g->KW = sp->kernel[1];
     g->SH = sp->strides[0] > 0 ? sp->strides[0] : 1, g->SW = sp->strides[1] > 0 ? sp->strides[1] : 1;
-    g->PT = g->PL = 0;
-    if (sp->padding == KH_PAD_SAME) { /* TensorFlow: pad_total = max((out-1)*s + k - in, 0), before = total/2 */
-        int64_t th = (g->OH - 1) * g->SH + g->KH - g->H, tw = (g->OW - 1) * g->SW + g->KW - g->W;
-        g->PT = th > 0 ? th / 2 : 0;
-        g->PL = tw > 0 ? tw / 2 : 0;
-    }
+    kh_conv2d_dims d; /* valid: kh_spec_infer computed the shapes by the same rules */
+    kh_conv2d_geometry(&d, 0, g->H, g->W, g->C, g->KH, g->KW, g->F, g->SH, g->SW, (int)sp->padding);
+    g->PT = d.pad_top, g->PL = d.pad_left;
     g->K = g->C * g->KH * g->KW;
     g->P = g->OH * g->OW;
     g->slot = (g->K * g->P + g->F * g->K + g->F + 15) / 16 * 16; /* 64-byte aligned slots */

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cpu/cpu.h"
+#include "khost/kit/geometry.h"
 
 typedef struct pool_state {
     int64_t C, H, W, OH, OW, KH, KW, SH, SW, PT, PL;
@@ -21,11 +22,9 @@ static kh_status maxpool_setup(cntk_cpu_model *m, cntk_cpu_layer *L) {
     p->OH = sh->out_shape[0], p->OW = sh->out_shape[1];
     p->KH = sp->kernel[0] > 0 ? sp->kernel[0] : 2, p->KW = sp->kernel[1] > 0 ? sp->kernel[1] : 2;
     p->SH = sp->strides[0] > 0 ? sp->strides[0] : p->KH, p->SW = sp->strides[1] > 0 ? sp->strides[1] : p->KW;
-    if (sp->padding == KH_PAD_SAME) {
-        int64_t th = (p->OH - 1) * p->SH + p->KH - p->H, tw = (p->OW - 1) * p->SW + p->KW - p->W;
-        p->PT = th > 0 ? th / 2 : 0;
-        p->PL = tw > 0 ? tw / 2 : 0;
-    }
+    kh_conv2d_dims d; /* valid: kh_spec_infer computed the shapes by the same rules */
+    kh_conv2d_geometry(&d, 0, p->H, p->W, p->C, p->KH, p->KW, p->C, p->SH, p->SW, (int)sp->padding);
+    p->PT = d.pad_top, p->PL = d.pad_left;
     p->arg = cntk_alloc(m->s, (size_t)(m->plan->max_batch * L->p->out_numel) * sizeof(int32_t));
     return p->arg ? KH_OK : KH_ERR_NOMEM;
 }
