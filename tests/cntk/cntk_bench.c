@@ -9,7 +9,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "cntk_testlib.h"
+#include "backend_testlib.h"
 
 #define L_(...) ((kh_layer_spec){__VA_ARGS__})
 
@@ -32,11 +32,11 @@ static kh_optimizer_spec opt(uint32_t kind, float lr, float rho, float decay) {
     return o;
 }
 
-static void run(ct_backend *B, bench_model *bm, int batches) {
+static void run(kb_backend *B, bench_model *bm, int batches) {
     kh_model_spec *sp = &bm->spec;
-    kh_bmodel *m = ct_compile(B, sp, bm->batch, 0);
+    kh_bmodel *m = kb_compile(B, sp, bm->batch, 0);
     if (!m) return;
-    if (ct_init_weights(B, m, sp, 1, NULL) != 0) {
+    if (kb_init_weights(B, m, sp, 1, NULL) != 0) {
         B->api->model_free(m);
         return;
     }
@@ -51,19 +51,19 @@ static void run(ct_backend *B, bench_model *bm, int batches) {
         int64_t vocab = sp->input_onehot > 0 ? sp->input_onehot : sp->layers[0].input_dim;
         for (int64_t i = 0; i < bm->batch * per; i++) ((int32_t *)x)[i] = (int32_t)kh_rng_below(&r, (uint64_t)vocab);
         dims[1] = sp->input_shape[0];
-        tx = ct_tensor(KH_I32, KH_LAYOUT_NT, 2, dims, x);
+        tx = kb_tensor(KH_I32, KH_LAYOUT_NT, 2, dims, x);
     } else if (sp->input_rank == 3) { /* NCHW as the host hands it to cntk */
-        ct_fill_uniform(x, bm->batch * per, 0, 1, &r);
+        kb_fill_uniform(x, bm->batch * per, 0, 1, &r);
         int64_t d[4] = {bm->batch, sp->input_shape[2], sp->input_shape[0], sp->input_shape[1]};
-        tx = ct_tensor(KH_F32, KH_LAYOUT_NCHW, 4, d, x);
+        tx = kb_tensor(KH_F32, KH_LAYOUT_NCHW, 4, d, x);
     } else {
-        ct_fill_uniform(x, bm->batch * per, 0, 1, &r);
+        kb_fill_uniform(x, bm->batch * per, 0, 1, &r);
         dims[1] = per;
-        tx = ct_tensor(KH_F32, KH_LAYOUT_NC, 2, dims, x);
+        tx = kb_tensor(KH_F32, KH_LAYOUT_NC, 2, dims, x);
     }
     for (int i = 0; i < bm->batch; i++) y[i] = (int32_t)kh_rng_below(&r, (uint64_t)(sp->n_classes > 1 ? sp->n_classes : 2));
     int64_t yd[1] = {bm->batch};
-    kh_tensor ty = ct_tensor(KH_I32, KH_LAYOUT_NC, 1, yd, y);
+    kh_tensor ty = kb_tensor(KH_I32, KH_LAYOUT_NC, 1, yd, y);
     for (int i = 0; i < 2; i++) B->api->train_batch(m, &tx, &ty); /* warm-up: page faults, BLAS buffers */
     double t0 = now();
     for (int i = 0; i < batches; i++)
@@ -149,8 +149,8 @@ int main(int argc, char **argv) {
                                       KH_LOSS_CATEGORICAL_CROSSENTROPY, opt(KH_OPT_RMSPROP, 1e-2f, 0.9f, 0), 57), 128,
          1565, 0},
     };
-    ct_backend B;
-    ct_load(&B, threads);
+    kb_backend B;
+    kb_load(&B, threads);
     char env[256];
     B.api->environment(B.s, env, sizeof env);
     printf("cntk %s, %s\n", B.desc->version, env);
@@ -159,6 +159,6 @@ int main(int argc, char **argv) {
         for (int k = 0; k < n_only; k++) want |= strcmp(only[k], models[i].name) == 0;
         if (want) run(&B, &models[i], batches);
     }
-    ct_unload(&B);
+    kb_unload(&B);
     return 0;
 }

@@ -7,10 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cntk_testlib.h"
+#include "backend_testlib.h"
 #include "testutil.h"
 
-static ct_backend B;
+static kb_backend B;
 
 static void test_caps(void) {
     CHECK(B.desc->kind == KH_MODULE_BACKEND && strcmp(B.desc->name, "cntk") == 0, "descriptor");
@@ -41,35 +41,35 @@ static void test_dense_by_hand(void) {
     kh_model_spec sp = {.struct_size = sizeof sp, .name = "dense", .input_dtype = KH_F32, .input_rank = 1,
                         .input_shape = {3}, .n_layers = 1, .layers = &l, .loss = KH_LOSS_NONE,
                         .optimizer = {.kind = KH_OPT_SGD, .lr = 0.1f}};
-    kh_bmodel *m = ct_compile(&B, &sp, 4, 1);
+    kh_bmodel *m = kb_compile(&B, &sp, 4, 1);
     CHECK(m != NULL, "compile dense");
     if (!m) return;
     float W[6] = {1, 2, 3, 4, 5, 6}, b[2] = {0.5f, -1}, x[3] = {1, 0, -1}, y[2], dy[2] = {1, 2}, dx[3], g[6];
     int64_t wd[2] = {3, 2}, bd[1] = {2}, xd[2] = {1, 3}, yd[2] = {1, 2};
-    kh_tensor tw = ct_tensor(KH_F32, 0, 2, wd, W), tb = ct_tensor(KH_F32, 0, 1, bd, b);
+    kh_tensor tw = kb_tensor(KH_F32, 0, 2, wd, W), tb = kb_tensor(KH_F32, 0, 1, bd, b);
     CHECK(B.api->set_weight(m, 0, 0, &tw) == KH_OK && B.api->set_weight(m, 0, 1, &tb) == KH_OK, "set");
-    kh_tensor tx = ct_tensor(KH_F32, KH_LAYOUT_NC, 2, xd, x), ty = ct_tensor(KH_F32, KH_LAYOUT_NC, 2, yd, y);
+    kh_tensor tx = kb_tensor(KH_F32, KH_LAYOUT_NC, 2, xd, x), ty = kb_tensor(KH_F32, KH_LAYOUT_NC, 2, yd, y);
     CHECK(B.api->forward(m, &tx, &ty) == KH_OK, "forward: %s", B.api->last_error(B.s));
     CHECK_CLOSE(y[0], -3.5, 0, 1e-6, "y0");
     CHECK_CLOSE(y[1], -5.0, 0, 1e-6, "y1");
-    kh_tensor tdy = ct_tensor(KH_F32, KH_LAYOUT_NC, 2, yd, dy), tdx = ct_tensor(KH_F32, KH_LAYOUT_NC, 2, xd, dx);
+    kh_tensor tdy = kb_tensor(KH_F32, KH_LAYOUT_NC, 2, yd, dy), tdx = kb_tensor(KH_F32, KH_LAYOUT_NC, 2, xd, dx);
     CHECK(B.api->backward(m, &tdy, &tdx) == KH_OK, "backward");
     CHECK_CLOSE(dx[0], 5, 0, 1e-6, "dx0");
     CHECK_CLOSE(dx[1], 11, 0, 1e-6, "dx1");
     CHECK_CLOSE(dx[2], 17, 0, 1e-6, "dx2");
-    kh_tensor tg = ct_tensor(KH_F32, 0, 2, wd, g);
+    kh_tensor tg = kb_tensor(KH_F32, 0, 2, wd, g);
     CHECK(B.api->get_grad(m, 0, 0, &tg) == KH_OK, "get_grad");
     const float want[6] = {1, 2, 0, 0, -1, -2};
     for (int i = 0; i < 6; i++) CHECK_CLOSE(g[i], want[i], 0, 1e-6, "dW");
     /* errors: wrong weight shape, out-of-range slot, message form */
     int64_t bad[2] = {2, 3};
-    kh_tensor tbad = ct_tensor(KH_F32, 0, 2, bad, W);
+    kh_tensor tbad = kb_tensor(KH_F32, 0, 2, bad, W);
     CHECK(B.api->set_weight(m, 0, 0, &tbad) == KH_ERR_INVALID, "bad shape refused");
     CHECK(strncmp(B.api->last_error(B.s), "cntk dense[0] set_weight on cpu: ", 33) == 0, "message: %s",
           B.api->last_error(B.s));
     CHECK(B.api->get_weight(m, 0, 2, &tw) == KH_ERR_INVALID, "slot 2 refused");
     int64_t big[2] = {9, 3};
-    kh_tensor tbig = ct_tensor(KH_F32, KH_LAYOUT_NC, 2, big, x);
+    kh_tensor tbig = kb_tensor(KH_F32, KH_LAYOUT_NC, 2, big, x);
     CHECK(B.api->predict(m, &tbig, &ty) == KH_ERR_INVALID, "batch larger than max_batch refused");
     B.api->model_free(m);
 }
@@ -82,16 +82,16 @@ static void test_sgd_step_by_hand(void) {
                         .input_shape = {2}, .n_layers = 1, .layers = &l,
                         .loss = KH_LOSS_CATEGORICAL_CROSSENTROPY, .optimizer = {.kind = KH_OPT_SGD, .lr = 0.1f},
                         .n_classes = 2};
-    kh_bmodel *m = ct_compile(&B, &sp, 2, 1);
+    kh_bmodel *m = kb_compile(&B, &sp, 2, 1);
     CHECK(m != NULL, "compile softmax");
     if (!m) return;
     float W[4] = {0}, b[2] = {0}, x[2] = {1, 2};
     int32_t lab[1] = {1};
     int64_t wd[2] = {2, 2}, bd[1] = {2}, xd[2] = {1, 2}, ld[1] = {1};
-    kh_tensor tw = ct_tensor(KH_F32, 0, 2, wd, W), tb = ct_tensor(KH_F32, 0, 1, bd, b);
+    kh_tensor tw = kb_tensor(KH_F32, 0, 2, wd, W), tb = kb_tensor(KH_F32, 0, 1, bd, b);
     B.api->set_weight(m, 0, 0, &tw);
     B.api->set_weight(m, 0, 1, &tb);
-    kh_tensor tx = ct_tensor(KH_F32, KH_LAYOUT_NC, 2, xd, x), ty = ct_tensor(KH_I32, KH_LAYOUT_NC, 1, ld, lab);
+    kh_tensor tx = kb_tensor(KH_F32, KH_LAYOUT_NC, 2, xd, x), ty = kb_tensor(KH_I32, KH_LAYOUT_NC, 1, ld, lab);
     CHECK(B.api->train_batch(m, &tx, &ty) == KH_OK, "train: %s", B.api->last_error(B.s));
     kh_metrics met;
     B.api->read_metrics(m, KH_PHASE_TRAIN, &met, 1);
@@ -113,12 +113,12 @@ static void test_flatten_order(void) {
     kh_layer_spec l = {.kind = KH_LAYER_FLATTEN};
     kh_model_spec sp = {.struct_size = sizeof sp, .name = "flatten", .input_dtype = KH_F32, .input_rank = 3,
                         .input_shape = {1, 2, 2}, .n_layers = 1, .layers = &l, .loss = KH_LOSS_NONE};
-    kh_bmodel *m = ct_compile(&B, &sp, 1, 1);
+    kh_bmodel *m = kb_compile(&B, &sp, 1, 1);
     CHECK(m != NULL, "compile flatten");
     if (!m) return;
     float x[4] = {1, 2, 3, 4}, y[4];
     int64_t xd[4] = {1, 2, 1, 2}, yd[2] = {1, 4};
-    kh_tensor tx = ct_tensor(KH_F32, KH_LAYOUT_NCHW, 4, xd, x), ty = ct_tensor(KH_F32, KH_LAYOUT_NC, 2, yd, y);
+    kh_tensor tx = kb_tensor(KH_F32, KH_LAYOUT_NCHW, 4, xd, x), ty = kb_tensor(KH_F32, KH_LAYOUT_NC, 2, yd, y);
     CHECK(B.api->predict(m, &tx, &ty) == KH_OK, "predict");
     CHECK(y[0] == 1 && y[1] == 3 && y[2] == 2 && y[3] == 4, "order %g %g %g %g", y[0], y[1], y[2], y[3]);
     B.api->model_free(m);
@@ -136,21 +136,21 @@ static void test_embedding_dense_adam(void) {
                         .optimizer = {.kind = KH_OPT_ADAM, .lr = 0.01f, .beta_1 = 0.9f, .beta_2 = 0.999f,
                                       .epsilon = 1e-7f},
                         .n_classes = 1};
-    kh_bmodel *m = ct_compile(&B, &sp, 1, 1);
+    kh_bmodel *m = kb_compile(&B, &sp, 1, 1);
     CHECK(m != NULL, "compile embed");
     if (!m) return;
     float E[10], K[2] = {1.0f, -1.0f}, bias[1] = {0};
     for (int i = 0; i < 10; i++) E[i] = 0.01f * (float)i;
     int64_t ed[2] = {5, 2}, kd[2] = {2, 1}, bd[1] = {1}, xd[2] = {1, 2}, ld[1] = {1};
-    kh_tensor te = ct_tensor(KH_F32, 0, 2, ed, E), tk = ct_tensor(KH_F32, 0, 2, kd, K), tb = ct_tensor(KH_F32, 0, 1, bd, bias);
+    kh_tensor te = kb_tensor(KH_F32, 0, 2, ed, E), tk = kb_tensor(KH_F32, 0, 2, kd, K), tb = kb_tensor(KH_F32, 0, 1, bd, bias);
     B.api->set_weight(m, 0, 0, &te);
     B.api->set_weight(m, 2, 0, &tk);
     B.api->set_weight(m, 2, 1, &tb);
     int32_t x1[2] = {0, 0}, x2[2] = {1, 1}, lab[1] = {1};
-    kh_tensor tx = ct_tensor(KH_I32, KH_LAYOUT_NT, 2, xd, x1), ty = ct_tensor(KH_I32, KH_LAYOUT_NC, 1, ld, lab);
+    kh_tensor tx = kb_tensor(KH_I32, KH_LAYOUT_NT, 2, xd, x1), ty = kb_tensor(KH_I32, KH_LAYOUT_NC, 1, ld, lab);
     CHECK(B.api->train_batch(m, &tx, &ty) == KH_OK, "step 1");
     float E1[10];
-    kh_tensor te1 = ct_tensor(KH_F32, 0, 2, ed, E1);
+    kh_tensor te1 = kb_tensor(KH_F32, 0, 2, ed, E1);
     B.api->get_weight(m, 0, 0, &te1);
     CHECK(E1[0] != E[0] && E1[1] != E[1], "row 0 moved in step 1");
     CHECK(E1[2] == E[2] && E1[9] == E[9], "untouched rows unchanged while their moments are zero");
@@ -160,7 +160,7 @@ static void test_embedding_dense_adam(void) {
     tx.data = x2;
     CHECK(B.api->train_batch(m, &tx, &ty) == KH_OK, "step 2");
     float E2[10];
-    kh_tensor te2 = ct_tensor(KH_F32, 0, 2, ed, E2);
+    kh_tensor te2 = kb_tensor(KH_F32, 0, 2, ed, E2);
     B.api->get_weight(m, 0, 0, &te2);
     /* row 0 had g = 0 in step 2: m = 0.9 m1, v = 0.999 v1; lr_t2 = 0.01 sqrt(1-0.999^2)/(1-0.81) */
     double g1 = (E[0] - E1[0]) > 0 ? 1 : -1; /* sign of the step-1 gradient */
@@ -173,12 +173,12 @@ static void test_embedding_dense_adam(void) {
 }
 
 int main(void) {
-    ct_load(&B, 2);
+    kb_load(&B, 2);
     test_caps();
     test_dense_by_hand();
     test_sgd_step_by_hand();
     test_flatten_order();
     test_embedding_dense_adam();
-    ct_unload(&B);
+    kb_unload(&B);
     return kh_test_finish("test_cntk_basic");
 }

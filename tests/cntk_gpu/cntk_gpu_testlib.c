@@ -8,8 +8,8 @@
 
 #include "testutil.h"
 
-void ctg_load_cuda(ct_backend *b) {
-    ct_load_module(b);
+void ctg_load_cuda(kb_backend *b) {
+    kb_load_module(b);
     kh_caps c;
     memset(&c, 0, sizeof c);
     c.struct_size = sizeof c;
@@ -28,7 +28,7 @@ void ctg_load_cuda(ct_backend *b) {
     snprintf(dev.name, sizeof dev.name, "test gpu");
     dev.threads = 1;
     char err[512];
-    if (b->api->open(ct_host(), &dev, &b->s, err, sizeof err) != KH_OK) {
+    if (b->api->open(kb_host(), &dev, &b->s, err, sizeof err) != KH_OK) {
         fprintf(stderr, "FAIL: caps say CUDA is available (%s) but open failed: %s\n", c.note, err);
         exit(1);
     }

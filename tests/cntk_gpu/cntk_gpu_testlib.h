@@ -3,10 +3,10 @@
 #ifndef KHOST_TESTS_CNTK_GPU_TESTLIB_H
 #define KHOST_TESTS_CNTK_GPU_TESTLIB_H
 
-#include "../cntk/cntk_testlib.h"
+#include "backend_testlib.h"
 
 /* Load $KHOST_BUILD/plugins/cntk.so and open cuda:$CNTK_TEST_DEVICE (default 0). Skips (77) when the
  * plugin reports the CUDA kind unavailable; a failure to open an available device is a test failure. */
-void ctg_load_cuda(ct_backend *b);
+void ctg_load_cuda(kb_backend *b);
 
 #endif

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../cntk/cntk_testlib.h"
+#include "backend_testlib.h"
 #include "testutil.h"
 
 /* How many lines of /proc/self/maps contain needle. */
@@ -24,8 +24,8 @@ static int mapped(const char *needle) {
 }
 
 int main(void) {
-    ct_backend b;
-    ct_load(&b, 1); /* skips (77) where the module or its cpu path is missing: nothing to measure then */
+    kb_backend b;
+    kb_load(&b, 1); /* skips (77) where the module or its cpu path is missing: nothing to measure then */
     static const kh_layer_spec layers[] = {
         {.kind = KH_LAYER_CONV2D, .units = 4, .kernel = {3, 3}, .activation = KH_ACT_RELU},
         {.kind = KH_LAYER_FLATTEN},
@@ -35,17 +35,17 @@ int main(void) {
                         .input_shape = {6, 6, 2}, .n_layers = 3, .layers = layers,
                         .loss = KH_LOSS_CATEGORICAL_CROSSENTROPY, .optimizer = {.kind = KH_OPT_ADAM, .lr = 1e-3f},
                         .n_classes = 3};
-    kh_bmodel *m = ct_compile(&b, &sp, 2, 1);
+    kh_bmodel *m = kb_compile(&b, &sp, 2, 1);
     CHECK(m != NULL, "cpu compile");
     if (m) {
-        CHECK(ct_init_weights(&b, m, &sp, 1, NULL) == 0, "cpu weights");
+        CHECK(kb_init_weights(&b, m, &sp, 1, NULL) == 0, "cpu weights");
         float x[2 * 6 * 6 * 2];
         kh_rng r;
         kh_rng_seed(&r, 3);
-        ct_fill_uniform(x, 2 * 6 * 6 * 2, -1.0f, 1.0f, &r);
+        kb_fill_uniform(x, 2 * 6 * 6 * 2, -1.0f, 1.0f, &r);
         int32_t y[2] = {0, 2};
         int64_t xd[4] = {2, 2, 6, 6}, yd[1] = {2};
-        kh_tensor tx = ct_tensor(KH_F32, KH_LAYOUT_NCHW, 4, xd, x), ty = ct_tensor(KH_I32, KH_LAYOUT_NC, 1, yd, y);
+        kh_tensor tx = kb_tensor(KH_F32, KH_LAYOUT_NCHW, 4, xd, x), ty = kb_tensor(KH_I32, KH_LAYOUT_NC, 1, yd, y);
         CHECK(b.api->train_batch(m, &tx, &ty) == KH_OK, "cpu train: %s", b.api->last_error(b.s));
     }
     int blas = mapped("libcublas"), dnn = mapped("libcudnn"), half = mapped("cntk_cuda.so");
@@ -62,6 +62,6 @@ int main(void) {
     CHECK(strstr(c.note, "cntk_cuda.so") == NULL, "the GPU half did not load: %s", c.note);
     CHECK(mapped("cntk_cuda.so") > 0, "get_caps(cuda) did not load the GPU half");
 #endif
-    ct_unload(&b);
+    kb_unload(&b);
     return kh_test_finish("test_cntk_cpu_maps");
 }

@@ -23,7 +23,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "../cntk/cntk_parity.h"
+#include "parity.h"
 #include "cntk_gpu_testlib.h"
 #include "khost/kit/ref.h"
 #include "khost/kit/status.h"
@@ -34,7 +34,7 @@
 #define PROBE_TOL 1e-4 /* forward / gradient probes */
 #define STEP_TOL 1e-3  /* weights after a few optimizer steps */
 
-static ct_backend B;
+static kb_backend B;
 static uint64_t g_seed;
 
 static float *poisoned(int64_t n) {
@@ -44,7 +44,7 @@ static float *poisoned(int64_t n) {
 }
 
 static int setup_pair(const kh_model_spec *sp, int max_batch, kh_bmodel **cm, kh_ref_model **rm) {
-    *cm = ct_compile(&B, sp, max_batch, 1);
+    *cm = kb_compile(&B, sp, max_batch, 1);
     char err[256];
     if (!*cm) return -1;
     if (kh_ref_model_create(sp, rm, err, sizeof err) != KH_OK) {
@@ -52,7 +52,7 @@ static int setup_pair(const kh_model_spec *sp, int max_batch, kh_bmodel **cm, kh
         return -1;
     }
     float **w = NULL;
-    if (ct_init_weights(&B, *cm, sp, g_seed ^ 0x5eed, &w) != 0) return -1;
+    if (kb_init_weights(&B, *cm, sp, g_seed ^ 0x5eed, &w) != 0) return -1;
     const kh_model_shapes *sh = kh_ref_model_shapes(*rm);
     for (int l = 0; l < sh->n_layers; l++)
         for (int s = 0; s < sh->layers[l].n_params; s++) {
@@ -60,7 +60,7 @@ static int setup_pair(const kh_model_spec *sp, int max_batch, kh_bmodel **cm, kh
             /* the weights read back from the device equal what was set (the layout mappings round-trip) */
             const kh_param_shape *ps = &sh->layers[l].params[s];
             float *back = poisoned(ps->numel);
-            kh_tensor tb = ct_tensor(KH_F32, KH_LAYOUT_ANY, ps->rank, ps->dims, back);
+            kh_tensor tb = kb_tensor(KH_F32, KH_LAYOUT_ANY, ps->rank, ps->dims, back);
             CHECK(B.api->get_weight(*cm, l, s, &tb) == KH_OK, "%s get_weight %d/%d: %s", sp->name, l, s,
                   B.api->last_error(B.s));
             int diff = 0;
@@ -68,7 +68,7 @@ static int setup_pair(const kh_model_spec *sp, int max_batch, kh_bmodel **cm, kh
             CHECK(diff == 0, "%s layer %d slot %d (%s): %d weights differ after set/get", sp->name, l, s, ps->name, diff);
             free(back);
         }
-    ct_free_weights(sp, w);
+    kb_free_weights(sp, w);
     return 0;
 }
 
@@ -81,8 +81,8 @@ static void check_probes(const kh_model_spec *sp, int64_t n) {
     }
     kh_rng r;
     kh_rng_seed(&r, g_seed ^ 0x9e37);
-    ct_batch bt;
-    ct_make_batch(&bt, sp, n, &r);
+    kb_batch bt;
+    kb_make_batch(&bt, sp, n, &r);
     const kh_model_shapes *sh = kh_ref_model_shapes(rm);
     const kh_layer_shapes *last = &sh->layers[sh->n_layers - 1];
     int64_t on = bt.n * last->out_numel;
@@ -90,15 +90,15 @@ static void check_probes(const kh_model_spec *sp, int64_t n) {
     double *dyd = malloc((size_t)on * sizeof(double));
     int64_t od[4] = {bt.n, last->out_shape[0], last->out_shape[1], last->out_shape[2]};
     /* NHWC back for image outputs: the backend converts */
-    kh_tensor tout = ct_tensor(KH_F32, last->out_rank == 3 ? KH_LAYOUT_NHWC : KH_LAYOUT_ANY, last->out_rank + 1, od, out);
+    kh_tensor tout = kb_tensor(KH_F32, last->out_rank == 3 ? KH_LAYOUT_NHWC : KH_LAYOUT_ANY, last->out_rank + 1, od, out);
     kh_status st = B.api->forward(cm, &bt.x_backend, &tout);
     CHECK(st == KH_OK, "%s forward: %s", sp->name, B.api->last_error(B.s));
     CHECK(kh_ref_model_forward(rm, &bt.x_nhwc, 1) == KH_OK, "%s ref forward", sp->name);
-    ct_compare(sp->name, "forward output", out, kh_ref_model_output(rm, NULL), on, PROBE_TOL, g_seed);
+    kb_compare(sp->name, "forward output", out, kh_ref_model_output(rm, NULL), on, PROBE_TOL, g_seed);
 
-    ct_fill_uniform(dy, on, -1.0f, 1.0f, &r);
+    kb_fill_uniform(dy, on, -1.0f, 1.0f, &r);
     for (int64_t i = 0; i < on; i++) dyd[i] = dy[i];
-    kh_tensor tdy = ct_tensor(KH_F32, last->out_rank == 3 ? KH_LAYOUT_NHWC : KH_LAYOUT_ANY, last->out_rank + 1, od, dy);
+    kh_tensor tdy = kb_tensor(KH_F32, last->out_rank == 3 ? KH_LAYOUT_NHWC : KH_LAYOUT_ANY, last->out_rank + 1, od, dy);
     CHECK(kh_ref_model_backward(rm, dyd) == KH_OK, "%s ref backward", sp->name);
     float *dx = NULL;
     kh_tensor tdx, *pdx = NULL;
@@ -118,17 +118,17 @@ static void check_probes(const kh_model_spec *sp, int64_t n) {
         CHECK(st == KH_OK, "%s backward%s: %s", sp->name, tag, B.api->last_error(B.s));
         char what[128];
         snprintf(what, sizeof what, "input gradient%s", tag);
-        if (dx) ct_compare(sp->name, what, dx, kh_ref_model_input_grad(rm), bt.n * bt.per, PROBE_TOL, g_seed);
+        if (dx) kb_compare(sp->name, what, dx, kh_ref_model_input_grad(rm), bt.n * bt.per, PROBE_TOL, g_seed);
         for (int l = 0; l < sh->n_layers; l++)
             for (int s = 0; s < sh->layers[l].n_params; s++) {
                 const kh_param_shape *ps = &sh->layers[l].params[s];
                 float *g = poisoned(ps->numel);
-                kh_tensor tg = ct_tensor(KH_F32, KH_LAYOUT_ANY, ps->rank, ps->dims, g);
+                kh_tensor tg = kb_tensor(KH_F32, KH_LAYOUT_ANY, ps->rank, ps->dims, g);
                 st = B.api->get_grad(cm, l, s, &tg);
                 CHECK(st == KH_OK, "%s get_grad %d/%d: %s", sp->name, l, s, B.api->last_error(B.s));
                 snprintf(what, sizeof what, "grad %s[%d].%s%s", kh_layer_kind_name(sp->layers[l].kind), l, ps->name,
                          tag);
-                ct_compare(sp->name, what, g, kh_ref_model_grad(rm, l, s), ps->numel, PROBE_TOL, g_seed);
+                kb_compare(sp->name, what, g, kh_ref_model_grad(rm, l, s), ps->numel, PROBE_TOL, g_seed);
                 free(g);
             }
     }
@@ -136,7 +136,7 @@ static void check_probes(const kh_model_spec *sp, int64_t n) {
     free(dy);
     free(dyd);
     free(dx);
-    ct_free_batch(&bt);
+    kb_free_batch(&bt);
 done:
     if (cm) B.api->model_free(cm);
     kh_ref_model_free(rm);
@@ -153,10 +153,10 @@ static void check_steps(const kh_model_spec *sp, int steps) {
     kh_rng_seed(&r, g_seed ^ 0x777);
     const kh_model_shapes *sh = kh_ref_model_shapes(rm);
     for (int step = 0; step < steps; step++) {
-        ct_batch bt;
-        ct_make_batch(&bt, sp, step == 1 ? 3 : 6, &r); /* a short batch in the middle */
+        kb_batch bt;
+        kb_make_batch(&bt, sp, step == 1 ? 3 : 6, &r); /* a short batch in the middle */
         int64_t yd[1] = {bt.n};
-        kh_tensor ty = ct_tensor(KH_I32, KH_LAYOUT_NC, 1, yd, bt.labels);
+        kh_tensor ty = kb_tensor(KH_I32, KH_LAYOUT_NC, 1, yd, bt.labels);
         kh_status st = B.api->train_batch(cm, &bt.x_backend, &ty);
         CHECK(st == KH_OK, "%s train_batch: %s", sp->name, B.api->last_error(B.s));
         double ref_loss = 0;
@@ -173,20 +173,20 @@ static void check_steps(const kh_model_spec *sp, int steps) {
             for (int s = 0; s < sh->layers[l].n_params; s++) {
                 const kh_param_shape *ps = &sh->layers[l].params[s];
                 float *w = poisoned(ps->numel);
-                kh_tensor tw = ct_tensor(KH_F32, KH_LAYOUT_ANY, ps->rank, ps->dims, w);
+                kh_tensor tw = kb_tensor(KH_F32, KH_LAYOUT_ANY, ps->rank, ps->dims, w);
                 CHECK(B.api->get_weight(cm, l, s, &tw) == KH_OK, "%s get_weight", sp->name);
                 char what[96];
                 snprintf(what, sizeof what, "step %d %s[%d].%s", step + 1, kh_layer_kind_name(sp->layers[l].kind), l,
                          ps->name);
-                ct_compare(sp->name, what, w, kh_ref_model_weight(rm, l, s), ps->numel, STEP_TOL, g_seed);
+                kb_compare(sp->name, what, w, kh_ref_model_weight(rm, l, s), ps->numel, STEP_TOL, g_seed);
                 free(w);
             }
-        ct_free_batch(&bt);
+        kb_free_batch(&bt);
     }
-    ct_batch bt;
-    ct_make_batch(&bt, sp, 4, &r);
+    kb_batch bt;
+    kb_make_batch(&bt, sp, 4, &r);
     int64_t yd[1] = {bt.n};
-    kh_tensor ty = ct_tensor(KH_I32, KH_LAYOUT_NC, 1, yd, bt.labels);
+    kh_tensor ty = kb_tensor(KH_I32, KH_LAYOUT_NC, 1, yd, bt.labels);
     CHECK(B.api->eval_batch(cm, &bt.x_backend, &ty) == KH_OK, "%s eval: %s", sp->name, B.api->last_error(B.s));
     double ref_loss = 0;
     int64_t ref_correct = 0;
@@ -199,7 +199,7 @@ static void check_steps(const kh_model_spec *sp, int steps) {
     CHECK_CLOSE(met.loss_sum / 4.0, ref_loss, 1e-4, 1e-6, "eval loss");
     CHECK(fabs(met.correct - (double)ref_correct) < 0.5, "%s eval correct %g vs %lld", sp->name, met.correct,
           (long long)ref_correct);
-    ct_free_batch(&bt);
+    kb_free_batch(&bt);
 done:
     if (cm) B.api->model_free(cm);
     kh_ref_model_free(rm);
@@ -211,9 +211,9 @@ done:
 static int train_fixed(const kh_model_spec *sp, uint64_t seed, float **out, int64_t *n) {
     *out = NULL;
     *n = 0;
-    kh_bmodel *cm = ct_compile(&B, sp, 6, 1);
+    kh_bmodel *cm = kb_compile(&B, sp, 6, 1);
     if (!cm) return -1;
-    if (ct_init_weights(&B, cm, sp, 99, NULL) != 0) {
+    if (kb_init_weights(&B, cm, sp, 99, NULL) != 0) {
         B.api->model_free(cm);
         return -1;
     }
@@ -221,12 +221,12 @@ static int train_fixed(const kh_model_spec *sp, uint64_t seed, float **out, int6
     kh_rng_seed(&r, seed);
     int rc = 0;
     for (int step = 0; step < 3 && rc == 0; step++) {
-        ct_batch bt;
-        ct_make_batch(&bt, sp, step == 1 ? 3 : 6, &r);
+        kb_batch bt;
+        kb_make_batch(&bt, sp, step == 1 ? 3 : 6, &r);
         int64_t yd[1] = {bt.n};
-        kh_tensor ty = ct_tensor(KH_I32, KH_LAYOUT_NC, 1, yd, bt.labels);
+        kh_tensor ty = kb_tensor(KH_I32, KH_LAYOUT_NC, 1, yd, bt.labels);
         if (B.api->train_batch(cm, &bt.x_backend, &ty) != KH_OK) rc = -1;
-        ct_free_batch(&bt);
+        kb_free_batch(&bt);
     }
     kh_model_shapes shp;
     char err[256];
@@ -239,7 +239,7 @@ static int train_fixed(const kh_model_spec *sp, uint64_t seed, float **out, int6
         for (int l = 0; all && l < shp.n_layers && rc == 0; l++)
             for (int s = 0; s < shp.layers[l].n_params && rc == 0; s++) {
                 const kh_param_shape *ps = &shp.layers[l].params[s];
-                kh_tensor tw = ct_tensor(KH_F32, KH_LAYOUT_ANY, ps->rank, ps->dims, all + at);
+                kh_tensor tw = kb_tensor(KH_F32, KH_LAYOUT_ANY, ps->rank, ps->dims, all + at);
                 if (B.api->get_weight(cm, l, s, &tw) != KH_OK) rc = -1;
                 at += ps->numel;
             }
@@ -257,22 +257,22 @@ static int train_fixed(const kh_model_spec *sp, uint64_t seed, float **out, int6
  * the ordered embedding backward (the atomic one sums in arrival order). */
 static void check_deterministic(void) {
     static const kh_layer_spec conv[] = {
-        CT_L(.kind = KH_LAYER_CONV2D, .units = 8, .kernel = {3, 3}, .padding = KH_PAD_SAME, .activation = KH_ACT_RELU),
-        CT_L(.kind = KH_LAYER_CONV2D, .units = 8, .kernel = {4, 4}, .strides = {2, 2}, .padding = KH_PAD_SAME,
+        KB_L(.kind = KH_LAYER_CONV2D, .units = 8, .kernel = {3, 3}, .padding = KH_PAD_SAME, .activation = KH_ACT_RELU),
+        KB_L(.kind = KH_LAYER_CONV2D, .units = 8, .kernel = {4, 4}, .strides = {2, 2}, .padding = KH_PAD_SAME,
              .activation = KH_ACT_RELU),
-        CT_L(.kind = KH_LAYER_FLATTEN),
-        CT_L(.kind = KH_LAYER_DENSE, .units = 5, .activation = KH_ACT_SOFTMAX),
+        KB_L(.kind = KH_LAYER_FLATTEN),
+        KB_L(.kind = KH_LAYER_DENSE, .units = 5, .activation = KH_ACT_SOFTMAX),
     };
     static const kh_layer_spec emb[] = {
-        CT_L(.kind = KH_LAYER_EMBEDDING, .input_dim = 7, .units = 16), /* 7 rows, 24 steps: many repeats */
-        CT_L(.kind = KH_LAYER_GAP1D),
-        CT_L(.kind = KH_LAYER_DENSE, .units = 1, .activation = KH_ACT_SIGMOID),
+        KB_L(.kind = KH_LAYER_EMBEDDING, .input_dim = 7, .units = 16), /* 7 rows, 24 steps: many repeats */
+        KB_L(.kind = KH_LAYER_GAP1D),
+        KB_L(.kind = KH_LAYER_DENSE, .units = 1, .activation = KH_ACT_SIGMOID),
     };
     kh_model_spec specs[2] = {
-        ct_spec("det_conv", KH_F32, 3, 12, 12, 3, 0, conv, CT_N(conv), KH_LOSS_CATEGORICAL_CROSSENTROPY,
-                ct_opt(KH_OPT_ADAM, 1e-2f, 0), 5),
-        ct_spec("det_embedding", KH_I32, 1, 24, 0, 0, 0, emb, CT_N(emb), KH_LOSS_BINARY_CROSSENTROPY,
-                ct_opt(KH_OPT_ADAM, 1e-2f, 0), 2),
+        kb_spec("det_conv", KH_F32, 3, 12, 12, 3, 0, conv, KB_N(conv), KH_LOSS_CATEGORICAL_CROSSENTROPY,
+                kb_opt(KH_OPT_ADAM, 1e-2f, 0), 5),
+        kb_spec("det_embedding", KH_I32, 1, 24, 0, 0, 0, emb, KB_N(emb), KH_LOSS_BINARY_CROSSENTROPY,
+                kb_opt(KH_OPT_ADAM, 1e-2f, 0), 2),
     };
     for (int i = 0; i < 2; i++) {
         float *a = NULL, *b = NULL;
@@ -303,7 +303,7 @@ static void check_dropout(void) {
     kh_model_spec sp = {.struct_size = sizeof sp, .name = "dropout", .input_dtype = KH_F32, .input_rank = 3,
                         .input_shape = {8, 8, 16}, .n_layers = 1, .layers = &l, .loss = KH_LOSS_NONE,
                         .optimizer = {.kind = KH_OPT_SGD, .lr = 0.1f}};
-    kh_bmodel *cm = ct_compile(&B, &sp, 64, 0); /* deterministic = 0: masks on */
+    kh_bmodel *cm = kb_compile(&B, &sp, 64, 0); /* deterministic = 0: masks on */
     CHECK(cm != NULL, "dropout compile: %s", B.api->last_error(B.s));
     if (!cm) return;
     int64_t n = 64, per = 8 * 8 * 16, N = n * per;
@@ -311,11 +311,11 @@ static void check_dropout(void) {
     kh_rng_seed(&r, g_seed ^ 0xd0);
     float *x = malloc((size_t)N * sizeof(float)), *y = poisoned(N), *dy = malloc((size_t)N * sizeof(float)),
           *dx = poisoned(N);
-    ct_fill_uniform(x, N, 0.5f, 1.5f, &r); /* never zero: a zero output means dropped */
-    ct_fill_uniform(dy, N, 0.5f, 1.5f, &r);
+    kb_fill_uniform(x, N, 0.5f, 1.5f, &r); /* never zero: a zero output means dropped */
+    kb_fill_uniform(dy, N, 0.5f, 1.5f, &r);
     int64_t d4[4] = {n, 16, 8, 8};
-    kh_tensor tx = ct_tensor(KH_F32, KH_LAYOUT_NCHW, 4, d4, x), ty = ct_tensor(KH_F32, KH_LAYOUT_NCHW, 4, d4, y);
-    kh_tensor tdy = ct_tensor(KH_F32, KH_LAYOUT_NCHW, 4, d4, dy), tdx = ct_tensor(KH_F32, KH_LAYOUT_NCHW, 4, d4, dx);
+    kh_tensor tx = kb_tensor(KH_F32, KH_LAYOUT_NCHW, 4, d4, x), ty = kb_tensor(KH_F32, KH_LAYOUT_NCHW, 4, d4, y);
+    kh_tensor tdy = kb_tensor(KH_F32, KH_LAYOUT_NCHW, 4, d4, dy), tdx = kb_tensor(KH_F32, KH_LAYOUT_NCHW, 4, d4, dx);
     CHECK(B.api->forward(cm, &tx, &ty) == KH_OK, "dropout forward: %s", B.api->last_error(B.s));
     CHECK(B.api->backward(cm, &tdy, &tdx) == KH_OK, "dropout backward: %s", B.api->last_error(B.s));
     int64_t kept = 0, bad_scale = 0, bad_mask = 0;
@@ -356,7 +356,7 @@ static void check_oom(void) {
 }
 
 // --- the models --------------------------------------------------------------------------------------------
-#define NOLOSS KH_LOSS_NONE, ct_opt(KH_OPT_SGD, 0.1f, 0), 0
+#define NOLOSS KH_LOSS_NONE, kb_opt(KH_OPT_SGD, 0.1f, 0), 0
 
 int main(void) {
     const char *se = getenv("CNTK_GPU_TEST_SEED");
@@ -366,59 +366,59 @@ int main(void) {
     printf("seed %llu (CNTK_GPU_TEST_SEED to repeat)\n", (unsigned long long)g_seed);
 
     /* 1. per kernel: one layer kind (activation, padding, input path) at a time */
-    const kh_layer_spec k_dense[] = {CT_L(.kind = KH_LAYER_DENSE, .units = 37, .activation = KH_ACT_RELU)};
-    const kh_layer_spec k_dense_sm[] = {CT_L(.kind = KH_LAYER_DENSE, .units = 45, .activation = KH_ACT_SOFTMAX)};
-    const kh_layer_spec k_dense_sig[] = {CT_L(.kind = KH_LAYER_DENSE, .units = 9, .activation = KH_ACT_SIGMOID)};
-    const kh_layer_spec k_dense_tanh[] = {CT_L(.kind = KH_LAYER_DENSE, .units = 130, .activation = KH_ACT_TANH)};
-    const kh_layer_spec k_conv_valid[] = {CT_L(.kind = KH_LAYER_CONV2D, .units = 32, .kernel = {3, 3},
+    const kh_layer_spec k_dense[] = {KB_L(.kind = KH_LAYER_DENSE, .units = 37, .activation = KH_ACT_RELU)};
+    const kh_layer_spec k_dense_sm[] = {KB_L(.kind = KH_LAYER_DENSE, .units = 45, .activation = KH_ACT_SOFTMAX)};
+    const kh_layer_spec k_dense_sig[] = {KB_L(.kind = KH_LAYER_DENSE, .units = 9, .activation = KH_ACT_SIGMOID)};
+    const kh_layer_spec k_dense_tanh[] = {KB_L(.kind = KH_LAYER_DENSE, .units = 130, .activation = KH_ACT_TANH)};
+    const kh_layer_spec k_conv_valid[] = {KB_L(.kind = KH_LAYER_CONV2D, .units = 32, .kernel = {3, 3},
                                              .activation = KH_ACT_RELU)};
-    const kh_layer_spec k_conv_same[] = {CT_L(.kind = KH_LAYER_CONV2D, .units = 16, .kernel = {3, 3},
+    const kh_layer_spec k_conv_same[] = {KB_L(.kind = KH_LAYER_CONV2D, .units = 16, .kernel = {3, 3},
                                             .padding = KH_PAD_SAME, .activation = KH_ACT_TANH)};
-    const kh_layer_spec k_conv_asym[] = {CT_L(.kind = KH_LAYER_CONV2D, .units = 5, .kernel = {2, 3}, .strides = {2, 2},
+    const kh_layer_spec k_conv_asym[] = {KB_L(.kind = KH_LAYER_CONV2D, .units = 5, .kernel = {2, 3}, .strides = {2, 2},
                                             .padding = KH_PAD_SAME)};
-    const kh_layer_spec k_pool[] = {CT_L(.kind = KH_LAYER_MAXPOOL2D, .kernel = {2, 2})};
-    const kh_layer_spec k_pool_same[] = {CT_L(.kind = KH_LAYER_MAXPOOL2D, .kernel = {3, 3}, .strides = {2, 2},
+    const kh_layer_spec k_pool[] = {KB_L(.kind = KH_LAYER_MAXPOOL2D, .kernel = {2, 2})};
+    const kh_layer_spec k_pool_same[] = {KB_L(.kind = KH_LAYER_MAXPOOL2D, .kernel = {3, 3}, .strides = {2, 2},
                                             .padding = KH_PAD_SAME)};
-    const kh_layer_spec k_act_relu[] = {CT_L(.kind = KH_LAYER_ACTIVATION, .activation = KH_ACT_RELU)};
-    const kh_layer_spec k_act_sig[] = {CT_L(.kind = KH_LAYER_ACTIVATION, .activation = KH_ACT_SIGMOID)};
-    const kh_layer_spec k_act_tanh[] = {CT_L(.kind = KH_LAYER_ACTIVATION, .activation = KH_ACT_TANH)};
-    const kh_layer_spec k_act_sm[] = {CT_L(.kind = KH_LAYER_ACTIVATION, .activation = KH_ACT_SOFTMAX)};
-    const kh_layer_spec k_flatten[] = {CT_L(.kind = KH_LAYER_FLATTEN)};
-    const kh_layer_spec k_embed[] = {CT_L(.kind = KH_LAYER_EMBEDDING, .input_dim = 50, .units = 24)};
-    const kh_layer_spec k_gap[] = {CT_L(.kind = KH_LAYER_GAP1D)};
-    const kh_layer_spec k_lstm[] = {CT_L(.kind = KH_LAYER_LSTM, .units = 16)};
-    const kh_layer_spec k_lstm_seq[] = {CT_L(.kind = KH_LAYER_LSTM, .units = 12, .return_sequences = 1)};
-    const kh_layer_spec k_bilstm[] = {CT_L(.kind = KH_LAYER_BILSTM, .units = 10)};
-    const kh_layer_spec k_bilstm_seq[] = {CT_L(.kind = KH_LAYER_BILSTM, .units = 7, .return_sequences = 1)};
-    const kh_layer_spec k_onehot_lstm[] = {CT_L(.kind = KH_LAYER_LSTM, .units = 8)};
+    const kh_layer_spec k_act_relu[] = {KB_L(.kind = KH_LAYER_ACTIVATION, .activation = KH_ACT_RELU)};
+    const kh_layer_spec k_act_sig[] = {KB_L(.kind = KH_LAYER_ACTIVATION, .activation = KH_ACT_SIGMOID)};
+    const kh_layer_spec k_act_tanh[] = {KB_L(.kind = KH_LAYER_ACTIVATION, .activation = KH_ACT_TANH)};
+    const kh_layer_spec k_act_sm[] = {KB_L(.kind = KH_LAYER_ACTIVATION, .activation = KH_ACT_SOFTMAX)};
+    const kh_layer_spec k_flatten[] = {KB_L(.kind = KH_LAYER_FLATTEN)};
+    const kh_layer_spec k_embed[] = {KB_L(.kind = KH_LAYER_EMBEDDING, .input_dim = 50, .units = 24)};
+    const kh_layer_spec k_gap[] = {KB_L(.kind = KH_LAYER_GAP1D)};
+    const kh_layer_spec k_lstm[] = {KB_L(.kind = KH_LAYER_LSTM, .units = 16)};
+    const kh_layer_spec k_lstm_seq[] = {KB_L(.kind = KH_LAYER_LSTM, .units = 12, .return_sequences = 1)};
+    const kh_layer_spec k_bilstm[] = {KB_L(.kind = KH_LAYER_BILSTM, .units = 10)};
+    const kh_layer_spec k_bilstm_seq[] = {KB_L(.kind = KH_LAYER_BILSTM, .units = 7, .return_sequences = 1)};
+    const kh_layer_spec k_onehot_lstm[] = {KB_L(.kind = KH_LAYER_LSTM, .units = 8)};
     kh_model_spec kernels[] = {
-        ct_spec("k_dense_relu", KH_F32, 1, 70, 0, 0, 0, k_dense, 1, NOLOSS),
-        ct_spec("k_dense_softmax", KH_F32, 1, 33, 0, 0, 0, k_dense_sm, 1, NOLOSS),
-        ct_spec("k_dense_sigmoid", KH_F32, 1, 5, 0, 0, 0, k_dense_sig, 1, NOLOSS),
-        ct_spec("k_dense_tanh", KH_F32, 1, 300, 0, 0, 0, k_dense_tanh, 1, NOLOSS),
-        ct_spec("k_conv_valid", KH_F32, 3, 12, 11, 3, 0, k_conv_valid, 1, NOLOSS),
-        ct_spec("k_conv_same", KH_F32, 3, 9, 10, 8, 0, k_conv_same, 1, NOLOSS),
-        ct_spec("k_conv_asym_same", KH_F32, 3, 7, 8, 2, 0, k_conv_asym, 1, NOLOSS),
-        ct_spec("k_maxpool", KH_F32, 3, 8, 6, 4, 0, k_pool, 1, NOLOSS),
-        ct_spec("k_maxpool_same", KH_F32, 3, 7, 9, 3, 0, k_pool_same, 1, NOLOSS),
-        ct_spec("k_act_relu", KH_F32, 3, 4, 5, 6, 0, k_act_relu, 1, NOLOSS),
-        ct_spec("k_act_sigmoid", KH_F32, 1, 77, 0, 0, 0, k_act_sig, 1, NOLOSS),
-        ct_spec("k_act_tanh", KH_F32, 2, 6, 7, 0, 0, k_act_tanh, 1, NOLOSS),
-        ct_spec("k_act_softmax", KH_F32, 2, 5, 11, 0, 0, k_act_sm, 1, NOLOSS),
-        ct_spec("k_flatten", KH_F32, 3, 3, 4, 5, 0, k_flatten, 1, NOLOSS),
-        ct_spec("k_embedding", KH_I32, 1, 13, 0, 0, 0, k_embed, 1, NOLOSS),
-        ct_spec("k_gap1d", KH_F32, 2, 17, 9, 0, 0, k_gap, 1, NOLOSS),
-        ct_spec("k_lstm", KH_F32, 2, 11, 6, 0, 0, k_lstm, 1, NOLOSS),
-        ct_spec("k_lstm_sequences", KH_F32, 2, 9, 5, 0, 0, k_lstm_seq, 1, NOLOSS),
-        ct_spec("k_bilstm", KH_F32, 2, 8, 4, 0, 0, k_bilstm, 1, NOLOSS),
-        ct_spec("k_bilstm_sequences", KH_F32, 2, 6, 3, 0, 0, k_bilstm_seq, 1, NOLOSS),
-        ct_spec("k_onehot_lstm", KH_I32, 1, 10, 0, 0, 13, k_onehot_lstm, 1, NOLOSS),
+        kb_spec("k_dense_relu", KH_F32, 1, 70, 0, 0, 0, k_dense, 1, NOLOSS),
+        kb_spec("k_dense_softmax", KH_F32, 1, 33, 0, 0, 0, k_dense_sm, 1, NOLOSS),
+        kb_spec("k_dense_sigmoid", KH_F32, 1, 5, 0, 0, 0, k_dense_sig, 1, NOLOSS),
+        kb_spec("k_dense_tanh", KH_F32, 1, 300, 0, 0, 0, k_dense_tanh, 1, NOLOSS),
+        kb_spec("k_conv_valid", KH_F32, 3, 12, 11, 3, 0, k_conv_valid, 1, NOLOSS),
+        kb_spec("k_conv_same", KH_F32, 3, 9, 10, 8, 0, k_conv_same, 1, NOLOSS),
+        kb_spec("k_conv_asym_same", KH_F32, 3, 7, 8, 2, 0, k_conv_asym, 1, NOLOSS),
+        kb_spec("k_maxpool", KH_F32, 3, 8, 6, 4, 0, k_pool, 1, NOLOSS),
+        kb_spec("k_maxpool_same", KH_F32, 3, 7, 9, 3, 0, k_pool_same, 1, NOLOSS),
+        kb_spec("k_act_relu", KH_F32, 3, 4, 5, 6, 0, k_act_relu, 1, NOLOSS),
+        kb_spec("k_act_sigmoid", KH_F32, 1, 77, 0, 0, 0, k_act_sig, 1, NOLOSS),
+        kb_spec("k_act_tanh", KH_F32, 2, 6, 7, 0, 0, k_act_tanh, 1, NOLOSS),
+        kb_spec("k_act_softmax", KH_F32, 2, 5, 11, 0, 0, k_act_sm, 1, NOLOSS),
+        kb_spec("k_flatten", KH_F32, 3, 3, 4, 5, 0, k_flatten, 1, NOLOSS),
+        kb_spec("k_embedding", KH_I32, 1, 13, 0, 0, 0, k_embed, 1, NOLOSS),
+        kb_spec("k_gap1d", KH_F32, 2, 17, 9, 0, 0, k_gap, 1, NOLOSS),
+        kb_spec("k_lstm", KH_F32, 2, 11, 6, 0, 0, k_lstm, 1, NOLOSS),
+        kb_spec("k_lstm_sequences", KH_F32, 2, 9, 5, 0, 0, k_lstm_seq, 1, NOLOSS),
+        kb_spec("k_bilstm", KH_F32, 2, 8, 4, 0, 0, k_bilstm, 1, NOLOSS),
+        kb_spec("k_bilstm_sequences", KH_F32, 2, 6, 3, 0, 0, k_bilstm_seq, 1, NOLOSS),
+        kb_spec("k_onehot_lstm", KH_I32, 1, 10, 0, 0, 13, k_onehot_lstm, 1, NOLOSS),
     };
     for (size_t i = 0; i < sizeof kernels / sizeof kernels[0]; i++) check_probes(&kernels[i], 7);
 
     /* 2. the small models of the CPU parity test */
     const kh_model_spec *models;
-    int n_models = ct_small_models(&models);
+    int n_models = kb_small_models(&models);
     for (int i = 0; i < n_models; i++) {
         check_probes(&models[i], 5);
         check_steps(&models[i], 3);
@@ -429,6 +429,6 @@ int main(void) {
     check_oom();
     /* the session survives all of that: one more small model trains */
     check_steps(&models[0], 1);
-    ct_unload(&B);
+    kb_unload(&B);
     return kh_test_finish("test_cntk_gpu_ref");
 }

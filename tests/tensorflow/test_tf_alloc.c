@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cntk_parity.h"
+#include "parity.h"
 #include "testutil.h"
 #include "khost/kit/rng.h"
 #include "khost/kit/spec.h"
@@ -72,18 +72,18 @@ static void *count_alloc(size_t n) {
     return aligned_alloc(64, (n + 63) / 64 * 64);
 }
 
-static ct_backend B;
+static kb_backend B;
 
 static void run_model(const kh_model_spec *sp) {
-    kh_bmodel *m = ct_compile(&B, sp, 8, 0);
+    kh_bmodel *m = kb_compile(&B, sp, 8, 0);
     CHECK(m != NULL, "%s: compile", sp->name);
     if (!m) return;
-    CHECK(ct_init_weights(&B, m, sp, 5, NULL) == 0, "%s: weights", sp->name);
+    CHECK(kb_init_weights(&B, m, sp, 5, NULL) == 0, "%s: weights", sp->name);
     kh_rng r;
     kh_rng_seed(&r, 3);
-    ct_batch bt[2];
-    ct_make_batch(&bt[0], sp, 8, &r);
-    ct_make_batch(&bt[1], sp, 5, &r); /* a short last batch */
+    kb_batch bt[2];
+    kb_make_batch(&bt[0], sp, 8, &r);
+    kb_make_batch(&bt[1], sp, 5, &r); /* a short last batch */
     kh_model_shapes sh;
     char err[256];
     kh_spec_infer(sp, &sh, err, sizeof err);
@@ -101,11 +101,11 @@ static void run_model(const kh_model_spec *sp) {
             atomic_store(&counting, 1);
         }
         for (int k = 0; k < 4; k++) {
-            ct_batch *b = &bt[k % 2];
+            kb_batch *b = &bt[k % 2];
             int64_t yd[1] = {b->n}, od[4] = {b->n, last->out_shape[0], last->out_shape[1], last->out_shape[2]};
-            kh_tensor ty = ct_tensor(KH_I32, KH_LAYOUT_NC, 1, yd, b->labels);
-            kh_tensor to = ct_tensor(KH_F32, KH_LAYOUT_ANY, last->out_rank + 1, od, out);
-            kh_tensor td = ct_tensor(KH_F32, KH_LAYOUT_ANY, last->out_rank + 1, od, dy);
+            kh_tensor ty = kb_tensor(KH_I32, KH_LAYOUT_NC, 1, yd, b->labels);
+            kh_tensor to = kb_tensor(KH_F32, KH_LAYOUT_ANY, last->out_rank + 1, od, out);
+            kh_tensor td = kb_tensor(KH_F32, KH_LAYOUT_ANY, last->out_rank + 1, od, dy);
             CHECK(B.api->train_batch(m, &b->x_backend, &ty) == KH_OK, "%s train", sp->name);
             CHECK(B.api->eval_batch(m, &b->x_backend, &ty) == KH_OK, "%s eval", sp->name);
             CHECK(B.api->predict(m, &b->x_backend, &to) == KH_OK, "%s predict", sp->name);
@@ -130,22 +130,22 @@ static void run_model(const kh_model_spec *sp) {
     __libc_free(out);
     __libc_free(dy);
     kh_model_shapes_free(&sh);
-    ct_free_batch(&bt[0]);
-    ct_free_batch(&bt[1]);
+    kb_free_batch(&bt[0]);
+    kb_free_batch(&bt[1]);
     B.api->model_free(m);
 }
 
 int main(void) {
     static kh_host_api host;
-    host = *ct_host();
+    host = *kb_host();
     host.alloc = count_alloc;
-    ct_set_host(&host);
+    kb_set_host(&host);
     setenv("KHOST_TEST_PLUGIN", "tensorflow", 1);
     const char *th = getenv("TF_TEST_THREADS");
-    ct_load(&B, th && atoi(th) > 0 ? atoi(th) : 2);
+    kb_load(&B, th && atoi(th) > 0 ? atoi(th) : 2);
     const kh_model_spec *specs;
-    int n = ct_small_models(&specs);
+    int n = kb_small_models(&specs);
     for (int i = 0; i < n; i++) run_model(&specs[i]);
-    ct_unload(&B);
+    kb_unload(&B);
     return kh_test_finish("test_tf_alloc");
 }

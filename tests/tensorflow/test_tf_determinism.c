@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cntk_parity.h"
+#include "parity.h"
 #include "testutil.h"
 #include "khost/kit/rng.h"
 #include "khost/kit/spec.h"
@@ -18,7 +18,7 @@
 #define RUNS 11
 #define STEPS 3
 
-static ct_backend B;
+static kb_backend B;
 
 /* Every op goes to the pool (inline_cost 0), so the small test models run with as much concurrency as the
  * executor allows, not inline on one thread. */
@@ -28,18 +28,18 @@ static const char *config(const char *section, const char *key) {
 
 /* Train STEPS steps from seed-fixed weights and batches; returns all weights concatenated (malloc'ed). */
 static float *train(const kh_model_spec *sp, int64_t *n_out) {
-    kh_bmodel *m = ct_compile(&B, sp, 8, 0);
+    kh_bmodel *m = kb_compile(&B, sp, 8, 0);
     if (!m) return NULL;
-    if (ct_init_weights(&B, m, sp, 11, NULL) != 0) return NULL;
+    if (kb_init_weights(&B, m, sp, 11, NULL) != 0) return NULL;
     kh_rng r;
     kh_rng_seed(&r, 21);
     for (int s = 0; s < STEPS; s++) {
-        ct_batch bt;
-        ct_make_batch(&bt, sp, 8, &r);
+        kb_batch bt;
+        kb_make_batch(&bt, sp, 8, &r);
         int64_t yd[1] = {bt.n};
-        kh_tensor ty = ct_tensor(KH_I32, KH_LAYOUT_NC, 1, yd, bt.labels);
+        kh_tensor ty = kb_tensor(KH_I32, KH_LAYOUT_NC, 1, yd, bt.labels);
         CHECK(B.api->train_batch(m, &bt.x_backend, &ty) == KH_OK, "%s train: %s", sp->name, B.api->last_error(B.s));
-        ct_free_batch(&bt);
+        kb_free_batch(&bt);
     }
     kh_model_shapes sh;
     char err[256];
@@ -51,7 +51,7 @@ static float *train(const kh_model_spec *sp, int64_t *n_out) {
     for (int l = 0; l < sh.n_layers; l++)
         for (int k = 0; k < sh.layers[l].n_params; k++) {
             const kh_param_shape *ps = &sh.layers[l].params[k];
-            kh_tensor t = ct_tensor(KH_F32, KH_LAYOUT_ANY, ps->rank, ps->dims, p);
+            kh_tensor t = kb_tensor(KH_F32, KH_LAYOUT_ANY, ps->rank, ps->dims, p);
             CHECK(B.api->get_weight(m, l, k, &t) == KH_OK, "get_weight");
             p += ps->numel;
         }
@@ -64,21 +64,21 @@ static float *train(const kh_model_spec *sp, int64_t *n_out) {
 int main(void) {
     setenv("KHOST_TEST_PLUGIN", "tensorflow", 1);
     static kh_host_api host;
-    host = *ct_host();
+    host = *kb_host();
     host.config_get = config;
-    ct_set_host(&host);
-    ct_load(&B, 2);
+    kb_set_host(&host);
+    kb_load(&B, 2);
     static const kh_layer_spec cnn2[] = {
-        CT_L(.kind = KH_LAYER_CONV2D, .units = 6, .kernel = {3, 3}, .activation = KH_ACT_RELU),
-        CT_L(.kind = KH_LAYER_CONV2D, .units = 8, .kernel = {3, 3}, .padding = KH_PAD_SAME, .activation = KH_ACT_RELU),
-        CT_L(.kind = KH_LAYER_MAXPOOL2D, .kernel = {2, 2}),
-        CT_L(.kind = KH_LAYER_CONV2D, .units = 8, .kernel = {2, 2}, .activation = KH_ACT_RELU),
-        CT_L(.kind = KH_LAYER_FLATTEN),
-        CT_L(.kind = KH_LAYER_DENSE, .units = 3, .activation = KH_ACT_SOFTMAX)};
-    kh_model_spec extra = ct_spec("three_convs", KH_F32, 3, 12, 12, 2, 0, cnn2, CT_N(cnn2),
-                                  KH_LOSS_CATEGORICAL_CROSSENTROPY, ct_opt(KH_OPT_ADADELTA, 1.0f, 0), 3);
+        KB_L(.kind = KH_LAYER_CONV2D, .units = 6, .kernel = {3, 3}, .activation = KH_ACT_RELU),
+        KB_L(.kind = KH_LAYER_CONV2D, .units = 8, .kernel = {3, 3}, .padding = KH_PAD_SAME, .activation = KH_ACT_RELU),
+        KB_L(.kind = KH_LAYER_MAXPOOL2D, .kernel = {2, 2}),
+        KB_L(.kind = KH_LAYER_CONV2D, .units = 8, .kernel = {2, 2}, .activation = KH_ACT_RELU),
+        KB_L(.kind = KH_LAYER_FLATTEN),
+        KB_L(.kind = KH_LAYER_DENSE, .units = 3, .activation = KH_ACT_SOFTMAX)};
+    kh_model_spec extra = kb_spec("three_convs", KH_F32, 3, 12, 12, 2, 0, cnn2, KB_N(cnn2),
+                                  KH_LOSS_CATEGORICAL_CROSSENTROPY, kb_opt(KH_OPT_ADADELTA, 1.0f, 0), 3);
     const kh_model_spec *specs;
-    int n = ct_small_models(&specs);
+    int n = kb_small_models(&specs);
     for (int i = -1; i < n; i++) {
         const kh_model_spec *sp = i < 0 ? &extra : &specs[i];
         int64_t n0 = 0, nk = 0;
@@ -95,6 +95,6 @@ int main(void) {
         CHECK(differ == 0, "%s: %d of %d runs at 2 threads gave other weights", sp->name, differ, RUNS - 1);
         free(first);
     }
-    ct_unload(&B);
+    kb_unload(&B);
     return kh_test_finish("test_tf_determinism");
 }

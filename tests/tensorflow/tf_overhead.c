@@ -15,7 +15,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "cntk_parity.h"
+#include "parity.h"
 
 static const char *g_inter = NULL;
 static const char *config(const char *section, const char *key) {
@@ -38,20 +38,20 @@ static double measure(const char *plugin, const char *inter, int threads, int op
     setenv("KHOST_TEST_PLUGIN", plugin, 1);
     g_inter = inter;
     static kh_host_api host;
-    host = *ct_host();
+    host = *kb_host();
     host.config_get = config;
-    ct_set_host(&host);
-    ct_backend B;
-    ct_load(&B, threads);
+    kb_set_host(&host);
+    kb_backend B;
+    kb_load(&B, threads);
     kh_layer_spec *layers = calloc((size_t)ops, sizeof *layers);
     for (int i = 0; i < ops; i++) layers[i] = (kh_layer_spec){.kind = KH_LAYER_ACTIVATION, .activation = KH_ACT_RELU};
-    kh_model_spec sp = ct_spec("relu_chain", KH_F32, 1, width, 0, 0, 0, layers, ops, KH_LOSS_NONE, ct_opt(KH_OPT_SGD, 0.1f, 0), 0);
-    kh_bmodel *m = ct_compile(&B, &sp, 1, 1);
+    kh_model_spec sp = kb_spec("relu_chain", KH_F32, 1, width, 0, 0, 0, layers, ops, KH_LOSS_NONE, kb_opt(KH_OPT_SGD, 0.1f, 0), 0);
+    kh_bmodel *m = kb_compile(&B, &sp, 1, 1);
     if (!m) exit(1);
     float *x = calloc((size_t)width, sizeof *x), *y = calloc((size_t)width, sizeof *y);
     for (int k = 0; k < width; k++) x[k] = (float)(k % 7) - 3.0f;
     int64_t d[2] = {1, width};
-    kh_tensor tx = ct_tensor(KH_F32, KH_LAYOUT_NC, 2, d, x), ty = ct_tensor(KH_F32, KH_LAYOUT_NC, 2, d, y);
+    kh_tensor tx = kb_tensor(KH_F32, KH_LAYOUT_NC, 2, d, x), ty = kb_tensor(KH_F32, KH_LAYOUT_NC, 2, d, y);
     double *per = calloc((size_t)rounds, sizeof *per);
     const int calls = 200;
     for (int w = 0; w < 20; w++) B.api->predict(m, &tx, &ty);
@@ -74,7 +74,7 @@ static double measure(const char *plugin, const char *inter, int threads, int op
     free(y);
     free(layers);
     B.api->model_free(m);
-    ct_unload(&B);
+    kb_unload(&B);
     return med;
 }
 

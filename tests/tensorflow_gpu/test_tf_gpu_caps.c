@@ -11,7 +11,7 @@
 #include "tf_gpu_testlib.h"
 
 int main(void) {
-    ct_backend b;
+    kb_backend b;
     tfg_load_module(&b);
     kh_caps c;
     memset(&c, 0, sizeof c);
@@ -30,7 +30,7 @@ int main(void) {
     snprintf(dev.id, sizeof dev.id, "cuda:0");
     char err[512] = "";
     kh_bsession *s = NULL;
-    kh_status st = b.api->open(ct_host(), &dev, &s, err, sizeof err);
+    kh_status st = b.api->open(kb_host(), &dev, &s, err, sizeof err);
     if (!c.available) {
         CHECK(st == KH_ERR_UNSUPPORTED && s == NULL, "open cuda:0 where unavailable: status %d", (int)st);
         CHECK(strstr(err, TFG_PLUGIN " open on cuda:0") != NULL, "open error names the device: %s", err);
@@ -61,14 +61,14 @@ int main(void) {
         kh_model_spec sp = {.struct_size = sizeof sp, .name = "tiny", .input_dtype = KH_F32, .input_rank = 1,
                             .input_shape = {4}, .n_layers = 1, .layers = &l, .loss = KH_LOSS_CATEGORICAL_CROSSENTROPY,
                             .optimizer = {.kind = KH_OPT_ADAM, .lr = 1e-3f}, .n_classes = 3};
-        kh_bmodel *m = ct_compile(&b, &sp, 4, 1);
+        kh_bmodel *m = kb_compile(&b, &sp, 4, 1);
         CHECK(m != NULL, "cpu compile");
         if (m) {
-            CHECK(ct_init_weights(&b, m, &sp, 1, NULL) == 0, "cpu weights");
+            CHECK(kb_init_weights(&b, m, &sp, 1, NULL) == 0, "cpu weights");
             float x[8] = {1, 2, 3, 4, -1, 0, 1, 0};
             int32_t y[2] = {0, 2};
             int64_t xd[2] = {2, 4}, yd[1] = {2};
-            kh_tensor tx = ct_tensor(KH_F32, KH_LAYOUT_NC, 2, xd, x), ty = ct_tensor(KH_I32, KH_LAYOUT_NC, 1, yd, y);
+            kh_tensor tx = kb_tensor(KH_F32, KH_LAYOUT_NC, 2, xd, x), ty = kb_tensor(KH_I32, KH_LAYOUT_NC, 1, yd, y);
             CHECK(b.api->train_batch(m, &tx, &ty) == KH_OK, "cpu train: %s", b.api->last_error(b.s));
             kh_metrics met;
             CHECK(b.api->read_metrics(m, KH_PHASE_TRAIN, &met, 1) == KH_OK && met.samples == 2, "cpu metrics");

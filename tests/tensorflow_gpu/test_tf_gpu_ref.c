@@ -27,7 +27,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "../cntk/cntk_parity.h"
+#include "parity.h"
 #include "testutil.h"
 #include "tf_gpu_models.h"
 #include "tf_gpu_testlib.h"
@@ -37,7 +37,7 @@
 #define PROBE_TOL 1e-4
 #define STEP_TOL 1e-3
 
-static ct_backend CPU, GPU;
+static kb_backend CPU, GPU;
 static uint64_t g_seed;
 
 static double rel_err(const float *a, const float *b, int64_t n) {
@@ -68,7 +68,7 @@ static float *nan_buf(int64_t n) {
 
 /* The model input as the host hands it to tensorflow: NHWC images, indices, one-hot expanded to f32. */
 typedef struct feed {
-    ct_batch bt;
+    kb_batch bt;
     float *onehot;
     kh_tensor x, y;
     int64_t ydims[1];
@@ -76,7 +76,7 @@ typedef struct feed {
 
 static void make_feed(feed *fd, const kh_model_spec *sp, int64_t n, kh_rng *r) {
     memset(fd, 0, sizeof *fd);
-    ct_make_batch(&fd->bt, sp, n, r);
+    kb_make_batch(&fd->bt, sp, n, r);
     fd->x = fd->bt.x_nhwc;
     if (sp->input_onehot > 0) {
         int64_t depth = sp->input_onehot, per = fd->bt.per;
@@ -85,14 +85,14 @@ static void make_feed(feed *fd, const kh_model_spec *sp, int64_t n, kh_rng *r) {
         int64_t dims[4] = {n, 0, 0, 0};
         for (int i = 0; i < sp->input_rank; i++) dims[i + 1] = sp->input_shape[i];
         dims[sp->input_rank + 1] = depth;
-        fd->x = ct_tensor(KH_F32, KH_LAYOUT_NTC, sp->input_rank + 2, dims, fd->onehot);
+        fd->x = kb_tensor(KH_F32, KH_LAYOUT_NTC, sp->input_rank + 2, dims, fd->onehot);
     }
     fd->ydims[0] = n;
-    fd->y = ct_tensor(KH_I32, KH_LAYOUT_NC, 1, fd->ydims, fd->bt.labels);
+    fd->y = kb_tensor(KH_I32, KH_LAYOUT_NC, 1, fd->ydims, fd->bt.labels);
 }
 
 static void free_feed(feed *fd) {
-    ct_free_batch(&fd->bt);
+    kb_free_batch(&fd->bt);
     free(fd->onehot);
 }
 
@@ -142,8 +142,8 @@ static void compare_weights(const char *name, const char *when, const kh_model_s
         for (int s = 0; s < sh->layers[l].n_params; s++) {
             const kh_param_shape *ps = &sh->layers[l].params[s];
             float *a = nan_buf(ps->numel), *b = nan_buf(ps->numel);
-            kh_tensor ta = ct_tensor(KH_F32, KH_LAYOUT_ANY, ps->rank, ps->dims, a);
-            kh_tensor tb = ct_tensor(KH_F32, KH_LAYOUT_ANY, ps->rank, ps->dims, b);
+            kh_tensor ta = kb_tensor(KH_F32, KH_LAYOUT_ANY, ps->rank, ps->dims, a);
+            kh_tensor tb = kb_tensor(KH_F32, KH_LAYOUT_ANY, ps->rank, ps->dims, b);
             CHECK(GPU.api->get_weight(mg, l, s, &ta) == KH_OK, "%s gpu get_weight: %s", name, GPU.api->last_error(GPU.s));
             CHECK(CPU.api->get_weight(mc, l, s, &tb) == KH_OK, "%s cpu get_weight", name);
             char what[96];
@@ -162,15 +162,15 @@ static void probes(const char *name, const kh_model_spec *sp, const kh_model_sha
     int64_t on = sh->layers[sh->n_layers - 1].out_numel, in = fd.bt.per * (sp->input_onehot > 0 ? sp->input_onehot : 1);
     int64_t odims[2] = {n, on}, idims[2] = {n, in};
     float *yc = nan_buf(n * on), *yg = nan_buf(n * on), *dy = nan_buf(n * on);
-    ct_fill_uniform(dy, n * on, -1.0f, 1.0f, r);
-    kh_tensor tyc = ct_tensor(KH_F32, KH_LAYOUT_NC, 2, odims, yc), tyg = ct_tensor(KH_F32, KH_LAYOUT_NC, 2, odims, yg);
-    kh_tensor tdy = ct_tensor(KH_F32, KH_LAYOUT_NC, 2, odims, dy);
+    kb_fill_uniform(dy, n * on, -1.0f, 1.0f, r);
+    kh_tensor tyc = kb_tensor(KH_F32, KH_LAYOUT_NC, 2, odims, yc), tyg = kb_tensor(KH_F32, KH_LAYOUT_NC, 2, odims, yg);
+    kh_tensor tdy = kb_tensor(KH_F32, KH_LAYOUT_NC, 2, odims, dy);
     CHECK(CPU.api->forward(mc, &fd.x, &tyc) == KH_OK, "%s cpu forward: %s", name, CPU.api->last_error(CPU.s));
     CHECK(GPU.api->forward(mg, &fd.x, &tyg) == KH_OK, "%s gpu forward: %s", name, GPU.api->last_error(GPU.s));
     compare(name, "probe forward", yg, yc, n * on, PROBE_TOL);
     int f32_in = fd.x.dtype == KH_F32;
     float *dxc = f32_in ? nan_buf(n * in) : NULL, *dxg = f32_in ? nan_buf(n * in) : NULL;
-    kh_tensor tdxc = ct_tensor(KH_F32, KH_LAYOUT_NC, 2, idims, dxc), tdxg = ct_tensor(KH_F32, KH_LAYOUT_NC, 2, idims, dxg);
+    kh_tensor tdxc = kb_tensor(KH_F32, KH_LAYOUT_NC, 2, idims, dxc), tdxg = kb_tensor(KH_F32, KH_LAYOUT_NC, 2, idims, dxg);
     CHECK(CPU.api->backward(mc, &tdy, f32_in ? &tdxc : NULL) == KH_OK, "%s cpu backward: %s", name,
           CPU.api->last_error(CPU.s));
     /* backward twice after one forward (backend.h allows it): the device's second must match the cpu too */
@@ -187,8 +187,8 @@ static void probes(const char *name, const kh_model_spec *sp, const kh_model_sha
             for (int s = 0; s < sh->layers[l].n_params; s++) {
                 const kh_param_shape *ps = &sh->layers[l].params[s];
                 float *a = nan_buf(ps->numel), *b = nan_buf(ps->numel);
-                kh_tensor ta = ct_tensor(KH_F32, KH_LAYOUT_ANY, ps->rank, ps->dims, a);
-                kh_tensor tb = ct_tensor(KH_F32, KH_LAYOUT_ANY, ps->rank, ps->dims, b);
+                kh_tensor ta = kb_tensor(KH_F32, KH_LAYOUT_ANY, ps->rank, ps->dims, a);
+                kh_tensor tb = kb_tensor(KH_F32, KH_LAYOUT_ANY, ps->rank, ps->dims, b);
                 CHECK(GPU.api->get_grad(mg, l, s, &ta) == KH_OK, "%s gpu get_grad: %s", name,
                       GPU.api->last_error(GPU.s));
                 CHECK(CPU.api->get_grad(mc, l, s, &tb) == KH_OK, "%s cpu get_grad", name);
@@ -243,11 +243,11 @@ static void one_model(const kh_model_spec *sp, int max_batch) {
         return;
     }
     float **w = NULL;
-    CHECK(ct_init_weights(&CPU, mc, sp, g_seed ^ 0x5eed, &w) == 0, "%s cpu weights", name);
+    CHECK(kb_init_weights(&CPU, mc, sp, g_seed ^ 0x5eed, &w) == 0, "%s cpu weights", name);
     for (int l = 0; w && l < sh.n_layers; l++)
         for (int s = 0; s < sh.layers[l].n_params; s++) {
             const kh_param_shape *ps = &sh.layers[l].params[s];
-            kh_tensor t = ct_tensor(KH_F32, KH_LAYOUT_ANY, ps->rank, ps->dims, w[l * KH_MAX_SLOTS + s]);
+            kh_tensor t = kb_tensor(KH_F32, KH_LAYOUT_ANY, ps->rank, ps->dims, w[l * KH_MAX_SLOTS + s]);
             CHECK(GPU.api->set_weight(mg, l, s, &t) == KH_OK, "%s gpu set_weight: %s", name, GPU.api->last_error(GPU.s));
         }
     if (!w) {
@@ -279,7 +279,7 @@ static void one_model(const kh_model_spec *sp, int max_batch) {
     metrics_equal(name, KH_PHASE_EVAL, mc, mg);
     int64_t on = sh.layers[sh.n_layers - 1].out_numel, odims[2] = {max_batch, on};
     float *pc = nan_buf(max_batch * on), *pg = nan_buf(max_batch * on);
-    kh_tensor tpc = ct_tensor(KH_F32, KH_LAYOUT_NC, 2, odims, pc), tpg = ct_tensor(KH_F32, KH_LAYOUT_NC, 2, odims, pg);
+    kh_tensor tpc = kb_tensor(KH_F32, KH_LAYOUT_NC, 2, odims, pc), tpg = kb_tensor(KH_F32, KH_LAYOUT_NC, 2, odims, pg);
     CHECK(CPU.api->predict(mc, &fd.x, &tpc) == KH_OK, "%s cpu predict", name);
     CHECK(GPU.api->predict(mg, &fd.x, &tpg) == KH_OK, "%s gpu predict: %s", name, GPU.api->last_error(GPU.s));
     compare(name, "predict", pg, pc, max_batch * on, STEP_TOL);
@@ -301,7 +301,7 @@ static void one_model(const kh_model_spec *sp, int max_batch) {
     CHECK(GPU.api->sync(mg) == KH_OK, "%s: sync: %s", name, GPU.api->last_error(GPU.s));
     free(pc), free(pg);
     free_feed(&fd);
-    ct_free_weights(sp, w);
+    kb_free_weights(sp, w);
     CPU.api->model_free(mc);
     GPU.api->model_free(mg);
     kh_model_shapes_free(&sh);
@@ -342,14 +342,14 @@ int main(void) {
     CHECK(CPU.s != NULL, "open cpu");
     if (CPU.s) {
         const kh_model_spec *small;
-        int ns = ct_small_models(&small);
+        int ns = kb_small_models(&small);
         for (int k = 0; k < ns; k++) one_model(&small[k], 6);
         const tfg_model *bench;
         int nb = tfg_bench_models(&bench);
         for (int k = 0; k < nb; k++) one_model(&bench[k].spec, 4);
         if (!rehearsal) out_of_memory();
         const kh_model_spec *again;
-        ct_small_models(&again);
+        kb_small_models(&again);
         one_model(&again[0], 3);
         CPU.api->close(CPU.s);
     }

@@ -9,7 +9,7 @@
 
 #include "testutil.h"
 
-void tfg_load_module(ct_backend *b) {
+void tfg_load_module(kb_backend *b) {
     memset(b, 0, sizeof *b);
     const char *build = getenv("KHOST_BUILD");
     char path[4096];
@@ -23,12 +23,12 @@ void tfg_load_module(ct_backend *b) {
     kh_entry_fn entry;
     *(void **)(&entry) = dlsym(b->dl, KH_ENTRY_NAME);
     if (!entry) kh_test_skip("no entry point in " TFG_PLUGIN ".so");
-    b->desc = entry(ct_host());
+    b->desc = entry(kb_host());
     b->api = b->desc ? b->desc->api : NULL;
     if (!b->api) kh_test_skip(TFG_PLUGIN " entry returned no API");
 }
 
-kh_bsession *tfg_open_cpu(ct_backend *b, int threads) {
+kh_bsession *tfg_open_cpu(kb_backend *b, int threads) {
     kh_device dev;
     memset(&dev, 0, sizeof dev);
     dev.struct_size = sizeof dev;
@@ -39,14 +39,14 @@ kh_bsession *tfg_open_cpu(ct_backend *b, int threads) {
     dev.threads = threads;
     char err[512];
     kh_bsession *s = NULL;
-    if (b->api->open(ct_host(), &dev, &s, err, sizeof err) != KH_OK) {
+    if (b->api->open(kb_host(), &dev, &s, err, sizeof err) != KH_OK) {
         fprintf(stderr, "open cpu: %s\n", err);
         return NULL;
     }
     return s;
 }
 
-kh_bsession *tfg_open_cuda(ct_backend *b) {
+kh_bsession *tfg_open_cuda(kb_backend *b) {
     kh_caps c;
     memset(&c, 0, sizeof c);
     c.struct_size = sizeof c;
@@ -66,7 +66,7 @@ kh_bsession *tfg_open_cuda(ct_backend *b) {
     dev.threads = 1;
     char err[512];
     kh_bsession *s = NULL;
-    if (b->api->open(ct_host(), &dev, &s, err, sizeof err) != KH_OK) {
+    if (b->api->open(kb_host(), &dev, &s, err, sizeof err) != KH_OK) {
         fprintf(stderr, "FAIL: caps say CUDA is available (%s) but open failed: %s\n", c.note, err);
         exit(1);
     }
@@ -75,7 +75,7 @@ kh_bsession *tfg_open_cuda(ct_backend *b) {
     return s;
 }
 
-void tfg_unload(ct_backend *b) {
+void tfg_unload(kb_backend *b) {
     if (b->dl) dlclose(b->dl);
     memset(b, 0, sizeof *b);
 }

@@ -1,6 +1,6 @@
-/* tests/cntk/cntk_testlib.c — see cntk_testlib.h. */
+/* tests/backend/backend_testlib.c — see backend_testlib.h. */
 #define _POSIX_C_SOURCE 200809L
-#include "cntk_testlib.h"
+#include "backend_testlib.h"
 
 #include <dlfcn.h>
 #include <stdarg.h>
@@ -46,22 +46,22 @@ static const kh_host_api g_host = {
 };
 
 static const kh_host_api *g_use = &g_host; /* the table modules get (a test may count allocations) */
-const kh_host_api *ct_host(void) { return g_use; }
-void ct_set_host(const kh_host_api *h) { g_use = h ? h : &g_host; }
+const kh_host_api *kb_host(void) { return g_use; }
+void kb_set_host(const kh_host_api *h) { g_use = h ? h : &g_host; }
 
 static kh_caps g_cpu_caps; /* of the loaded backend: how batches must be laid out for it */
-const kh_caps *ct_cpu_caps(void) { return &g_cpu_caps; }
+const kh_caps *kb_cpu_caps(void) { return &g_cpu_caps; }
 
-const char *ct_plugin_name(void) {
+const char *kb_plugin_name(void) {
     const char *p = getenv("KHOST_TEST_PLUGIN");
     return p && *p ? p : "cntk";
 }
 
-void ct_load_module(ct_backend *b) {
+void kb_load_module(kb_backend *b) {
     memset(b, 0, sizeof *b);
     const char *build = getenv("KHOST_BUILD");
     char path[4096];
-    snprintf(path, sizeof path, "%s/plugins/%s.so", build && *build ? build : ".", ct_plugin_name());
+    snprintf(path, sizeof path, "%s/plugins/%s.so", build && *build ? build : ".", kb_plugin_name());
     b->dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (!b->dl) {
         char why[4400];
@@ -79,8 +79,8 @@ void ct_load_module(ct_backend *b) {
     b->api->get_caps(KH_DEVICE_CPU, &g_cpu_caps);
 }
 
-void ct_load(ct_backend *b, int threads) {
-    ct_load_module(b);
+void kb_load(kb_backend *b, int threads) {
+    kb_load_module(b);
     kh_device dev;
     memset(&dev, 0, sizeof dev);
     dev.struct_size = sizeof dev;
@@ -92,18 +92,18 @@ void ct_load(ct_backend *b, int threads) {
     char err[512];
     if (b->api->open(g_use, &dev, &b->s, err, sizeof err) != KH_OK) {
         char why[600];
-        snprintf(why, sizeof why, "%s open cpu: %s", ct_plugin_name(), err);
+        snprintf(why, sizeof why, "%s open cpu: %s", kb_plugin_name(), err);
         kh_test_skip(why);
     }
 }
 
-void ct_unload(ct_backend *b) {
+void kb_unload(kb_backend *b) {
     if (b->s) b->api->close(b->s);
     if (b->dl) dlclose(b->dl);
     memset(b, 0, sizeof *b);
 }
 
-kh_bmodel *ct_compile(ct_backend *b, const kh_model_spec *spec, int max_batch, int deterministic) {
+kh_bmodel *kb_compile(kb_backend *b, const kh_model_spec *spec, int max_batch, int deterministic) {
     kh_compile_opts o = {.struct_size = sizeof o, .max_batch = max_batch, .seed = 7, .deterministic = deterministic};
     kh_bmodel *m = NULL;
     if (b->api->compile(b->s, spec, &o, &m) != KH_OK) {
@@ -113,7 +113,7 @@ kh_bmodel *ct_compile(ct_backend *b, const kh_model_spec *spec, int max_batch, i
     return m;
 }
 
-kh_tensor ct_tensor(uint32_t dtype, uint32_t layout, int rank, const int64_t *dims, void *data) {
+kh_tensor kb_tensor(uint32_t dtype, uint32_t layout, int rank, const int64_t *dims, void *data) {
     kh_tensor t;
     memset(&t, 0, sizeof t);
     t.dtype = dtype;
@@ -124,11 +124,11 @@ kh_tensor ct_tensor(uint32_t dtype, uint32_t layout, int rank, const int64_t *di
     return t;
 }
 
-void ct_fill_uniform(float *x, int64_t n, float lo, float hi, kh_rng *r) {
+void kb_fill_uniform(float *x, int64_t n, float lo, float hi, kh_rng *r) {
     for (int64_t i = 0; i < n; i++) x[i] = lo + (hi - lo) * (float)kh_rng_uniform(r);
 }
 
-int ct_init_weights(ct_backend *b, kh_bmodel *m, const kh_model_spec *spec, uint64_t seed, float ***keep) {
+int kb_init_weights(kb_backend *b, kh_bmodel *m, const kh_model_spec *spec, uint64_t seed, float ***keep) {
     kh_model_shapes sh;
     char err[256];
     if (kh_spec_infer(spec, &sh, err, sizeof err) != KH_OK) {
@@ -148,7 +148,7 @@ int ct_init_weights(ct_backend *b, kh_bmodel *m, const kh_model_spec *spec, uint
                 rc = -1;
                 break;
             }
-            kh_tensor t = ct_tensor(KH_F32, KH_LAYOUT_ANY, p->rank, p->dims, w);
+            kh_tensor t = kb_tensor(KH_F32, KH_LAYOUT_ANY, p->rank, p->dims, w);
             if (b->api->set_weight(m, l, s, &t) != KH_OK) {
                 fprintf(stderr, "set_weight %d/%d: %s\n", l, s, b->api->last_error(b->s));
                 rc = -1;
@@ -163,7 +163,7 @@ int ct_init_weights(ct_backend *b, kh_bmodel *m, const kh_model_spec *spec, uint
     return rc;
 }
 
-void ct_free_weights(const kh_model_spec *spec, float **keep) {
+void kb_free_weights(const kh_model_spec *spec, float **keep) {
     if (!keep) return;
     for (int i = 0; i < spec->n_layers * KH_MAX_SLOTS; i++) free(keep[i]);
     free(keep);

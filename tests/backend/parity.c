@@ -1,0 +1,165 @@
+/* tests/backend/parity.c — see parity.h. */
+#include "parity.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "testutil.h"
+
+double kb_rel_err(const float *a, const double *b, int64_t n, double floor) {
+    double md = 0, mb = floor;
+    for (int64_t i = 0; i < n; i++) {
+        double d = fabs((double)a[i] - b[i]);
+        if (d > md || isnan(d)) md = isnan(d) ? INFINITY : d;
+        if (fabs(b[i]) > mb) mb = fabs(b[i]);
+    }
+    return md / mb;
+}
+
+void kb_compare(const char *model, const char *what, const float *a, const double *b, int64_t n, double tol,
+                uint64_t seed) {
+    double e = kb_rel_err(a, b, n, 1e-3);
+    char s[48] = "";
+    if (seed) snprintf(s, sizeof s, " (seed %llu)", (unsigned long long)seed);
+    CHECK(e <= tol, "%s %s: relative error %.3g > %.1g%s", model, what, e, tol, s);
+    if (getenv("KHOST_TEST_VERBOSE")) printf("  %-24s %-30s %.3g\n", model, what, e);
+}
+
+void kb_make_batch(kb_batch *bt, const kh_model_spec *sp, int64_t n, kh_rng *r) {
+    memset(bt, 0, sizeof *bt);
+    bt->n = n;
+    bt->per = 1;
+    int64_t dims[4] = {n, 0, 0, 0};
+    for (int i = 0; i < sp->input_rank; i++) {
+        bt->per *= sp->input_shape[i];
+        dims[i + 1] = sp->input_shape[i];
+    }
+    bt->labels = malloc((size_t)n * sizeof(int32_t));
+    for (int64_t i = 0; i < n; i++)
+        bt->labels[i] = (int32_t)kh_rng_below(r, (uint64_t)(sp->n_classes > 1 ? sp->n_classes : 2));
+    if (sp->input_dtype == KH_I32) {
+        int64_t vocab = sp->input_onehot > 0 ? sp->input_onehot : sp->layers[0].input_dim;
+        bt->xi = malloc((size_t)(n * bt->per) * sizeof(int32_t));
+        for (int64_t i = 0; i < n * bt->per; i++) bt->xi[i] = (int32_t)kh_rng_below(r, (uint64_t)vocab);
+        bt->x_nhwc = kb_tensor(KH_I32, KH_LAYOUT_NT, sp->input_rank + 1, dims, bt->xi);
+        bt->x_backend = bt->x_nhwc;
+        if (sp->input_onehot > 0 && !(kb_cpu_caps()->flags & KH_CAP_ONEHOT_INPUT)) {
+            /* expanded by the host, as the training loop does for such a backend */
+            int64_t depth = sp->input_onehot;
+            bt->xf_nhwc = calloc((size_t)(n * bt->per * depth), sizeof(float));
+            for (int64_t i = 0; i < n * bt->per; i++) bt->xf_nhwc[i * depth + bt->xi[i]] = 1.0f;
+            dims[sp->input_rank + 1] = depth;
+            bt->x_backend = kb_tensor(KH_F32, KH_LAYOUT_NTC, sp->input_rank + 2, dims, bt->xf_nhwc);
+        }
+        return;
+    }
+    bt->xf_nhwc = malloc((size_t)(n * bt->per) * sizeof(float));
+    kb_fill_uniform(bt->xf_nhwc, n * bt->per, -1.0f, 1.0f, r);
+    bt->x_nhwc = kb_tensor(KH_F32, sp->input_rank == 3 ? KH_LAYOUT_NHWC : KH_LAYOUT_NC, sp->input_rank + 1, dims,
+                           bt->xf_nhwc);
+    bt->x_backend = bt->x_nhwc;
+    if (sp->input_rank == 3 && kb_cpu_caps()->image_layout == KH_LAYOUT_NCHW) { /* as the host converts */
+        int64_t H = dims[1], W = dims[2], C = dims[3];
+        bt->xf_nchw = malloc((size_t)(n * bt->per) * sizeof(float));
+        for (int64_t s = 0; s < n; s++)
+            for (int64_t h = 0; h < H; h++)
+                for (int64_t w = 0; w < W; w++)
+                    for (int64_t c = 0; c < C; c++)
+                        bt->xf_nchw[((s * C + c) * H + h) * W + w] = bt->xf_nhwc[((s * H + h) * W + w) * C + c];
+        int64_t nd[4] = {n, C, H, W};
+        bt->x_backend = kb_tensor(KH_F32, KH_LAYOUT_NCHW, 4, nd, bt->xf_nchw);
+    }
+}
+
+void kb_free_batch(kb_batch *bt) {
+    free(bt->xf_nhwc);
+    free(bt->xf_nchw);
+    free(bt->xi);
+    free(bt->labels);
+}
+
+kh_optimizer_spec kb_opt(uint32_t kind, float lr, float decay) {
+    kh_optimizer_spec o = {.kind = kind, .lr = lr, .rho = kind == KH_OPT_ADADELTA ? 0.95f : 0.9f, .beta_1 = 0.9f,
+                           .beta_2 = 0.999f, .epsilon = 1e-7f, .decay = decay};
+    return o;
+}
+
+kh_model_spec kb_spec(const char *name, uint32_t dtype, int rank, int a, int b, int c, int onehot,
+                      const kh_layer_spec *layers, int n, uint32_t loss, kh_optimizer_spec o, int classes) {
+    kh_model_spec s;
+    memset(&s, 0, sizeof s);
+    s.struct_size = sizeof s;
+    s.name = name;
+    s.input_dtype = dtype;
+    s.input_rank = rank;
+    s.input_shape[0] = a, s.input_shape[1] = b, s.input_shape[2] = c;
+    s.input_onehot = onehot;
+    s.n_layers = n;
+    s.layers = layers;
+    s.loss = loss;
+    s.optimizer = o;
+    s.n_classes = classes;
+    return s;
+}
+
+static const kh_layer_spec mlp[] = {KB_L(.kind = KH_LAYER_DENSE, .units = 7, .activation = KH_ACT_RELU),
+                                    KB_L(.kind = KH_LAYER_DROPOUT, .rate = 0.3f),
+                                    KB_L(.kind = KH_LAYER_DENSE, .units = 5, .activation = KH_ACT_TANH),
+                                    KB_L(.kind = KH_LAYER_DENSE, .units = 4, .activation = KH_ACT_SOFTMAX)};
+static const kh_layer_spec cnn[] = {
+    KB_L(.kind = KH_LAYER_CONV2D, .units = 3, .kernel = {3, 3}, .activation = KH_ACT_RELU),
+    KB_L(.kind = KH_LAYER_CONV2D, .units = 4, .kernel = {3, 2}, .padding = KH_PAD_SAME, .activation = KH_ACT_TANH),
+    KB_L(.kind = KH_LAYER_MAXPOOL2D, .kernel = {2, 2}),
+    KB_L(.kind = KH_LAYER_DROPOUT, .rate = 0.25f),
+    KB_L(.kind = KH_LAYER_FLATTEN),
+    KB_L(.kind = KH_LAYER_DENSE, .units = 6, .activation = KH_ACT_SIGMOID),
+    KB_L(.kind = KH_LAYER_DENSE, .units = 3),
+    KB_L(.kind = KH_LAYER_ACTIVATION, .activation = KH_ACT_SOFTMAX)};
+static const kh_layer_spec cnn_strided[] = {
+    KB_L(.kind = KH_LAYER_CONV2D, .units = 2, .kernel = {3, 3}, .strides = {2, 2}, .padding = KH_PAD_SAME,
+         .activation = KH_ACT_RELU),
+    KB_L(.kind = KH_LAYER_MAXPOOL2D, .kernel = {2, 2}, .strides = {1, 1}, .padding = KH_PAD_SAME),
+    KB_L(.kind = KH_LAYER_FLATTEN),
+    KB_L(.kind = KH_LAYER_DENSE, .units = 2, .activation = KH_ACT_SOFTMAX)};
+static const kh_layer_spec fasttext[] = {KB_L(.kind = KH_LAYER_EMBEDDING, .input_dim = 40, .units = 4),
+                                         KB_L(.kind = KH_LAYER_GAP1D),
+                                         KB_L(.kind = KH_LAYER_DENSE, .units = 1, .activation = KH_ACT_SIGMOID)};
+static const kh_layer_spec bilstm[] = {KB_L(.kind = KH_LAYER_EMBEDDING, .input_dim = 30, .units = 6),
+                                       KB_L(.kind = KH_LAYER_BILSTM, .units = 5),
+                                       KB_L(.kind = KH_LAYER_DROPOUT, .rate = 0.5f),
+                                       KB_L(.kind = KH_LAYER_DENSE, .units = 1, .activation = KH_ACT_SIGMOID)};
+static const kh_layer_spec textgen[] = {KB_L(.kind = KH_LAYER_LSTM, .units = 6),
+                                        KB_L(.kind = KH_LAYER_DENSE, .units = 9, .activation = KH_ACT_SOFTMAX)};
+static const kh_layer_spec seq[] = {KB_L(.kind = KH_LAYER_LSTM, .units = 4, .return_sequences = 1),
+                                    KB_L(.kind = KH_LAYER_BILSTM, .units = 3, .return_sequences = 1),
+                                    KB_L(.kind = KH_LAYER_GAP1D),
+                                    KB_L(.kind = KH_LAYER_DENSE, .units = 3, .activation = KH_ACT_SOFTMAX)};
+static const kh_layer_spec onehot_flat[] = {KB_L(.kind = KH_LAYER_FLATTEN),
+                                            KB_L(.kind = KH_LAYER_DENSE, .units = 3, .activation = KH_ACT_SOFTMAX)};
+
+int kb_small_models(const kh_model_spec **models) {
+    static kh_model_spec m[8];
+    static int n;
+    if (!n) {
+        m[n++] = kb_spec("mlp_rmsprop", KH_F32, 1, 8, 0, 0, 0, mlp, KB_N(mlp), KH_LOSS_CATEGORICAL_CROSSENTROPY,
+                         kb_opt(KH_OPT_RMSPROP, 1e-3f, 0), 4);
+        m[n++] = kb_spec("cnn_adadelta", KH_F32, 3, 7, 6, 2, 0, cnn, KB_N(cnn), KH_LOSS_CATEGORICAL_CROSSENTROPY,
+                         kb_opt(KH_OPT_ADADELTA, 1.0f, 0), 3);
+        m[n++] = kb_spec("cnn_strided_sgd", KH_F32, 3, 5, 6, 3, 0, cnn_strided, KB_N(cnn_strided),
+                         KH_LOSS_CATEGORICAL_CROSSENTROPY, kb_opt(KH_OPT_SGD, 0.1f, 0), 2);
+        m[n++] = kb_spec("fasttext_adam", KH_I32, 1, 9, 0, 0, 0, fasttext, KB_N(fasttext), KH_LOSS_BINARY_CROSSENTROPY,
+                         kb_opt(KH_OPT_ADAM, 1e-3f, 0), 1);
+        m[n++] = kb_spec("bilstm_adam", KH_I32, 1, 7, 0, 0, 0, bilstm, KB_N(bilstm), KH_LOSS_BINARY_CROSSENTROPY,
+                         kb_opt(KH_OPT_ADAM, 1e-3f, 1e-3f), 1);
+        m[n++] = kb_spec("textgen_onehot_rmsprop", KH_I32, 1, 5, 0, 0, 9, textgen, KB_N(textgen),
+                         KH_LOSS_CATEGORICAL_CROSSENTROPY, kb_opt(KH_OPT_RMSPROP, 1e-2f, 0), 9);
+        m[n++] = kb_spec("lstm_sequences_adam", KH_F32, 2, 6, 3, 0, 0, seq, KB_N(seq), KH_LOSS_CATEGORICAL_CROSSENTROPY,
+                         kb_opt(KH_OPT_ADAM, 1e-3f, 0), 3);
+        m[n++] = kb_spec("onehot_expanded_rmsprop", KH_I32, 2, 2, 3, 0, 4, onehot_flat, KB_N(onehot_flat),
+                         KH_LOSS_CATEGORICAL_CROSSENTROPY, kb_opt(KH_OPT_RMSPROP, 1e-3f, 1e-2f), 3);
+    }
+    *models = m;
+    return n;
+}
