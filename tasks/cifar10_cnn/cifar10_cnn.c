@@ -21,25 +21,11 @@ static const kh_task_info info = {
     .target_is_max = 0, .n_published = (int32_t)(sizeof published / sizeof published[0]), .published = published,
 };
 
-#define CONV(f, pad) {.kind = KH_LAYER_CONV2D, .units = (f), .kernel = {3, 3}, .padding = (pad)}
-#define ACT(a) {.kind = KH_LAYER_ACTIVATION, .activation = (a)}
-static const kh_layer_spec layers[] = {
-    CONV(32, KH_PAD_SAME),  ACT(KH_ACT_RELU), CONV(32, KH_PAD_VALID), ACT(KH_ACT_RELU),
-    {.kind = KH_LAYER_MAXPOOL2D, .kernel = {2, 2}}, {.kind = KH_LAYER_DROPOUT, .rate = 0.25f},
-    CONV(64, KH_PAD_SAME),  ACT(KH_ACT_RELU), CONV(64, KH_PAD_VALID), ACT(KH_ACT_RELU),
-    {.kind = KH_LAYER_MAXPOOL2D, .kernel = {2, 2}}, {.kind = KH_LAYER_DROPOUT, .rate = 0.25f},
-    {.kind = KH_LAYER_FLATTEN},
-    {.kind = KH_LAYER_DENSE, .units = 512},   ACT(KH_ACT_RELU), {.kind = KH_LAYER_DROPOUT, .rate = 0.5f},
-    {.kind = KH_LAYER_DENSE, .units = 10},    ACT(KH_ACT_SOFTMAX),
-};
-
 static const kh_shift_flip augmentation = {.width_shift_range = 0.1, .height_shift_range = 0.1, .horizontal_flip = 1};
 
 static const img_task_def def = {
     .name = "cifar10_cnn", .info = &info, .source = IMG_SOURCE_CIFAR, .rows = 32, .cols = 32, .channels = 3,
-    .classes = 10, .flat = 0, .layers = layers, .n_layers = (int32_t)(sizeof layers / sizeof layers[0]),
-    .optimizer = {.kind = KH_OPT_RMSPROP, .lr = 1e-4f, .rho = 0.9f, .epsilon = 1e-7f, .decay = 1e-6f},
-    .augment = &augmentation,
+    .classes = 10, .flat = 0, .augment = &augmentation,
 };
 
 static const kh_task_info *get_info(void) { return &info; }

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 
 #include "khost/kit/status.h"
+#include "../common_models/bench_models.h"
 
 static const char *const cifar_names[10] = {"airplane", "automobile", "bird",  "cat",  "deer",
                                             "dog",      "frog",       "horse", "ship", "truck"};
@@ -20,6 +21,7 @@ static const char *const fashion_names[10] = {"T-shirt/top", "Trouser", "Pullove
 
 struct kh_tdata {
     const img_task_def *def;
+    kh_bench_model model; /* the spec model() returns points into it */
     const kh_host_api *host;
     char dataset[32];    /* mnist, fashion-mnist, cifar10 */
     char format[48];     /* what was read: "IDX", "CIFAR-10 binary batches", "JPEG image folders" */
@@ -185,25 +187,9 @@ void img_task_unload(kh_tdata *d) {
 const char *img_task_last_error(kh_tdata *d) { return d ? d->err : "no task data"; }
 
 kh_status img_task_model(kh_tdata *d, kh_model_spec *m) {
-    const img_task_def *def = d->def;
-    m->name = def->name;
-    m->input_dtype = KH_F32;
-    if (def->flat) {
-        m->input_rank = 1;
-        m->input_shape[0] = def->rows * def->cols * def->channels;
-        m->input_shape[1] = m->input_shape[2] = 0;
-    } else {
-        m->input_rank = 3;
-        m->input_shape[0] = def->rows;
-        m->input_shape[1] = def->cols;
-        m->input_shape[2] = def->channels;
-    }
-    m->input_onehot = 0;
-    m->n_layers = def->n_layers;
-    m->layers = def->layers;
-    m->loss = KH_LOSS_CATEGORICAL_CROSSENTROPY;
-    m->optimizer = def->optimizer;
-    m->n_classes = def->classes;
+    kh_status st = kh_bench_model_get(d->def->name, 0, &d->model);
+    if (st != KH_OK) return st;
+    kh_bench_model_fill(&d->model, m);
     return KH_OK;
 }
 

@@ -11,14 +11,12 @@
 typedef enum img_source { IMG_SOURCE_IDX = 1, IMG_SOURCE_CIFAR = 2 } img_source;
 
 typedef struct img_task_def {
-    const char *name;            /* task name, also the registry section "task <name>" */
+    const char *name;            /* task name, also the registry section "task <name>" and the model's
+                                    name in tasks/common_models/bench_models.h */
     const kh_task_info *info;
     uint32_t source;             /* img_source: which data sets (and readers) the task accepts */
     int32_t rows, cols, channels, classes;
     int32_t flat;                /* 1: input (rows*cols*channels) NC, as Keras's reshape(-1, 784); 0: NHWC */
-    const kh_layer_spec *layers;
-    int32_t n_layers;
-    kh_optimizer_spec optimizer;
     const kh_shift_flip *augment; /* NULL: no augmentation */
 } img_task_def;
 

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 
 #include "khost/kit/status.h"
+#include "../common_models/bench_models.h"
 
 typedef struct split_stats {
     int64_t n, pos;
@@ -30,7 +31,7 @@ struct kh_tdata {
     split_stats st[2];
     kh_bigram_info bi;
     imdb_task_view view;
-    kh_layer_spec layers[8];
+    kh_bench_model model; /* the spec model() returns points into it */
 };
 
 static kh_status set_err(kh_tdata *d, kh_status st, const char *fmt, ...)
@@ -141,24 +142,14 @@ const char *imdb_task_last_error(kh_tdata *d) { return d ? d->err : "no task dat
 
 const imdb_task_view *imdb_task_get_view(kh_tdata *d) { return &d->view; }
 
-kh_layer_spec *imdb_task_layers(kh_tdata *d, int32_t n) {
-    if (n < 0 || n > (int32_t)(sizeof d->layers / sizeof d->layers[0])) return NULL;
-    memset(d->layers, 0, (size_t)n * sizeof d->layers[0]);
-    return d->layers;
-}
-
-void imdb_task_model_common(kh_tdata *d, kh_model_spec *m) {
-    m->name = d->def->name;
-    m->input_dtype = KH_I32;
-    m->input_rank = 1;
-    m->input_shape[0] = d->def->maxlen;
-    m->input_shape[1] = m->input_shape[2] = 0;
-    m->input_onehot = 0;
-    m->loss = KH_LOSS_BINARY_CROSSENTROPY;
-    /* Keras 2 Adam() defaults: lr 0.001, beta_1 0.9, beta_2 0.999, epsilon 1e-7 (K.epsilon()), decay 0 */
-    m->optimizer = (kh_optimizer_spec){.kind = KH_OPT_ADAM, .lr = 0.001f, .beta_1 = 0.9f, .beta_2 = 0.999f,
-                                       .epsilon = 1e-7f, .decay = 0.0f};
-    m->n_classes = 1;
+kh_status imdb_task_model(kh_tdata *d, kh_model_spec *m) {
+    /* imdb_fasttext's embedding covers the bigram features this data set produced */
+    int64_t features = d->def->bigrams ? imdb_task_get_view(d)->max_features : 0;
+    if (d->def->bigrams && features <= 0) return KH_ERR_INTERNAL;
+    kh_status st = kh_bench_model_get(d->def->name, features, &d->model);
+    if (st != KH_OK) return st;
+    kh_bench_model_fill(&d->model, m);
+    return KH_OK;
 }
 
 int64_t imdb_task_count(kh_tdata *d, uint32_t split) { return d && split <= KH_SPLIT_VAL ? d->st[split].n : 0; }

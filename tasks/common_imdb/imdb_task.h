@@ -24,11 +24,9 @@ kh_status imdb_task_load(const imdb_task_def *def, const kh_host_api *host, cons
 void imdb_task_unload(kh_tdata *d);
 const char *imdb_task_last_error(kh_tdata *d);
 const imdb_task_view *imdb_task_get_view(kh_tdata *d);
-/* Fills the parts of the spec every IMDb model shares: input (I32, rank 1, {maxlen}), binary
- * cross-entropy, Adam(0.001, 0.9, 0.999, 1e-7), one output. The caller sets name and layers. */
-void imdb_task_model_common(kh_tdata *d, kh_model_spec *m);
-/* Layer storage owned by d (the spec's layer array must live as long as d). */
-kh_layer_spec *imdb_task_layers(kh_tdata *d, int32_t n);
+/* The task's model (tasks/common_models/bench_models.h, by the def's name), with imdb_fasttext's embedding
+ * sized by the bigram features of the loaded data; the layers live in d. */
+kh_status imdb_task_model(kh_tdata *d, kh_model_spec *m);
 int64_t imdb_task_count(kh_tdata *d, uint32_t split);
 kh_status imdb_task_get_batch(kh_tdata *d, uint32_t split, const int64_t *idx, int32_t n, kh_tensor *x, kh_tensor *y);
 kh_status imdb_task_describe(kh_tdata *d, kh_print_fn print, void *ctx);

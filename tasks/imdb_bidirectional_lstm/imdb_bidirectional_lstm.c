@@ -34,22 +34,9 @@ static kh_status load(const kh_host_api *host, const kh_load_opts *o, kh_tdata *
     return imdb_task_load(&def, host, o, out, err, errlen);
 }
 
-static kh_status model(kh_tdata *d, kh_model_spec *m) {
-    kh_layer_spec *l = imdb_task_layers(d, 4);
-    if (!l) return KH_ERR_INTERNAL;
-    l[0] = (kh_layer_spec){.kind = KH_LAYER_EMBEDDING, .input_dim = def.num_words, .units = 128};
-    l[1] = (kh_layer_spec){.kind = KH_LAYER_BILSTM, .units = 64, .return_sequences = 0};
-    l[2] = (kh_layer_spec){.kind = KH_LAYER_DROPOUT, .rate = 0.5f};
-    l[3] = (kh_layer_spec){.kind = KH_LAYER_DENSE, .units = 1, .activation = KH_ACT_SIGMOID};
-    imdb_task_model_common(d, m);
-    m->n_layers = 4;
-    m->layers = l;
-    return KH_OK;
-}
-
 static const kh_task_api api = {
     .struct_size = sizeof(kh_task_api), .info = get_info, .load = load, .unload = imdb_task_unload,
-    .last_error = imdb_task_last_error, .model = model, .count = imdb_task_count,
+    .last_error = imdb_task_last_error, .model = imdb_task_model, .count = imdb_task_count,
     .get_batch = imdb_task_get_batch, .augment = NULL, .describe = imdb_task_describe, .after_training = NULL,
 };
 

@@ -34,23 +34,9 @@ static kh_status load(const kh_host_api *host, const kh_load_opts *o, kh_tdata *
     return imdb_task_load(&def, host, o, out, err, errlen);
 }
 
-static kh_status model(kh_tdata *d, kh_model_spec *m) {
-    int64_t max_features = imdb_task_get_view(d)->max_features;
-    if (max_features <= 0 || max_features > INT32_MAX) return KH_ERR_INTERNAL;
-    kh_layer_spec *l = imdb_task_layers(d, 3);
-    if (!l) return KH_ERR_INTERNAL;
-    l[0] = (kh_layer_spec){.kind = KH_LAYER_EMBEDDING, .input_dim = (int32_t)max_features, .units = 50};
-    l[1] = (kh_layer_spec){.kind = KH_LAYER_GAP1D};
-    l[2] = (kh_layer_spec){.kind = KH_LAYER_DENSE, .units = 1, .activation = KH_ACT_SIGMOID};
-    imdb_task_model_common(d, m);
-    m->n_layers = 3;
-    m->layers = l;
-    return KH_OK;
-}
-
 static const kh_task_api api = {
     .struct_size = sizeof(kh_task_api), .info = get_info, .load = load, .unload = imdb_task_unload,
-    .last_error = imdb_task_last_error, .model = model, .count = imdb_task_count,
+    .last_error = imdb_task_last_error, .model = imdb_task_model, .count = imdb_task_count,
     .get_batch = imdb_task_get_batch, .augment = NULL, .describe = imdb_task_describe, .after_training = NULL,
 };
 

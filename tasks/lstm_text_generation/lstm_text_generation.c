@@ -16,6 +16,7 @@
 #include "khost/khost.h"
 #include "khost/kit/status.h"
 #include "khost/kit/rng.h"
+#include "../common_models/bench_models.h"
 
 enum { MAXLEN = 40, STEP = 3, GEN_CHARS = 400 };
 static const double DIVERSITY = 0.5;
@@ -47,7 +48,7 @@ struct kh_tdata {
     char path[4096];
     kh_charwin cw;
     int64_t n_train; /* windows used (limit_train) */
-    kh_layer_spec layers[2];
+    kh_bench_model model; /* the spec model() returns points into it */
 };
 
 static kh_status set_err(kh_tdata *d, kh_status st, const char *fmt, ...)
@@ -99,21 +100,10 @@ static kh_status load(const kh_host_api *host, const kh_load_opts *o, kh_tdata *
 static const char *last_error(kh_tdata *d) { return d ? d->err : "no task data"; }
 
 static kh_status model(kh_tdata *d, kh_model_spec *m) {
-    int32_t n = d->cw.n_distinct;
-    d->layers[0] = (kh_layer_spec){.kind = KH_LAYER_LSTM, .units = 128, .return_sequences = 0};
-    d->layers[1] = (kh_layer_spec){.kind = KH_LAYER_DENSE, .units = n, .activation = KH_ACT_SOFTMAX};
-    m->name = "lstm_text_generation";
-    m->input_dtype = KH_I32;
-    m->input_rank = 1;
-    m->input_shape[0] = MAXLEN;
-    m->input_shape[1] = m->input_shape[2] = 0;
-    m->input_onehot = n; /* the model's real input: one_hot(x, n), (40, n) as the script's boolean x */
-    m->n_layers = 2;
-    m->layers = d->layers;
-    m->loss = KH_LOSS_CATEGORICAL_CROSSENTROPY;
-    /* RMSprop(lr=0.01): rho 0.9, epsilon 1e-7 (K.epsilon()), decay 0 */
-    m->optimizer = (kh_optimizer_spec){.kind = KH_OPT_RMSPROP, .lr = 0.01f, .rho = 0.9f, .epsilon = 1e-7f, .decay = 0.0f};
-    m->n_classes = n;
+    /* the softmax and the one-hot input are as wide as the corpus has distinct characters */
+    kh_status st = kh_bench_model_get("lstm_text_generation", d->cw.n_distinct, &d->model);
+    if (st != KH_OK) return st;
+    kh_bench_model_fill(&d->model, m);
     return KH_OK;
 }
 

@@ -19,21 +19,9 @@ static const kh_task_info info = {
     .n_published = (int32_t)(sizeof published / sizeof published[0]), .published = published,
 };
 
-static const kh_layer_spec layers[] = {
-    {.kind = KH_LAYER_CONV2D, .units = 32, .kernel = {3, 3}, .padding = KH_PAD_VALID, .activation = KH_ACT_RELU},
-    {.kind = KH_LAYER_CONV2D, .units = 64, .kernel = {3, 3}, .padding = KH_PAD_VALID, .activation = KH_ACT_RELU},
-    {.kind = KH_LAYER_MAXPOOL2D, .kernel = {2, 2}, .padding = KH_PAD_VALID},
-    {.kind = KH_LAYER_DROPOUT, .rate = 0.25f},
-    {.kind = KH_LAYER_FLATTEN},
-    {.kind = KH_LAYER_DENSE, .units = 128, .activation = KH_ACT_RELU},
-    {.kind = KH_LAYER_DROPOUT, .rate = 0.5f},
-    {.kind = KH_LAYER_DENSE, .units = 10, .activation = KH_ACT_SOFTMAX},
-};
-
 static const img_task_def def = {
     .name = "mnist_cnn", .info = &info, .source = IMG_SOURCE_IDX, .rows = 28, .cols = 28, .channels = 1,
-    .classes = 10, .flat = 0, .layers = layers, .n_layers = (int32_t)(sizeof layers / sizeof layers[0]),
-    .optimizer = {.kind = KH_OPT_ADADELTA, .lr = 1.0f, .rho = 0.95f, .epsilon = 1e-7f, .decay = 0.0f},
+    .classes = 10, .flat = 0,
 };
 
 static const kh_task_info *get_info(void) { return &info; }

@@ -18,18 +18,9 @@ static const kh_task_info info = {
     .n_published = (int32_t)(sizeof published / sizeof published[0]), .published = published,
 };
 
-static const kh_layer_spec layers[] = {
-    {.kind = KH_LAYER_DENSE, .units = 512, .activation = KH_ACT_RELU},
-    {.kind = KH_LAYER_DROPOUT, .rate = 0.2f},
-    {.kind = KH_LAYER_DENSE, .units = 512, .activation = KH_ACT_RELU},
-    {.kind = KH_LAYER_DROPOUT, .rate = 0.2f},
-    {.kind = KH_LAYER_DENSE, .units = 10, .activation = KH_ACT_SOFTMAX},
-};
-
 static const img_task_def def = {
     .name = "mnist_mlp", .info = &info, .source = IMG_SOURCE_IDX, .rows = 28, .cols = 28, .channels = 1,
-    .classes = 10, .flat = 1, .layers = layers, .n_layers = (int32_t)(sizeof layers / sizeof layers[0]),
-    .optimizer = {.kind = KH_OPT_RMSPROP, .lr = 0.001f, .rho = 0.9f, .epsilon = 1e-7f, .decay = 0.0f},
+    .classes = 10, .flat = 1,
 };
 
 static const kh_task_info *get_info(void) { return &info; }

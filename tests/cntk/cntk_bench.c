@@ -10,8 +10,7 @@
 #include <time.h>
 
 #include "backend_testlib.h"
-
-#define L_(...) ((kh_layer_spec){__VA_ARGS__})
+#include "bench_models.h"
 
 static double now(void) {
     struct timespec ts;
@@ -25,12 +24,6 @@ typedef struct bench_model {
     int batch;
     int64_t train_steps, eval_samples; /* per epoch in the original benchmark */
 } bench_model;
-
-static kh_optimizer_spec opt(uint32_t kind, float lr, float rho, float decay) {
-    kh_optimizer_spec o = {.kind = kind, .lr = lr, .rho = rho, .beta_1 = 0.9f, .beta_2 = 0.999f, .epsilon = 1e-7f,
-                           .decay = decay};
-    return o;
-}
 
 static void run(kb_backend *B, bench_model *bm, int batches) {
     kh_model_spec *sp = &bm->spec;
@@ -95,60 +88,20 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--vocab-fasttext") && i + 1 < argc) vocab_ft = atoi(argv[++i]);
         else if (n_only < 8) only[n_only++] = argv[i];
     }
-    static const kh_layer_spec mlp[] = {L_(.kind = KH_LAYER_DENSE, .units = 512, .activation = KH_ACT_RELU),
-                                        L_(.kind = KH_LAYER_DROPOUT, .rate = 0.2f),
-                                        L_(.kind = KH_LAYER_DENSE, .units = 512, .activation = KH_ACT_RELU),
-                                        L_(.kind = KH_LAYER_DROPOUT, .rate = 0.2f),
-                                        L_(.kind = KH_LAYER_DENSE, .units = 10, .activation = KH_ACT_SOFTMAX)};
-    static const kh_layer_spec cnn[] = {L_(.kind = KH_LAYER_CONV2D, .units = 32, .kernel = {3, 3}, .activation = KH_ACT_RELU),
-                                        L_(.kind = KH_LAYER_CONV2D, .units = 64, .kernel = {3, 3}, .activation = KH_ACT_RELU),
-                                        L_(.kind = KH_LAYER_MAXPOOL2D, .kernel = {2, 2}),
-                                        L_(.kind = KH_LAYER_DROPOUT, .rate = 0.25f),
-                                        L_(.kind = KH_LAYER_FLATTEN),
-                                        L_(.kind = KH_LAYER_DENSE, .units = 128, .activation = KH_ACT_RELU),
-                                        L_(.kind = KH_LAYER_DROPOUT, .rate = 0.5f),
-                                        L_(.kind = KH_LAYER_DENSE, .units = 10, .activation = KH_ACT_SOFTMAX)};
-    static const kh_layer_spec cifar[] = {
-        L_(.kind = KH_LAYER_CONV2D, .units = 32, .kernel = {3, 3}, .padding = KH_PAD_SAME, .activation = KH_ACT_RELU),
-        L_(.kind = KH_LAYER_CONV2D, .units = 32, .kernel = {3, 3}, .activation = KH_ACT_RELU),
-        L_(.kind = KH_LAYER_MAXPOOL2D, .kernel = {2, 2}),
-        L_(.kind = KH_LAYER_DROPOUT, .rate = 0.25f),
-        L_(.kind = KH_LAYER_CONV2D, .units = 64, .kernel = {3, 3}, .padding = KH_PAD_SAME, .activation = KH_ACT_RELU),
-        L_(.kind = KH_LAYER_CONV2D, .units = 64, .kernel = {3, 3}, .activation = KH_ACT_RELU),
-        L_(.kind = KH_LAYER_MAXPOOL2D, .kernel = {2, 2}),
-        L_(.kind = KH_LAYER_DROPOUT, .rate = 0.25f),
-        L_(.kind = KH_LAYER_FLATTEN),
-        L_(.kind = KH_LAYER_DENSE, .units = 512, .activation = KH_ACT_RELU),
-        L_(.kind = KH_LAYER_DROPOUT, .rate = 0.5f),
-        L_(.kind = KH_LAYER_DENSE, .units = 10, .activation = KH_ACT_SOFTMAX)};
-    static const kh_layer_spec bilstm[] = {L_(.kind = KH_LAYER_EMBEDDING, .input_dim = 20000, .units = 128),
-                                           L_(.kind = KH_LAYER_BILSTM, .units = 64),
-                                           L_(.kind = KH_LAYER_DROPOUT, .rate = 0.5f),
-                                           L_(.kind = KH_LAYER_DENSE, .units = 1, .activation = KH_ACT_SIGMOID)};
-    kh_layer_spec fasttext[] = {L_(.kind = KH_LAYER_EMBEDDING, .input_dim = vocab_ft, .units = 50),
-                                L_(.kind = KH_LAYER_GAP1D),
-                                L_(.kind = KH_LAYER_DENSE, .units = 1, .activation = KH_ACT_SIGMOID)};
-    static const kh_layer_spec textgen[] = {L_(.kind = KH_LAYER_LSTM, .units = 128),
-                                            L_(.kind = KH_LAYER_DENSE, .units = 57, .activation = KH_ACT_SOFTMAX)};
-#define SPEC(nm, dt, rk, a, b, c, oh, ly, ls, o, cls)                                                            \
-    {.struct_size = sizeof(kh_model_spec), .name = nm, .input_dtype = dt, .input_rank = rk, .input_shape = {a, b, c}, \
-     .input_onehot = oh, .n_layers = (int)(sizeof ly / sizeof ly[0]), .layers = ly, .loss = ls, .optimizer = o,    \
-     .n_classes = cls}
-    bench_model models[] = {
-        {"mnist_mlp", SPEC("mnist_mlp", KH_F32, 1, 784, 0, 0, 0, mlp, KH_LOSS_CATEGORICAL_CROSSENTROPY,
-                           opt(KH_OPT_RMSPROP, 1e-3f, 0.9f, 0), 10), 128, 469, 10000},
-        {"mnist_cnn", SPEC("mnist_cnn", KH_F32, 3, 28, 28, 1, 0, cnn, KH_LOSS_CATEGORICAL_CROSSENTROPY,
-                           opt(KH_OPT_ADADELTA, 1.0f, 0.95f, 0), 10), 128, 469, 10000},
-        {"cifar10_cnn", SPEC("cifar10_cnn", KH_F32, 3, 32, 32, 3, 0, cifar, KH_LOSS_CATEGORICAL_CROSSENTROPY,
-                             opt(KH_OPT_RMSPROP, 1e-4f, 0.9f, 1e-6f), 10), 32, 1562, 10000},
-        {"imdb_bidirectional_lstm", SPEC("imdb_bidirectional_lstm", KH_I32, 1, 100, 0, 0, 0, bilstm,
-                                         KH_LOSS_BINARY_CROSSENTROPY, opt(KH_OPT_ADAM, 1e-3f, 0, 0), 1), 32, 782, 25000},
-        {"imdb_fasttext", SPEC("imdb_fasttext", KH_I32, 1, 400, 0, 0, 0, fasttext, KH_LOSS_BINARY_CROSSENTROPY,
-                               opt(KH_OPT_ADAM, 1e-3f, 0, 0), 1), 32, 782, 25000},
-        {"lstm_text_generation", SPEC("lstm_text_generation", KH_I32, 1, 40, 0, 0, 57, textgen,
-                                      KH_LOSS_CATEGORICAL_CROSSENTROPY, opt(KH_OPT_RMSPROP, 1e-2f, 0.9f, 0), 57), 128,
-         1565, 0},
-    };
+    /* the tasks' own models (tasks/common_models), with the original data sets' steps and evaluation sizes */
+    static const struct { int64_t train_steps, eval_samples; } per_epoch[KH_BENCH_N_MODELS] = {
+        {469, 10000}, {469, 10000}, {1562, 10000}, {782, 25000}, {782, 25000}, {1565, 0}};
+    static kh_bench_model def[KH_BENCH_N_MODELS];
+    bench_model models[KH_BENCH_N_MODELS];
+    for (int i = 0; i < KH_BENCH_N_MODELS; i++) {
+        const char *nm = kh_bench_model_names[i];
+        if (kh_bench_model_get(nm, !strcmp(nm, "imdb_fasttext") ? vocab_ft : 0, &def[i]) != KH_OK) {
+            fprintf(stderr, "cntk_bench: %s: bad model size\n", nm);
+            return 2;
+        }
+        models[i] = (bench_model){nm, def[i].spec, def[i].batch_size, per_epoch[i].train_steps,
+                                  per_epoch[i].eval_samples};
+    }
     kb_backend B;
     kb_load(&B, threads);
     char env[256];

@@ -4,7 +4,7 @@
  * equal the reference kit's whole-model implementation (khost/kit/ref.h) to 1e-9. Both sides are float64, so any
  * difference is a lowering or gradient bug, never rounding. The recurrent cases run again lowered as scans
  * (kh_graph_lower_opts.rnn_scan), and the scan lowering of every recurrent case and of the two recurrent
- * benchmark models (their task specs, tests/tensorflow_gpu/tf_gpu_models.c) must equal the unrolled one to 1e-9:
+ * benchmark models (their task specs, tests/backend/bench_specs.h) must equal the unrolled one to 1e-9:
  * forward values, the probe's gradients, a train step's loss and updated weights, with dropout on. */
 #include <math.h>
 #include <stdio.h>
@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "graphtest.h"
-#include "tf_gpu_models.h"
+#include "bench_specs.h"
 #include "khost/kit/ref.h"
 #include "khost/kit/rng.h"
 #include "khost/kit/optimizer.h"
@@ -389,8 +389,8 @@ int main(void) {
         kh_model_spec s = spec_of(&cases[k]);
         if (recurrent(&s)) check_scan(&s);
     }
-    const tfg_model *models;
-    int nm = tfg_bench_models(&models), seen = 0;
+    const kb_model *models;
+    int nm = kb_bench_models(&models), seen = 0;
     for (int k = 0; k < nm; k++)
         if (recurrent(&models[k].spec)) {
             check_scan(&models[k].spec);

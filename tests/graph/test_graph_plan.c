@@ -15,6 +15,7 @@
 
 #include "khost/kit/graph.h"
 #include "khost/kit/rng.h"
+#include "bench_specs.h"
 #include "testutil.h"
 
 #define BLOCK 64
@@ -208,47 +209,21 @@ static void check_model(const char *name, uint32_t dtype, int rank, int a, int b
 
 int main(void) {
     int inplace = 0;
-    const kh_layer_spec mlp[] = {
-        L(.kind = KH_LAYER_DENSE, .units = 512, .activation = KH_ACT_RELU), L(.kind = KH_LAYER_DROPOUT, .rate = 0.2f),
-        L(.kind = KH_LAYER_DENSE, .units = 512, .activation = KH_ACT_RELU), L(.kind = KH_LAYER_DROPOUT, .rate = 0.2f),
-        L(.kind = KH_LAYER_DENSE, .units = 10, .activation = KH_ACT_SOFTMAX)};
-    check_model("mnist_mlp", KH_F32, 1, 784, 0, 0, 0, mlp, 5, KH_LOSS_CATEGORICAL_CROSSENTROPY, KH_OPT_RMSPROP, 10,
-                &inplace);
-    const kh_layer_spec cnn[] = {
-        L(.kind = KH_LAYER_CONV2D, .units = 32, .kernel = {3, 3}, .activation = KH_ACT_RELU),
-        L(.kind = KH_LAYER_CONV2D, .units = 64, .kernel = {3, 3}, .activation = KH_ACT_RELU),
-        L(.kind = KH_LAYER_MAXPOOL2D, .kernel = {2, 2}), L(.kind = KH_LAYER_DROPOUT, .rate = 0.25f),
-        L(.kind = KH_LAYER_FLATTEN), L(.kind = KH_LAYER_DENSE, .units = 128, .activation = KH_ACT_RELU),
-        L(.kind = KH_LAYER_DROPOUT, .rate = 0.5f), L(.kind = KH_LAYER_DENSE, .units = 10, .activation = KH_ACT_SOFTMAX)};
-    check_model("mnist_cnn", KH_F32, 3, 28, 28, 1, 0, cnn, 8, KH_LOSS_CATEGORICAL_CROSSENTROPY, KH_OPT_ADADELTA, 10,
-                &inplace);
-    const kh_layer_spec cifar[] = {
-        L(.kind = KH_LAYER_CONV2D, .units = 32, .kernel = {3, 3}, .padding = KH_PAD_SAME),
-        L(.kind = KH_LAYER_ACTIVATION, .activation = KH_ACT_RELU),
-        L(.kind = KH_LAYER_CONV2D, .units = 32, .kernel = {3, 3}), L(.kind = KH_LAYER_ACTIVATION, .activation = KH_ACT_RELU),
-        L(.kind = KH_LAYER_MAXPOOL2D, .kernel = {2, 2}), L(.kind = KH_LAYER_DROPOUT, .rate = 0.25f),
-        L(.kind = KH_LAYER_CONV2D, .units = 64, .kernel = {3, 3}, .padding = KH_PAD_SAME),
-        L(.kind = KH_LAYER_ACTIVATION, .activation = KH_ACT_RELU),
-        L(.kind = KH_LAYER_CONV2D, .units = 64, .kernel = {3, 3}), L(.kind = KH_LAYER_ACTIVATION, .activation = KH_ACT_RELU),
-        L(.kind = KH_LAYER_MAXPOOL2D, .kernel = {2, 2}), L(.kind = KH_LAYER_DROPOUT, .rate = 0.25f),
-        L(.kind = KH_LAYER_FLATTEN), L(.kind = KH_LAYER_DENSE, .units = 512),
-        L(.kind = KH_LAYER_ACTIVATION, .activation = KH_ACT_RELU), L(.kind = KH_LAYER_DROPOUT, .rate = 0.5f),
-        L(.kind = KH_LAYER_DENSE, .units = 10), L(.kind = KH_LAYER_ACTIVATION, .activation = KH_ACT_SOFTMAX)};
-    check_model("cifar10_cnn", KH_F32, 3, 32, 32, 3, 0, cifar, 18, KH_LOSS_CATEGORICAL_CROSSENTROPY, KH_OPT_RMSPROP,
-                10, &inplace);
-    const kh_layer_spec bilstm[] = {
-        L(.kind = KH_LAYER_EMBEDDING, .input_dim = 2000, .units = 128), L(.kind = KH_LAYER_BILSTM, .units = 64),
-        L(.kind = KH_LAYER_DROPOUT, .rate = 0.5f), L(.kind = KH_LAYER_DENSE, .units = 1, .activation = KH_ACT_SIGMOID)};
-    check_model("imdb_bidirectional_lstm", KH_I32, 1, 100, 0, 0, 0, bilstm, 4, KH_LOSS_BINARY_CROSSENTROPY, KH_OPT_ADAM,
-                1, &inplace);
-    const kh_layer_spec ft[] = {L(.kind = KH_LAYER_EMBEDDING, .input_dim = 5000, .units = 50),
-                                L(.kind = KH_LAYER_GAP1D),
-                                L(.kind = KH_LAYER_DENSE, .units = 1, .activation = KH_ACT_SIGMOID)};
-    check_model("imdb_fasttext", KH_I32, 1, 400, 0, 0, 0, ft, 3, KH_LOSS_BINARY_CROSSENTROPY, KH_OPT_ADAM, 1, &inplace);
-    const kh_layer_spec tg[] = {L(.kind = KH_LAYER_LSTM, .units = 128),
-                                L(.kind = KH_LAYER_DENSE, .units = 57, .activation = KH_ACT_SOFTMAX)};
-    check_model("lstm_text_generation", KH_I32, 1, 40, 0, 0, 57, tg, 2, KH_LOSS_CATEGORICAL_CROSSENTROPY,
-                KH_OPT_RMSPROP, 57, &inplace);
+    /* the six benchmark models as their tasks define them (tests/backend/bench_specs.h), with the IMDb
+     * embeddings cut to 2000 / 5000 rows: the plan's decisions do not depend on a table's height, and the
+     * simulated schedules then touch megabytes, not the full tables' gigabytes */
+    const kb_model *bm;
+    int nm = kb_bench_models(&bm);
+    CHECK(nm == 6, "six benchmark models (%d)", nm);
+    for (int i = 0; i < nm; i++) {
+        kh_layer_spec ly[32];
+        int n = bm[i].spec.n_layers;
+        memcpy(ly, bm[i].spec.layers, (size_t)n * sizeof *ly);
+        if (ly[0].kind == KH_LAYER_EMBEDDING) ly[0].input_dim = ly[1].kind == KH_LAYER_BILSTM ? 2000 : 5000;
+        const kh_model_spec *sp = &bm[i].spec;
+        check_model(sp->name, sp->input_dtype, sp->input_rank, sp->input_shape[0], sp->input_shape[1],
+                    sp->input_shape[2], sp->input_onehot, ly, n, sp->loss, sp->optimizer.kind, sp->n_classes, &inplace);
+    }
     const kh_layer_spec seq[] = {L(.kind = KH_LAYER_LSTM, .units = 4, .return_sequences = 1),
                                  L(.kind = KH_LAYER_BILSTM, .units = 3, .return_sequences = 1), L(.kind = KH_LAYER_GAP1D),
                                  L(.kind = KH_LAYER_DENSE, .units = 3, .activation = KH_ACT_SOFTMAX)};

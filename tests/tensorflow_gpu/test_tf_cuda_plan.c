@@ -18,7 +18,7 @@
 #include "testutil.h"
 #include "tf.h"
 #include "tf_cuda_plan.h"
-#include "tf_gpu_models.h"
+#include "bench_specs.h"
 
 static int overlap(const tf_cu_ref *a, const tf_cu_ref *b) {
     return a->base == TF_CU_BASE_ARENA && b->base == TF_CU_BASE_ARENA && a->offset < b->offset + b->bytes &&
@@ -107,13 +107,13 @@ static void check_fn(const char *name, int f, const kh_model_graphs *mg, const k
 }
 
 int main(void) {
-    const tfg_model *models;
-    int nm = tfg_bench_models(&models);
+    const kb_model *models;
+    int nm = kb_bench_models(&models);
     CHECK(nm == 6, "six benchmark models");
     int kinds_seen[TF_CU_KIND_END];
     memset(kinds_seen, 0, sizeof kinds_seen);
     for (int k = 0; k < nm; k++) {
-        const tfg_model *t = &models[k];
+        const kb_model *t = &models[k];
         kh_model_graphs mg;
         char err[256];
         kh_graph_lower_opts lo = {.max_batch = t->batch, .deterministic = 0};
@@ -154,7 +154,7 @@ int main(void) {
     }
     /* the scan lowering (never tensorflow's) is refused with a reason, not run by kernels that assume matrices */
     for (int k = 0; k < nm; k++) {
-        const tfg_model *t = &models[k];
+        const kb_model *t = &models[k];
         kh_model_graphs mg;
         char err[256];
         kh_graph_lower_opts lo = {.max_batch = t->batch, .rnn_scan = 1};

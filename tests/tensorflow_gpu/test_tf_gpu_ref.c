@@ -29,7 +29,7 @@
 
 #include "parity.h"
 #include "testutil.h"
-#include "tf_gpu_models.h"
+#include "bench_specs.h"
 #include "tf_gpu_testlib.h"
 #include "khost/kit/rng.h"
 #include "khost/kit/spec.h"
@@ -344,8 +344,8 @@ int main(void) {
         const kh_model_spec *small;
         int ns = kb_small_models(&small);
         for (int k = 0; k < ns; k++) one_model(&small[k], 6);
-        const tfg_model *bench;
-        int nb = tfg_bench_models(&bench);
+        const kb_model *bench;
+        int nb = kb_bench_models(&bench);
         for (int k = 0; k < nb; k++) one_model(&bench[k].spec, 4);
         if (!rehearsal) out_of_memory();
         const kh_model_spec *again;

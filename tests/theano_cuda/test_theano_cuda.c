@@ -1,6 +1,6 @@
 /* tests/theano_cuda/test_theano_cuda.c — theano's GPU code generation on a machine without a GPU.
  *
- * For the six benchmark models (their tasks' specs and batch sizes: tests/tensorflow_gpu/tf_gpu_models.c),
+ * For the six benchmark models (their tasks' specs and batch sizes: tests/backend/bench_specs.h),
  * lowered as theano lowers them for the GPU (LSTMs as scans), and three small extra models (a 2x2 'same'
  * convolution, whose padding is asymmetric, with plain SGD; an unrolled LSTM, whose recurrent-kernel gradient is
  * an AddN of more inputs than an Elemwise program takes; a fused Elemwise program with a bias vector and
@@ -29,7 +29,7 @@
 
 #include "passes/th_passes.h"
 #include "testutil.h"
-#include "tf_gpu_models.h"
+#include "bench_specs.h"
 #include "th_cuda_plan.h"
 #include "khost/kit/optimizer.h"
 
@@ -393,8 +393,8 @@ int main(int argc, char **argv) {
         broken_source();
     }
     double t0 = now();
-    const tfg_model *models;
-    int nm = tfg_bench_models(&models);
+    const kb_model *models;
+    int nm = kb_bench_models(&models);
     CHECK(nm == 6, "six benchmark models");
     for (int k = 0; k < nm; k++) one_model(models[k].name, &models[k].spec, models[k].batch, 1, 0xfu);
 

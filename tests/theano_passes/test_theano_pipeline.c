@@ -1,6 +1,6 @@
 /* tests/theano_passes/test_theano_pipeline.c — theano's pass pipeline (th_optimize, level 1) on the four
  * functions of the six benchmark models, lowered as theano lowers them (kh_graph_lower_opts.rnn_scan = 1, dropout
- * on; the specs are the tasks', tests/tensorflow_gpu/tf_gpu_models.c, nothing shrunk). For every function:
+ * on; the specs are the tasks', tests/backend/bench_specs.h, nothing shrunk). For every function:
  *   - the passes run one by one in the pipeline's order reproduce th_optimize's graph node for node;
  *   - the table of node counts after each pass and of the op counts each pass changed is printed (the
  *     describe-style summary);
@@ -21,7 +21,7 @@
 #endif
 
 #include "testutil.h"
-#include "tf_gpu_models.h"
+#include "bench_specs.h"
 #include "tptest.h"
 #include "khost/kit/optimizer.h"
 
@@ -71,7 +71,7 @@ typedef struct totals {
 
 /* The lowered and the optimised graph in float64 on the same batch; on a difference, each pass's graph against
  * the lowered one names the pass. */
-static void compare_values(const tfg_model *md, const kh_model_graphs *mg, const kh_graph *g, const kh_graph *out,
+static void compare_values(const kb_model *md, const kh_model_graphs *mg, const kh_graph *g, const kh_graph *out,
                            const int32_t *map, const kh_graph *stage, int32_t *const *smap, int built, const char *what,
                            totals *tot) {
     tp_opts o = tp_default_opts();
@@ -98,7 +98,7 @@ static void compare_values(const tfg_model *md, const kh_model_graphs *mg, const
     tot->compared += r.nodes;
 }
 
-static void check_function(const tfg_model *md, const kh_model_graphs *mg, int f, int values, totals *tot) {
+static void check_function(const kb_model *md, const kh_model_graphs *mg, int f, int values, totals *tot) {
     const kh_graph *g = &mg->fn[f];
     char what[128];
     snprintf(what, sizeof what, "%s %s", md->name, g_fn_names[f]);
@@ -202,15 +202,15 @@ int main(int argc, char **argv) {
     mallopt(M_MMAP_MAX, 0);
     mallopt(M_TRIM_THRESHOLD, INT_MAX);
 #endif
-    const tfg_model *models;
-    int nm = tfg_bench_models(&models);
+    const kb_model *models;
+    int nm = kb_bench_models(&models);
     CHECK(nm == 6, "six benchmark models (%d)", nm);
     int seen = 0;
     totals tot = {0, 0, 0.0, 0};
     printf("  node counts after each pass (lowered -> canonicalize -> constant-fold -> merge -> dead-code -> "
            "fuse-elemwise), and the op counts each pass changed:\n");
     for (int k = 0; k < nm; k++) {
-        const tfg_model *md = &models[k];
+        const kb_model *md = &models[k];
         if (only && strcmp(only, md->name) != 0) continue;
         int values = !no_values || strcmp(no_values, md->name) != 0;
         if (!values) printf("  %s: passes and structure only here; its values are compared by a test of its own\n", md->name);
