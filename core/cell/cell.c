@@ -168,7 +168,7 @@ static int run_epoch(cell *c, int epoch, int epochs, int64_t *order, int64_t n_t
 
     kh_progress pr;
     kh_progress_begin(&pr, o->out, o->quiet, epoch, epochs, per_epoch);
-    double t0 = kh_now();
+    double t0 = kh_now(), t_prev = t0;
     kh_metrics m;
     int64_t done = 0;
     for (int64_t bi = 0; done < per_epoch; bi++) {
@@ -181,6 +181,12 @@ static int run_epoch(cell *c, int epoch, int epochs, int64_t *order, int64_t n_t
         }
         kh_status ts = c->b->train_batch(c->model, &xb, &y);
         if (ts != KH_OK) return fail_status(c, ts, "error", KH_EXIT_TRAIN, "train_batch", berr(c));
+        /* every step's own time, the device synchronised: a sample is what the step cost (on a GPU this
+         * gives up the overlap of the next batch's staging with the last kernels, as the epoch rule does) */
+        if (c->b->sync(c->model) != KH_OK) return fail(c, "error", KH_EXIT_TRAIN, "sync: %s", berr(c));
+        double t_step = kh_now();
+        if (kh_record_add_step(c->rec, t_step - t_prev) != 0) return fail(c, "error", KH_EXIT_TRAIN, "out of memory");
+        t_prev = t_step;
         done += n;
         if (kh_progress_due(&pr)) {
             if (c->b->read_metrics(c->model, KH_PHASE_TRAIN, &m, 0) != KH_OK)
@@ -488,6 +494,9 @@ static int run(cell *c) {
                             ? c->info->train_samples_per_epoch
                             : n_train;
     if (o->steps > 0 && o->steps * c->batch < per_epoch) per_epoch = o->steps * c->batch;
+    snprintf(rec->step_sync, sizeof rec->step_sync, "device");
+    rec->warmup_steps = o->warmup_steps;
+    rec->steps_per_epoch = (per_epoch + c->batch - 1) / c->batch;
     if (alloc_buffers(c) != 0)
         return fail_status(c, KH_ERR_NOMEM, "error", KH_EXIT_TRAIN, "batch buffers", "host allocation failed");
     count_work(c, per_epoch, rec->val_samples);

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "cli/args.h"
 #include "cell/cell.h"
@@ -17,6 +18,10 @@ typedef struct run_args {
     const char *plugin, *task, *device, *out;
     int64_t epochs, batch, seed, limit_train, limit_val, steps, warmup_steps;
     int json, quiet, seed_set;
+    int64_t repeat;           /* --repeat N: the cell as a one-cell matrix of N repetitions */
+    const char *repetition;   /* --repetition k/N/round/position/seed: this run is one (from the matrix) */
+    const char *pass[24];     /* the options a --repeat hands on to the matrix, as given */
+    int n_pass;
 } run_args;
 
 static int parse(int argc, char **argv, run_args *r) {
@@ -26,19 +31,29 @@ static int parse(int argc, char **argv, run_args *r) {
     while ((opt = kh_args_next(&a, &iv))) {
         if (!strcmp(opt, "--json")) r->json = 1;
         else if (!strcmp(opt, "--quiet") || !strcmp(opt, "-q")) r->quiet = 1;
-        else if (!strcmp(opt, "--plugin") || !strcmp(opt, "--task") || !strcmp(opt, "--device") ||
+        else if (!strcmp(opt, "--repetition")) {
+            if (!(r->repetition = kh_args_value(&a, opt, iv))) return -1;
+        } else if (!strcmp(opt, "--repeat")) {
+            if (!(v = kh_args_value(&a, opt, iv)) || kh_args_int64(opt, v, 1, &r->repeat)) return -1;
+            if (r->repeat > 1000) {
+                fprintf(stderr, "khost run: --repeat expects a count from 1 to 1000, got %lld\n", (long long)r->repeat);
+                return -1;
+            }
+        } else if (!strcmp(opt, "--plugin") || !strcmp(opt, "--task") || !strcmp(opt, "--device") ||
                  !strcmp(opt, "--out")) {
             if (!(v = kh_args_value(&a, opt, iv))) return -1;
             if (!strcmp(opt, "--plugin")) r->plugin = v;
             else if (!strcmp(opt, "--task")) r->task = v;
             else if (!strcmp(opt, "--device")) r->device = v;
-            else r->out = v;
+            else r->out = v, r->pass[r->n_pass++] = opt, r->pass[r->n_pass++] = v;
         } else if (!strcmp(opt, "--epochs") || !strcmp(opt, "--batch-size") || !strcmp(opt, "--seed") ||
                    !strcmp(opt, "--limit-train") || !strcmp(opt, "--limit-val") || !strcmp(opt, "--steps") ||
                    !strcmp(opt, "--warmup-steps")) {
             int64_t n;
             int64_t min = !strcmp(opt, "--seed") || !strcmp(opt, "--warmup-steps") ? 0 : 1;
             if (!(v = kh_args_value(&a, opt, iv)) || kh_args_int64(opt, v, min, &n)) return -1;
+            if (r->n_pass + 2 <= (int)(sizeof r->pass / sizeof *r->pass))
+                r->pass[r->n_pass++] = !strcmp(opt, "--batch-size") ? "--batch-size" : opt, r->pass[r->n_pass++] = v;
             if (!strcmp(opt, "--epochs")) r->epochs = n;
             else if (!strcmp(opt, "--batch-size")) r->batch = n;
             else if (!strcmp(opt, "--seed")) r->seed = n, r->seed_set = 1;
@@ -58,10 +73,41 @@ static int parse(int argc, char **argv, run_args *r) {
     return 0;
 }
 
+/* k/N/round/position/seed, as the matrix gives a repetition's child. */
+static int parse_repetition(const char *s, kh_cell_record *rec) {
+    int k, n, round, pos, used = 0;
+    unsigned long long seed;
+    if (sscanf(s, "%d/%d/%d/%d/%llu%n", &k, &n, &round, &pos, &seed, &used) != 5 || s[used] || k < 1 || n < k ||
+        round < 1 || pos < 0)
+        return -1;
+    rec->rep_index = k, rec->rep_of = n, rec->rep_round = round, rec->rep_position = pos;
+    rec->order_seed = seed;
+    return 0;
+}
+
+/* run --repeat N: the one cell as a matrix of N repetitions, each a fresh child process with the matrix's
+ * record, resume and failure rules. */
+static int run_repeated(kh_host *h, const run_args *r) {
+    char n[32];
+    snprintf(n, sizeof n, "%lld", (long long)r->repeat);
+    const char *argv[48];
+    int a = 0;
+    argv[a++] = "matrix";
+    argv[a++] = "--plugins", argv[a++] = r->plugin;
+    argv[a++] = "--tasks", argv[a++] = r->task;
+    if (r->device) argv[a++] = "--devices", argv[a++] = r->device;
+    argv[a++] = "--repeat", argv[a++] = n;
+    for (int i = 0; i < r->n_pass; i++) argv[a++] = r->pass[i];
+    if (r->quiet) argv[a++] = "--quiet";
+    argv[a] = NULL;
+    return kh_cmd_matrix(h, a, (char **)argv);
+}
+
 int kh_cmd_run(kh_host *h, int argc, char **argv) {
     run_args r;
     memset(&r, 0, sizeof r);
     if (parse(argc, argv, &r) != 0) return KH_EXIT_USAGE;
+    if (r.repeat > 1) return run_repeated(h, &r);
     if (r.quiet) kh_host_set_log_level(KH_LOG_ERROR);
     char err[1024];
     const kh_host_api *api = kh_host_api_get();
@@ -111,6 +157,13 @@ int kh_cmd_run(kh_host *h, int argc, char **argv) {
 
     kh_cell_record rec;
     kh_record_init(&rec);
+    if (r.repetition && parse_repetition(r.repetition, &rec) != 0) {
+        kh_logf(KH_LOG_ERROR, "run: --repetition expects k/N/round/position/seed with 1 <= k <= N, got '%s'",
+                r.repetition);
+        kh_lock_release(&cell_lock);
+        kh_lock_release(&dir_lock);
+        return KH_EXIT_USAGE;
+    }
     int code;
     if (kh_device_activate(devs, dev, err, sizeof err) != 0) {
         snprintf(rec.plugin, sizeof rec.plugin, "%s", b->desc->name);
@@ -132,6 +185,8 @@ int kh_cmd_run(kh_host *h, int argc, char **argv) {
         code = kh_cell_run(&o, &rec);
         kh_device_release(devs, dev);
     }
+    struct rusage ru; /* this process ran the cell; a matrix parent replaces it with the exited child's */
+    if (getrusage(RUSAGE_SELF, &ru) == 0) rec.peak_rss_bytes = (int64_t)ru.ru_maxrss * 1024;
     if (strcmp(rec.status, "ok") != 0)
         kh_logf(code == KH_EXIT_UNSUPPORTED ? KH_LOG_WARN : KH_LOG_ERROR, "%s x %s x %s: %s: %s", rec.plugin,
                 rec.task, rec.device, rec.status, rec.reason);

@@ -21,12 +21,29 @@ void kh_record_init(kh_cell_record *r) {
     r->compile_s = r->compile_codegen_s = r->compile_cc_s = r->compile_load_s = NAN;
     r->compile_cold_s = r->compile_warm_s = NAN;
     r->compile_units = -1;
+    r->rep_index = r->rep_of = r->rep_round = 1;
+    r->peak_rss_bytes = -1;
 }
 
 void kh_record_free(kh_cell_record *r) {
     free(r->rows);
     r->rows = NULL;
     r->n_rows = r->cap_rows = 0;
+    free(r->step_s);
+    r->step_s = NULL;
+    r->n_step_s = r->cap_step_s = 0;
+}
+
+int kh_record_add_step(kh_cell_record *r, double seconds) {
+    if (r->n_step_s == r->cap_step_s) {
+        int64_t cap = r->cap_step_s ? r->cap_step_s * 2 : 1024;
+        double *v = realloc(r->step_s, (size_t)cap * sizeof *v);
+        if (!v) return -1;
+        r->step_s = v;
+        r->cap_step_s = cap;
+    }
+    r->step_s[r->n_step_s++] = seconds;
+    return 0;
 }
 
 int kh_record_add_row(kh_cell_record *r, const kh_epoch_row *row) {
@@ -107,6 +124,20 @@ void kh_record_path(char *buf, size_t n, const char *out_dir, const char *task, 
     snprintf(buf, n, "%s/%s/%s__%s.%s", out_dir, task, plugin, dev, ext);
 }
 
+void kh_record_rep_path(char *buf, size_t n, const char *out_dir, const char *task, const char *plugin,
+                        const char *device, int rep, const char *ext) {
+    if (rep <= 0) {
+        kh_record_path(buf, n, out_dir, task, plugin, device, ext);
+        return;
+    }
+    char e[48];
+    snprintf(e, sizeof e, "rep%d.%s", rep, ext);
+    kh_record_path(buf, n, out_dir, task, plugin, device, e);
+}
+
+/* A repetition record's file: the .rep<k> name when its cell is repeated. */
+static int record_rep(const kh_cell_record *r) { return r->rep_of > 1 ? r->rep_index : 0; }
+
 int kh_mkdirs(const char *path) {
     char tmp[4096];
     snprintf(tmp, sizeof tmp, "%s", path);
@@ -163,10 +194,41 @@ int kh_write_atomic(const char *path, const void *data, size_t n, char *err, siz
 /* JSON numbers cannot be NaN: absent values are null. */
 static cJSON *num_or_null(double v) { return isfinite(v) ? cJSON_CreateNumber(v) : cJSON_CreateNull(); }
 
+/* Six significant digits: a sample's precision is far coarser than a double's, and records stay compact. */
+static cJSON *sample(double v) {
+    if (!isfinite(v)) return cJSON_CreateNull();
+    char b[32];
+    snprintf(b, sizeof b, "%.6g", v);
+    return cJSON_CreateNumber(strtod(b, NULL));
+}
+
+static void add_repeat_and_samples(cJSON *o, const kh_cell_record *r) {
+    cJSON *rp = cJSON_AddObjectToObject(o, "repeat");
+    if (rp) {
+        cJSON_AddNumberToObject(rp, "index", r->rep_index);
+        cJSON_AddNumberToObject(rp, "of", r->rep_of);
+        cJSON_AddNumberToObject(rp, "round", r->rep_round);
+        cJSON_AddNumberToObject(rp, "position", r->rep_position);
+        cJSON_AddNumberToObject(rp, "order_seed", (double)r->order_seed);
+    }
+    cJSON *sm = cJSON_AddObjectToObject(o, "samples");
+    if (sm) {
+        cJSON *st = cJSON_AddArrayToObject(sm, "step_s");
+        for (int64_t i = 0; st && i < r->n_step_s; i++) cJSON_AddItemToArray(st, sample(r->step_s[i]));
+        cJSON *ep = cJSON_AddArrayToObject(sm, "epoch_s");
+        for (int i = 0; ep && i < r->n_rows; i++) cJSON_AddItemToArray(ep, sample(r->rows[i].epoch_s));
+        cJSON_AddStringToObject(sm, "step_sync", r->step_sync[0] ? r->step_sync : "none");
+        cJSON_AddNumberToObject(sm, "warmup_steps", (double)r->warmup_steps);
+        cJSON_AddNumberToObject(sm, "steps_per_epoch", (double)r->steps_per_epoch);
+    }
+    cJSON_AddItemToObject(o, "peak_rss_bytes",
+                          r->peak_rss_bytes >= 0 ? cJSON_CreateNumber((double)r->peak_rss_bytes) : cJSON_CreateNull());
+}
+
 char *kh_record_to_json(const kh_cell_record *r, int compact) {
     cJSON *o = cJSON_CreateObject();
     if (!o) return NULL;
-    cJSON_AddNumberToObject(o, "khost_record", 1);
+    cJSON_AddNumberToObject(o, "khost_record", 2);
     cJSON_AddStringToObject(o, "plugin", r->plugin);
     cJSON_AddStringToObject(o, "task", r->task);
     cJSON_AddStringToObject(o, "device", r->device);
@@ -217,6 +279,7 @@ char *kh_record_to_json(const kh_cell_record *r, int compact) {
         cJSON_AddItemToObject(x, "epoch_s", num_or_null(e->epoch_s));
         cJSON_AddItemToArray(rows, x);
     }
+    add_repeat_and_samples(o, r);
     cJSON *env = cJSON_AddObjectToObject(o, "environment");
     for (int i = 0; env && i < r->n_env; i++) cJSON_AddStringToObject(env, r->env_key[i], r->env_val[i]);
     char *s = compact ? cJSON_PrintUnformatted(o) : cJSON_Print(o);
@@ -258,7 +321,7 @@ int kh_record_write(const kh_cell_record *r, const char *out_dir, char *err, siz
         csv_num(f, e->val_s, 1);
     }
     fclose(f);
-    kh_record_path(path, sizeof path, out_dir, r->task, r->plugin, r->device, "csv");
+    kh_record_rep_path(path, sizeof path, out_dir, r->task, r->plugin, r->device, record_rep(r), "csv");
     int rc = kh_write_atomic(path, csv, csv_len, err, errlen);
     free(csv);
     if (rc != 0) return rc;
@@ -267,7 +330,7 @@ int kh_record_write(const kh_cell_record *r, const char *out_dir, char *err, siz
         snprintf(err, errlen, "out of memory");
         return -1;
     }
-    kh_record_path(path, sizeof path, out_dir, r->task, r->plugin, r->device, "json");
+    kh_record_rep_path(path, sizeof path, out_dir, r->task, r->plugin, r->device, record_rep(r), "json");
     rc = kh_write_atomic(path, json, strlen(json), err, errlen);
     cJSON_free(json);
     return rc;
@@ -373,6 +436,28 @@ int kh_record_read(const char *path, kh_cell_record *r, char *err, size_t errlen
             goto done;
         }
     }
+    const cJSON *rp = cJSON_GetObjectItemCaseSensitive(o, "repeat");
+    if (cJSON_IsObject(rp)) {
+        if (isfinite(v = get_num(rp, "index")) && v >= 1 && v < 1e6) r->rep_index = (int)v;
+        if (isfinite(v = get_num(rp, "of")) && v >= 1 && v < 1e6) r->rep_of = (int)v;
+        if (isfinite(v = get_num(rp, "round")) && v >= 1 && v < 1e6) r->rep_round = (int)v;
+        if (isfinite(v = get_num(rp, "position")) && v >= 0 && v < 1e6) r->rep_position = (int)v;
+        if (isfinite(v = get_num(rp, "order_seed")) && v >= 0) r->order_seed = (uint64_t)v;
+    }
+    const cJSON *sm = cJSON_GetObjectItemCaseSensitive(o, "samples");
+    if (cJSON_IsObject(sm)) {
+        const cJSON *st = cJSON_GetObjectItemCaseSensitive(sm, "step_s");
+        cJSON_ArrayForEach(e, st) {
+            if (kh_record_add_step(r, cJSON_IsNumber(e) ? e->valuedouble : NAN) != 0) {
+                snprintf(err, errlen, "%s: out of memory", path);
+                goto done;
+            }
+        }
+        get_str(sm, "step_sync", r->step_sync, sizeof r->step_sync);
+        if (isfinite(v = get_num(sm, "warmup_steps")) && v >= 0) r->warmup_steps = (int64_t)v;
+        if (isfinite(v = get_num(sm, "steps_per_epoch")) && v >= 0) r->steps_per_epoch = (int64_t)v;
+    }
+    if (isfinite(v = get_num(o, "peak_rss_bytes")) && v >= 0) r->peak_rss_bytes = (int64_t)v;
     const cJSON *env = cJSON_GetObjectItemCaseSensitive(o, "environment");
     cJSON_ArrayForEach(e, env) {
         if (cJSON_IsString(e) && e->string) kh_record_set_env(r, e->string, e->valuestring);

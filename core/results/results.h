@@ -1,10 +1,11 @@
 /* core/results/results.h — one record per plugin x task x device cell: a CSV (the original benchmark's logger
  * columns plus train_s, val_s) and a JSON record, both written atomically (temp file, fsync, rename).
  *
- * Files: <out>/<task>/<plugin>__<device>.csv and .json, where device "cuda:0" is written "cuda0".
+ * Files: <out>/<task>/<plugin>__<device>.csv and .json, where device "cuda:0" is written "cuda0"; a cell
+ * repeated N > 1 times (matrix --repeat N) has one record per repetition k instead: <...>.rep<k>.json/.csv.
  * JSON record (all times in seconds):
  * {
- *   "khost_record": 1, "plugin": "cntk", "task": "mnist_mlp", "device": "cpu",
+ *   "khost_record": 2, "plugin": "cntk", "task": "mnist_mlp", "device": "cpu",   (1: before samples)
  *   "status": "ok" | "diverged" | "unsupported" | "error" | "data" | "crashed" | "timeout" | "oom",
  *             from a Slurm array also "cancelled" | "preempted" | "node_fail" | "killed" | "missing",
  *   "reason": "" | "unsupported: conv2d padding=same" | "signal 11 (Segmentation fault)" | ...,
@@ -25,6 +26,10 @@
  *   second compile of the same spec, made right after and served from the cache; a hit: compile_s),
  *   "epochs": [ {"epoch":1,"elapsed":3.4,"loss":..,"acc":..,"val_loss":..,"val_acc":..,
  *                "train_s":3.0,"val_s":0.4,"epoch_s":3.4}, ... ],
+ *   "repeat": {"index": 1, "of": 5, "round": 1, "position": 3, "order_seed": 77},
+ *   "samples": {"step_s": [0.0213, ...], "epoch_s": [3.4, ...], "step_sync": "device", "warmup_steps": 0,
+ *               "steps_per_epoch": 469},        (6 significant digits; see kh_cell_record.step_s)
+ *   "peak_rss_bytes": 812345344 | null,          (the cell process's peak resident set)
  *   "environment": { "khost_version", "git_rev", "plugin_version", "task_version", "device_name",
  *                    "device_pci_bus_id", "compute_capability", "device_memory_bytes", "driver_version",
  *                    "backend_env" (the plugin's key=value string), "cpu_model", "cpu_threads",
@@ -69,6 +74,17 @@ typedef struct kh_cell_record {
     double compile_codegen_s, compile_cc_s, compile_load_s; /* the backend's split (compile_info) */
     double compile_cold_s, compile_warm_s;
     kh_epoch_row *rows; int n_rows, cap_rows;
+    /* repetition (khost_record 2): rep_index of rep_of (1 of 1: a single run), its round and the cell's
+     * 0-based position in that round's order, the seed the order was drawn from (0: no drawn order) */
+    int rep_index, rep_of, rep_round, rep_position;
+    uint64_t order_seed;
+    /* raw samples: the wall time of every timed training step, epoch after epoch (from the previous step's
+     * end, or the epoch's start, to the end of this step after the backend's sync when step_sync is
+     * "device"); the warm-up steps before epoch 1 are not among them */
+    double *step_s; int64_t n_step_s, cap_step_s;
+    char step_sync[8];         /* "device" | "none" | "" (no samples) */
+    int64_t warmup_steps, steps_per_epoch;
+    int64_t peak_rss_bytes;    /* the cell process's peak resident set; -1 unknown */
     int n_env;                 /* environment as ordered key/value strings */
     char env_key[KH_ENV_MAX][32];
     char env_val[KH_ENV_MAX][256];
@@ -77,6 +93,7 @@ typedef struct kh_cell_record {
 void kh_record_init(kh_cell_record *r);
 void kh_record_free(kh_cell_record *r);
 int kh_record_add_row(kh_cell_record *r, const kh_epoch_row *row); /* 0 ok, -1 out of memory */
+int kh_record_add_step(kh_cell_record *r, double seconds);           /* 0 ok, -1 out of memory */
 void kh_record_set_env(kh_cell_record *r, const char *key, const char *value);
 const char *kh_record_get_env(const kh_cell_record *r, const char *key);
 /* Fill mean/median/metric_value from rows (median excludes epoch 1 when there are more). */
@@ -85,6 +102,9 @@ void kh_record_summarise(kh_cell_record *r, int target_is_max, double target);
 /* "<out>/<task>/<plugin>__<device-without-colon>.<ext>" into buf. */
 void kh_record_path(char *buf, size_t n, const char *out_dir, const char *task, const char *plugin,
                     const char *device, const char *ext);
+/* The same for repetition rep of a repeated cell: "...__<device>.rep<rep>.<ext>"; rep 0 = kh_record_path. */
+void kh_record_rep_path(char *buf, size_t n, const char *out_dir, const char *task, const char *plugin,
+                        const char *device, int rep, const char *ext);
 /* Write the CSV and JSON (creating <out>/<task>/); 0 ok, else err says which file and why. */
 int kh_record_write(const kh_cell_record *r, const char *out_dir, char *err, size_t errlen);
 /* The JSON text of a record (malloc'ed, one line when compact). */

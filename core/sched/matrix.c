@@ -42,6 +42,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -59,6 +60,7 @@
 #include "results/results.h"
 #include "sched/slurm/slurm.h"
 #include "khost/kit/clock.h"
+#include "khost/kit/rng.h"
 
 #ifndef KHOST_VERSION
 #define KHOST_VERSION "unknown"
@@ -109,6 +111,8 @@ void kh_matrix_signals(int on) {
 int kh_matrix_interrupted(void) { return g_interrupted != 0; }
 
 // --- one child ------------------------------------------------------------------------------------------
+static struct rusage g_child_ru; /* of the last child reaped: its peak resident set */
+
 static void sleep_s(double s) {
     struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
     nanosleep(&ts, NULL); /* EINTR is fine: the caller re-checks */
@@ -118,7 +122,7 @@ static void sleep_s(double s) {
 static int wait_for(pid_t pid, int *status, double limit) {
     double start = kh_now(), nap = 0.01;
     for (;;) {
-        pid_t r = waitpid(pid, status, WNOHANG);
+        pid_t r = wait4(pid, status, WNOHANG, &g_child_ru);
         if (r == pid) return 1;
         if (r < 0 && errno != EINTR) { /* ECHILD: reaped elsewhere; nothing more to learn */
             *status = 0;
@@ -137,7 +141,7 @@ static void kill_group(pid_t pid, double grace_s, int *status) {
     kill(-pid, SIGTERM);
     if (!wait_for(pid, status, grace_s)) {
         kill(-pid, SIGKILL);
-        while (waitpid(pid, status, 0) < 0 && errno == EINTR) {
+        while (wait4(pid, status, 0, &g_child_ru) < 0 && errno == EINTR) {
         }
     }
     kill(-pid, SIGKILL); /* grandchildren (a compiler the backend ran) that ignored SIGTERM */
@@ -183,6 +187,7 @@ int kh_child_run(char *const argv[], char *const envp[], const char *log_path, d
         goto fail;
 
     double start = kh_now();
+    memset(&g_child_ru, 0, sizeof g_child_ru);
     rc = posix_spawn(&pid, argv[0], &fa, &at, argv, envp ? envp : environ);
     if (rc != 0) goto fail;
     /* Until the child has called setpgid, kill(-pid) could miss it; posix_spawn returns after the exec
@@ -215,6 +220,7 @@ int kh_child_run(char *const argv[], char *const envp[], const char *log_path, d
         }
     }
     out->wall_s = kh_now() - start;
+    out->peak_rss_bytes = (int64_t)g_child_ru.ru_maxrss * 1024;
     goto cleanup;
 fail:
     snprintf(out->err, sizeof out->err, "cannot start %s: %s", argv[0], strerror(rc));
@@ -229,6 +235,10 @@ cleanup:
 typedef struct mx_opts {
     const char *plugins, *tasks, *devices, *out;
     const char *epochs, *batch_size, *limit_train, *limit_val, *seed; /* passed through as given */
+    const char *steps, *warmup_steps;                                  /* likewise */
+    int repeat;          /* repetitions of every cell, each its own child process (default 1) */
+    uint64_t order_seed; /* the rounds' orders are drawn from it */
+    int order_seed_set;
     double timeout_s;
     const char *memory_limit; /* as given; checked by kh_parse_bytes */
     int resume, quiet;
@@ -238,6 +248,7 @@ static void mx_usage(FILE *f) {
     fprintf(f,
             "usage: khost matrix [--plugins LIST|all] [--tasks LIST|all] [--devices LIST|all]\n"
             "                    [--epochs N] [--batch-size N] [--limit-train N] [--limit-val N] [--seed N]\n"
+            "                    [--steps N] [--warmup-steps N] [--repeat N] [--order-seed S]\n"
             "                    [--out DIR] [--timeout SECONDS] [--memory-limit BYTES[K|M|G]] [--resume]\n"
             "                    [--quiet]\n"
             "Runs every plugin x task x device cell in its own child process (khost run).\n"
@@ -246,7 +257,11 @@ static void mx_usage(FILE *f) {
             "  --out DIR       results folder (default: the registry's results_dir)\n"
             "  --timeout S     per cell; 0 = none (default 21600, six hours)\n"
             "  --memory-limit  per cell address space (RLIMIT_AS), e.g. 4G; a cell over it is recorded as oom\n"
-            "  --resume        skip cells already recorded as ok or unsupported; rerun the others\n"
+            "  --steps N       train N batches per epoch (steady-state timing); --warmup-steps N untimed before\n"
+            "  --repeat N      run every cell N times, each a fresh child, in rounds: within a round the cells\n"
+            "                  run in an order shuffled from --order-seed (default: from the clock; recorded)\n"
+            "                  and repetition k is written as <task>/<plugin>__<device>.rep<k>.json\n"
+            "  --resume        skip cells (repetitions) already recorded as ok or unsupported; rerun the others\n"
             "  --quiet         print only failed cells and the summary\n"
             "  --slurm ...     submit the cells as a Slurm job array instead (khost matrix --slurm --help)\n"
             "Exit status: 0 when every cell ended ok or unsupported, 1 otherwise.\n");
@@ -268,6 +283,7 @@ static int check_count(const char *opt, const char *v, int allow_zero) {
 static int mx_parse(int argc, char **argv, mx_opts *o) {
     memset(o, 0, sizeof *o);
     o->timeout_s = KH_MATRIX_DEFAULT_TIMEOUT_S;
+    o->repeat = 1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *val = NULL;
         char name[64];
@@ -294,7 +310,8 @@ static int mx_parse(int argc, char **argv, mx_opts *o) {
         static const char *const with_value[] = {"--plugins",     "--tasks",     "--devices",   "--out",
                                                  "--epochs",      "--batch-size", "--limit-train",
                                                  "--limit-val",   "--seed",      "--timeout",
-                                                 "--memory-limit"};
+                                                 "--memory-limit", "--steps",    "--warmup-steps",
+                                                 "--repeat",      "--order-seed"};
         size_t k;
         for (k = 0; k < sizeof with_value / sizeof with_value[0]; k++)
             if (!strcmp(name, with_value[k])) break;
@@ -330,10 +347,24 @@ static int mx_parse(int argc, char **argv, mx_opts *o) {
                 return -1;
             }
             o->memory_limit = val;
+        } else if (!strcmp(name, "--repeat") || !strcmp(name, "--order-seed")) {
+            char *end = NULL;
+            errno = 0;
+            unsigned long long x = strtoull(val, &end, 10);
+            int is_repeat = !strcmp(name, "--repeat");
+            if (!*val || *val == '-' || *val == '+' || *end || errno || (is_repeat && (x < 1 || x > 1000))) {
+                kh_logf(KH_LOG_ERROR, "matrix: %s expects %s, got '%s'", name,
+                        is_repeat ? "a count from 1 to 1000" : "a non-negative integer", val);
+                return -1;
+            }
+            if (is_repeat) o->repeat = (int)x;
+            else o->order_seed = x, o->order_seed_set = 1;
         } else {
-            int allow_zero = !strcmp(name, "--seed") || !strncmp(name, "--limit", 7);
+            int allow_zero = !strcmp(name, "--seed") || !strncmp(name, "--limit", 7) || !strcmp(name, "--warmup-steps");
             if (check_count(name, val, allow_zero)) return -1;
-            if (!strcmp(name, "--epochs")) o->epochs = val;
+            if (!strcmp(name, "--steps")) o->steps = val;
+            else if (!strcmp(name, "--warmup-steps")) o->warmup_steps = val;
+            else if (!strcmp(name, "--epochs")) o->epochs = val;
             else if (!strcmp(name, "--batch-size")) o->batch_size = val;
             else if (!strcmp(name, "--limit-train")) o->limit_train = val;
             else if (!strcmp(name, "--limit-val")) o->limit_val = val;
@@ -554,6 +585,7 @@ typedef struct mx_cell {
     const mx_opts *o;
     uint64_t reg_seed;
     char started_at[32];
+    int rep, round, position; /* repetition rep (0: the cell is not repeated) of round, position in it */
 } mx_cell;
 
 /* A record for a cell whose child could not write one (or was killed): what we know, from the parent. */
@@ -564,6 +596,10 @@ static void mx_fill_record(kh_cell_record *r, const mx_cell *c, const char *stat
     snprintf(r->device, sizeof r->device, "%s", c->dev->id);
     snprintf(r->status, sizeof r->status, "%s", status);
     snprintf(r->reason, sizeof r->reason, "%s", reason);
+    if (c->rep > 0) {
+        r->rep_index = c->rep, r->rep_of = c->o->repeat, r->rep_round = c->round, r->rep_position = c->position;
+        r->order_seed = c->o->order_seed;
+    }
     char buf[256];
     if (fresh) { /* otherwise the child's record already says all this, more precisely */
         r->epochs_requested = c->o->epochs ? atoi(c->o->epochs) : c->info ? c->info->epochs : 0;
@@ -737,111 +773,156 @@ int kh_cmd_matrix(kh_host *h, int argc, char **argv) {
         goto done;
     }
 
-    int total = np * nt * nd, idx = 0, n_done = 0, n_final = 0, n_ok = 0, n_skipped = 0, interrupted = 0;
+    if (o.repeat > 1 && !o.order_seed_set) o.order_seed = (uint64_t)time(NULL);
+    int total = np * nt * nd * o.repeat, idx = 0, n_done = 0, n_final = 0, n_ok = 0, n_skipped = 0, interrupted = 0;
     int n_by[7] = {0}; /* ok, unsupported, crashed, timeout, error (and data), diverged, oom */
     if (!o.quiet)
-        printf("matrix: %d plugin(s) x %d task(s) x %d device(s) = %d cell(s) -> %s\n", np, nt, nd, total, out_dir);
+        printf("matrix: %d plugin(s) x %d task(s) x %d device(s)%s = %d cell(s) -> %s\n", np, nt, nd,
+               o.repeat > 1 ? " x repetitions" : "", total, out_dir);
+    if (o.repeat > 1 && !o.quiet) printf("matrix: %d round(s), order seed %llu\n", o.repeat, (unsigned long long)o.order_seed);
     fflush(stdout);
     kh_matrix_signals(1);
-    for (int t = 0; t < nt && !interrupted; t++) {
-        const kh_task_info *info = tasks[t].m->task && tasks[t].m->task->info ? tasks[t].m->task->info() : NULL;
-        for (int p = 0; p < np && !interrupted; p++) {
-            for (int d = 0; d < nd && !interrupted; d++) {
-                if (kh_matrix_interrupted()) { /* arrived between cells: start nothing more */
-                    interrupted = 1;
-                    break;
-                }
-                idx++;
-                mx_cell c = {&plugins[p], &tasks[t], devs[d], info, out_dir, &o, h->reg.seed, {0}};
-                kh_env_now_iso(c.started_at, sizeof c.started_at);
-                char json[4200], csv[4200], log[4200], dir[4200];
-                kh_record_path(json, sizeof json, out_dir, c.task->name, c.plugin->name, c.dev->id, "json");
-                kh_record_path(csv, sizeof csv, out_dir, c.task->name, c.plugin->name, c.dev->id, "csv");
-                kh_record_path(log, sizeof log, out_dir, c.task->name, c.plugin->name, c.dev->id, "log");
-                kh_cell_record r;
-                char err[1200];
-                if (o.resume && kh_record_read(json, &r, err, sizeof err) == 0) {
-                    if (final_status(r.status) && mx_same_settings(&r, &o)) {
-                        if (!o.quiet) {
-                            printf("[%d/%d] %s x %s x %s ... skipped (recorded %s)\n", idx, total, c.plugin->name,
-                                   c.task->name, c.dev->id, r.status);
-                            fflush(stdout);
-                        }
-                        n_final++;
-                        n_skipped++;
-                        n_done++;
-                        n_by[strcmp(r.status, "ok") ? 1 : 0]++;
-                        kh_record_free(&r);
-                        continue;
+    /* Rounds of every cell; with --repeat N > 1 each round runs the cells in its own order, drawn from the
+     * order seed, so that drift of the machine's speed spreads over every backend instead of landing on the
+     * one that always runs last. One round keeps the listed order (tasks, then plugins, then devices). */
+    int n_cells = np * nt * nd;
+    struct { int t, p, d; } *cells = malloc(((size_t)n_cells + 1) * sizeof *cells);
+    int *order = malloc(((size_t)n_cells + 1) * sizeof *order);
+    if (!cells || !order) {
+        free(cells), free(order);
+        kh_logf(KH_LOG_ERROR, "matrix: out of memory");
+        rc = KH_EXIT_IO;
+        goto done;
+    }
+    for (int t = 0, k = 0; t < nt; t++)
+        for (int p = 0; p < np; p++)
+            for (int d = 0; d < nd; d++, k++) cells[k].t = t, cells[k].p = p, cells[k].d = d;
+    for (int round = 1; round <= o.repeat && !interrupted; round++) {
+        for (int k = 0; k < n_cells; k++) order[k] = k;
+        if (o.repeat > 1) {
+            kh_rng rng;
+            kh_rng_seed(&rng, kh_seed_mix(o.order_seed, 0x0DE5, (uint64_t)round, 0));
+            for (int k = n_cells - 1; k > 0; k--) { /* Fisher-Yates */
+                int j = (int)kh_rng_below(&rng, (uint64_t)k + 1), x = order[k];
+                order[k] = order[j], order[j] = x;
+            }
+        }
+        for (int pos = 0; pos < n_cells && !interrupted; pos++) {
+            if (kh_matrix_interrupted()) { /* arrived between cells: start nothing more */
+                interrupted = 1;
+                break;
+            }
+            idx++;
+            int t = cells[order[pos]].t, p = cells[order[pos]].p, d = cells[order[pos]].d;
+            const kh_task_info *info = tasks[t].m->task && tasks[t].m->task->info ? tasks[t].m->task->info() : NULL;
+            int rep = o.repeat > 1 ? round : 0;
+            mx_cell c = {&plugins[p], &tasks[t], devs[d], info, out_dir, &o, h->reg.seed, {0}, rep, round, pos};
+            kh_env_now_iso(c.started_at, sizeof c.started_at);
+            char json[4200], csv[4200], log[4200], dir[4200];
+            kh_record_rep_path(json, sizeof json, out_dir, c.task->name, c.plugin->name, c.dev->id, rep, "json");
+            kh_record_rep_path(csv, sizeof csv, out_dir, c.task->name, c.plugin->name, c.dev->id, rep, "csv");
+            kh_record_rep_path(log, sizeof log, out_dir, c.task->name, c.plugin->name, c.dev->id, rep, "log");
+            kh_cell_record r;
+            char err[1200];
+            if (o.resume && kh_record_read(json, &r, err, sizeof err) == 0) {
+                if (final_status(r.status) && mx_same_settings(&r, &o)) {
+                    if (!o.quiet) {
+                        printf("[%d/%d] %s x %s x %s ... skipped (recorded %s)\n", idx, total, c.plugin->name,
+                               c.task->name, c.dev->id, r.status);
+                        fflush(stdout);
                     }
-                    kh_record_free(&r);
-                }
-                if ((unlink(json) != 0 && errno != ENOENT) || (unlink(csv) != 0 && errno != ENOENT))
-                    kh_logf(KH_LOG_WARN, "matrix: cannot remove the old record %s: %s", json, strerror(errno));
-                mx_remove_partial(json);
-                mx_remove_partial(csv);
-                snprintf(dir, sizeof dir, "%s/%s", out_dir, c.task->name);
-                if (kh_mkdirs(dir) != 0)
-                    kh_logf(KH_LOG_WARN, "matrix: %s: cannot create: %s", dir, strerror(errno));
-
-                if (kh_cell_device_unavailable(c.plugin->m->backend, c.dev->kind, err, sizeof err)) {
-                    kh_record_init(&r); /* not scheduled: the plugin cannot use this device kind */
-                    mx_fill_record(&r, &c, "unsupported", err, NULL, 1);
-                    if (kh_record_write(&r, out_dir, err, sizeof err) != 0)
-                        kh_logf(KH_LOG_ERROR, "matrix: cannot write the record of %s x %s x %s: %s", c.plugin->name,
-                                c.task->name, c.dev->id, err);
-                    n_done++, n_final++, n_by[1]++;
-                    mx_print_end(&c, idx, total, &r, -1, NULL);
+                    n_final++;
+                    n_skipped++;
+                    n_done++;
+                    n_by[strcmp(r.status, "ok") ? 1 : 0]++;
                     kh_record_free(&r);
                     continue;
                 }
-                char *args[24];
-                int a = 0;
-                args[a++] = h->exe_path;
-                args[a++] = "run";
-                args[a++] = "--plugin";
-                args[a++] = (char *)c.plugin->arg;
-                args[a++] = "--task";
-                args[a++] = (char *)c.task->arg;
-                args[a++] = "--device";
-                args[a++] = (char *)c.dev->id;
-                args[a++] = "--out";
-                args[a++] = (char *)out_dir;
-                args[a++] = "--quiet";
-                if (o.epochs) { args[a++] = "--epochs"; args[a++] = (char *)o.epochs; }
-                if (o.batch_size) { args[a++] = "--batch-size"; args[a++] = (char *)o.batch_size; }
-                if (o.limit_train) { args[a++] = "--limit-train"; args[a++] = (char *)o.limit_train; }
-                if (o.limit_val) { args[a++] = "--limit-val"; args[a++] = (char *)o.limit_val; }
-                if (o.seed) { args[a++] = "--seed"; args[a++] = (char *)o.seed; }
-                args[a] = NULL;
-
-                if (!o.quiet) {
-                    printf("[%d/%d] %s x %s x %s ...\n", idx, total, c.plugin->name, c.task->name, c.dev->id);
-                    fflush(stdout);
-                }
-                kh_child_result res;
-                kh_child_run(args, envp, log, o.timeout_s, KH_MATRIX_GRACE_S, &res);
-                if (res.outcome == KH_CHILD_INTERRUPTED) {
-                    /* No record: the user stopped it, and --resume should run it again. */
-                    printf("[%d/%d] %s x %s x %s ... interrupted\n", idx, total, c.plugin->name, c.task->name,
-                           c.dev->id);
-                    interrupted = 1;
-                    break;
-                }
-                mx_settle(&c, &res, json, log, &r);
-                n_done++;
-                mx_print_end(&c, idx, total, &r, res.wall_s, log);
-                if (!strcmp(r.status, "ok")) n_by[0]++, n_final++;
-                else if (!strcmp(r.status, "unsupported")) n_by[1]++, n_final++;
-                else if (!strcmp(r.status, "crashed")) n_by[2]++;
-                else if (!strcmp(r.status, "timeout")) n_by[3]++;
-                else if (!strcmp(r.status, "diverged")) n_by[5]++;
-                else if (!strcmp(r.status, "oom")) n_by[6]++;
-                else n_by[4]++; /* error, data, anything unexpected */
                 kh_record_free(&r);
             }
+            if ((unlink(json) != 0 && errno != ENOENT) || (unlink(csv) != 0 && errno != ENOENT))
+                kh_logf(KH_LOG_WARN, "matrix: cannot remove the old record %s: %s", json, strerror(errno));
+            mx_remove_partial(json);
+            mx_remove_partial(csv);
+            snprintf(dir, sizeof dir, "%s/%s", out_dir, c.task->name);
+            if (kh_mkdirs(dir) != 0)
+                kh_logf(KH_LOG_WARN, "matrix: %s: cannot create: %s", dir, strerror(errno));
+
+            if (kh_cell_device_unavailable(c.plugin->m->backend, c.dev->kind, err, sizeof err)) {
+                kh_record_init(&r); /* not scheduled: the plugin cannot use this device kind */
+                mx_fill_record(&r, &c, "unsupported", err, NULL, 1);
+                if (kh_record_write(&r, out_dir, err, sizeof err) != 0)
+                    kh_logf(KH_LOG_ERROR, "matrix: cannot write the record of %s x %s x %s: %s", c.plugin->name,
+                            c.task->name, c.dev->id, err);
+                n_done++, n_final++, n_by[1]++;
+                mx_print_end(&c, idx, total, &r, -1, NULL);
+                kh_record_free(&r);
+                continue;
+            }
+            char *args[24];
+            int a = 0;
+            args[a++] = h->exe_path;
+            args[a++] = "run";
+            args[a++] = "--plugin";
+            args[a++] = (char *)c.plugin->arg;
+            args[a++] = "--task";
+            args[a++] = (char *)c.task->arg;
+            args[a++] = "--device";
+            args[a++] = (char *)c.dev->id;
+            args[a++] = "--out";
+            args[a++] = (char *)out_dir;
+            args[a++] = "--quiet";
+            if (o.epochs) { args[a++] = "--epochs"; args[a++] = (char *)o.epochs; }
+            if (o.batch_size) { args[a++] = "--batch-size"; args[a++] = (char *)o.batch_size; }
+            if (o.limit_train) { args[a++] = "--limit-train"; args[a++] = (char *)o.limit_train; }
+            if (o.limit_val) { args[a++] = "--limit-val"; args[a++] = (char *)o.limit_val; }
+            if (o.seed) { args[a++] = "--seed"; args[a++] = (char *)o.seed; }
+            if (o.steps) { args[a++] = "--steps"; args[a++] = (char *)o.steps; }
+            if (o.warmup_steps) { args[a++] = "--warmup-steps"; args[a++] = (char *)o.warmup_steps; }
+            char repetition[96];
+            if (rep) { /* k/N/round/position/order seed, for the child's record */
+                snprintf(repetition, sizeof repetition, "%d/%d/%d/%d/%llu", rep, o.repeat, round, pos,
+                         (unsigned long long)o.order_seed);
+                args[a++] = "--repetition";
+                args[a++] = repetition;
+            }
+            args[a] = NULL;
+
+            if (!o.quiet) {
+                printf("[%d/%d] %s x %s x %s ...\n", idx, total, c.plugin->name, c.task->name, c.dev->id);
+                fflush(stdout);
+            }
+            kh_child_result res;
+            kh_child_run(args, envp, log, o.timeout_s, KH_MATRIX_GRACE_S, &res);
+            if (res.outcome == KH_CHILD_INTERRUPTED) {
+                /* No record: the user stopped it, and --resume should run it again. */
+                printf("[%d/%d] %s x %s x %s ... interrupted\n", idx, total, c.plugin->name, c.task->name,
+                       c.dev->id);
+                interrupted = 1;
+                break;
+            }
+            mx_settle(&c, &res, json, log, &r);
+            if (res.peak_rss_bytes > 0 && r.peak_rss_bytes != res.peak_rss_bytes) {
+                /* the kernel's account of the exited child covers all it did, after its record too */
+                r.peak_rss_bytes = res.peak_rss_bytes;
+                if (kh_record_write(&r, out_dir, err, sizeof err) != 0)
+                    kh_logf(KH_LOG_ERROR, "matrix: cannot write the record of %s x %s x %s: %s", c.plugin->name,
+                            c.task->name, c.dev->id, err);
+            }
+            n_done++;
+            mx_print_end(&c, idx, total, &r, res.wall_s, log);
+            if (!strcmp(r.status, "ok")) n_by[0]++, n_final++;
+            else if (!strcmp(r.status, "unsupported")) n_by[1]++, n_final++;
+            else if (!strcmp(r.status, "crashed")) n_by[2]++;
+            else if (!strcmp(r.status, "timeout")) n_by[3]++;
+            else if (!strcmp(r.status, "diverged")) n_by[5]++;
+            else if (!strcmp(r.status, "oom")) n_by[6]++;
+            else n_by[4]++; /* error, data, anything unexpected */
+            kh_record_free(&r);
         }
     }
+    free(cells);
+    free(order);
     kh_matrix_signals(0);
     n_ok = n_by[0];
     printf("matrix: %d of %d cell(s) done: %d ok, %d unsupported, %d crashed, %d timeout, %d error, %d diverged"
@@ -869,7 +950,8 @@ static void mx_from_ref(const kh_matrix_cell_ref *ref, mx_mod *p, mx_mod *t, mx_
     o->seed = ref->seed;
     o->timeout_s = ref->timeout_s;
     const kh_task_info *info = ref->task->task && ref->task->task->info ? ref->task->task->info() : NULL;
-    *c = (mx_cell){p, t, ref->dev, info, ref->out_dir, o, ref->reg_seed, {0}};
+    *c = (mx_cell){p, t, ref->dev, info, ref->out_dir, o, ref->reg_seed, {0}, 0, 1, 0};
+    o->repeat = 1;
     snprintf(c->started_at, sizeof c->started_at, "%s", ref->started_at);
 }
 

@@ -18,6 +18,7 @@ typedef struct kh_child_result {
     int outcome; /* kh_child_outcome */
     int code;
     double wall_s;
+    int64_t peak_rss_bytes; /* the child's peak resident set (wait4's rusage); 0 unknown */
     char err[256];
 } kh_child_result;
 
