@@ -48,11 +48,22 @@ static void test_training_run(const char *dir) {
     CHECK(rc == 0, "run exit %d: %s", rc, out);
     /* --json: the record is the last line of stdout */
     const char *last = strrchr(out, '{');
-    CHECK(last && strstr(out, "\"khost_record\":1"), "no JSON record in output: %s", out);
+    CHECK(last && strstr(out, "\"khost_record\":2"), "no JSON record in output: %s", out);
     kh_cell_record r;
     kh_record_path(path, sizeof path, dir, "fixture_blobs", "fixture", "cpu", "json");
     CHECK(kh_record_read(path, &r, err, sizeof err) == 0, "read %s: %s", path, err);
     CHECK(strcmp(r.status, "ok") == 0, "status %s (%s)", r.status, r.reason);
+    /* the raw samples: one per timed step, summing to the epochs' training time; a single run is 1 of 1 */
+    double train_sum = 0, step_sum = 0;
+    for (int e = 0; e < r.n_rows; e++) train_sum += r.rows[e].train_s;
+    for (int64_t k = 0; k < r.n_step_s; k++) step_sum += r.step_s[k];
+    CHECK(r.steps_per_epoch > 0 && r.n_step_s == r.steps_per_epoch * r.n_rows,
+          "%lld step samples for %d epochs of %lld steps", (long long)r.n_step_s, r.n_rows, (long long)r.steps_per_epoch);
+    CHECK(fabs(step_sum - train_sum) <= 0.05 * train_sum + 1e-4, "steps sum to %g s, epochs' training %g s", step_sum,
+          train_sum);
+    CHECK(!strcmp(r.step_sync, "device") && r.rep_index == 1 && r.rep_of == 1, "sync %s, repetition %d of %d",
+          r.step_sync, r.rep_index, r.rep_of);
+    CHECK(r.peak_rss_bytes > (1 << 20), "peak RSS %lld", (long long)r.peak_rss_bytes);
     CHECK(r.n_rows == 5, "epochs recorded %d, expected the task's 5", r.n_rows);
     CHECK(r.n_rows > 0 && r.rows[r.n_rows - 1].val_acc > 0.95, "final val_acc %.4f <= 0.95",
           r.n_rows ? r.rows[r.n_rows - 1].val_acc : -1.0);
