@@ -509,6 +509,8 @@ static int run(cell *c) {
     }
     if (c->b->environment && c->b->environment(c->sess, err, sizeof err) == KH_OK)
         kh_record_set_env(rec, "backend_env", err);
+    int64_t dev_total;
+    if (kh_device_mem_info(o->dev, &rec->dev_free_before, &dev_total) != 0) rec->dev_free_before = -1;
     kh_compile_opts co = {.struct_size = sizeof co, .max_batch = c->batch, .seed = o->seed, .deterministic = 0};
     double tc = kh_now();
     err[0] = 0;
@@ -545,6 +547,7 @@ static int run(cell *c) {
         if (code == KH_EXIT_OK && o->checkpoint_dir && e < epochs) checkpoint(c, e, epochs);
     }
     free(order);
+    if (kh_device_mem_info(o->dev, &rec->dev_free_after, &dev_total) != 0) rec->dev_free_after = -1;
     char finished[64];
     kh_env_now_iso(finished, sizeof finished);
     kh_record_set_env(rec, "finished_at", finished);

@@ -40,5 +40,6 @@ typedef kh_CUresult (*kh_cuDevicePrimaryCtxRelease_fn)(kh_CUdevice dev);
 typedef kh_CUresult (*kh_cuCtxSetCurrent_fn)(kh_CUcontext ctx);
 typedef kh_CUresult (*kh_cuGetErrorString_fn)(kh_CUresult error, const char **str);
 typedef kh_CUresult (*kh_cuGetErrorName_fn)(kh_CUresult error, const char **str);
+typedef kh_CUresult (*kh_cuMemGetInfo_fn)(size_t *free_bytes, size_t *total_bytes); /* the _v2 symbol */
 
 #endif

@@ -43,6 +43,7 @@ static struct {
     kh_cuCtxSetCurrent_fn CtxSetCurrent;
     kh_cuGetErrorString_fn GetErrorString; /* optional */
     kh_cuGetErrorName_fn GetErrorName;     /* optional */
+    kh_cuMemGetInfo_fn MemGetInfo;         /* optional: device memory before and after a cell */
     int driver_version;
 } cu;
 static pthread_mutex_t cu_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -86,7 +87,8 @@ static void cu_load(void) {
 #define CU_SYM(field, sym) do { union { void *p; kh_cu##field##_fn f; } u_; u_.p = cu_sym(sym); cu.field = u_.f; } while (0)
     CU_SYM(GetErrorString, "cuGetErrorString");
     CU_SYM(GetErrorName, "cuGetErrorName");
-    cu.why[0] = 0; /* the two above are optional */
+    CU_SYM(MemGetInfo, "cuMemGetInfo_v2");
+    cu.why[0] = 0; /* the three above are optional */
     CU_SYM(Init, "cuInit");
     CU_SYM(DriverGetVersion, "cuDriverGetVersion");
     CU_SYM(DeviceGetCount, "cuDeviceGetCount");
@@ -454,6 +456,14 @@ int kh_device_make_current(kh_devices *d, const kh_device *dev) {
     if (dev->kind == KH_DEVICE_CPU) return 0;
     if (!cu.ready || !dev->cu_context) return -1;
     return cu.CtxSetCurrent((kh_CUcontext)dev->cu_context) == KH_CUDA_SUCCESS ? 0 : -1;
+}
+
+int kh_device_mem_info(const kh_device *dev, int64_t *free_bytes, int64_t *total_bytes) {
+    size_t f = 0, t = 0;
+    if (!dev || dev->kind != KH_DEVICE_CUDA || !cu.ready || !cu.MemGetInfo || !dev->cu_context) return -1;
+    if (cu.MemGetInfo(&f, &t) != KH_CUDA_SUCCESS) return -1;
+    *free_bytes = (int64_t)f, *total_bytes = (int64_t)t;
+    return 0;
 }
 
 void kh_device_release(kh_devices *d, kh_device *dev) {

@@ -26,6 +26,9 @@ int kh_device_activate(kh_devices *d, kh_device *dev, char *err, size_t errlen);
 /* Make it current again (before each backend call from another thread) and release it at the end. */
 int kh_device_make_current(kh_devices *d, const kh_device *dev);
 void kh_device_release(kh_devices *d, kh_device *dev);
+/* Free and total memory of a CUDA device whose primary context is current (cuMemGetInfo); -1 for the cpu,
+ * a driver without the call, or a failure. */
+int kh_device_mem_info(const kh_device *dev, int64_t *free_bytes, int64_t *total_bytes);
 /* "13.0" style version of the driver API; empty when none. */
 void kh_devices_driver_string(const kh_devices *d, char *buf, size_t n);
 #endif

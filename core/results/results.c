@@ -23,6 +23,7 @@ void kh_record_init(kh_cell_record *r) {
     r->compile_units = -1;
     r->rep_index = r->rep_of = r->rep_round = 1;
     r->peak_rss_bytes = -1;
+    r->dev_free_before = r->dev_free_after = -1;
 }
 
 void kh_record_free(kh_cell_record *r) {
@@ -220,6 +221,19 @@ static void add_repeat_and_samples(cJSON *o, const kh_cell_record *r) {
         cJSON_AddStringToObject(sm, "step_sync", r->step_sync[0] ? r->step_sync : "none");
         cJSON_AddNumberToObject(sm, "warmup_steps", (double)r->warmup_steps);
         cJSON_AddNumberToObject(sm, "steps_per_epoch", (double)r->steps_per_epoch);
+    }
+    cJSON *dm = cJSON_AddObjectToObject(o, "device_mem");
+    if (dm) {
+        cJSON_AddNullToObject(dm, "peak_bytes");
+        cJSON_AddStringToObject(dm, "source", "unavailable");
+        cJSON_AddStringToObject(dm, "reason", r->dev_free_before >= 0
+                                                  ? "no backend reports its peak device memory (no ABI call); "
+                                                    "free_before - free_after bounds what the cell still held"
+                                                  : "not a CUDA device, or the driver has no cuMemGetInfo");
+        cJSON_AddItemToObject(dm, "free_before", r->dev_free_before >= 0 ? cJSON_CreateNumber((double)r->dev_free_before)
+                                                                        : cJSON_CreateNull());
+        cJSON_AddItemToObject(dm, "free_after", r->dev_free_after >= 0 ? cJSON_CreateNumber((double)r->dev_free_after)
+                                                                      : cJSON_CreateNull());
     }
     cJSON_AddItemToObject(o, "peak_rss_bytes",
                           r->peak_rss_bytes >= 0 ? cJSON_CreateNumber((double)r->peak_rss_bytes) : cJSON_CreateNull());
@@ -458,6 +472,11 @@ int kh_record_read(const char *path, kh_cell_record *r, char *err, size_t errlen
         if (isfinite(v = get_num(sm, "steps_per_epoch")) && v >= 0) r->steps_per_epoch = (int64_t)v;
     }
     if (isfinite(v = get_num(o, "peak_rss_bytes")) && v >= 0) r->peak_rss_bytes = (int64_t)v;
+    const cJSON *dm = cJSON_GetObjectItemCaseSensitive(o, "device_mem");
+    if (cJSON_IsObject(dm)) {
+        if (isfinite(v = get_num(dm, "free_before")) && v >= 0) r->dev_free_before = (int64_t)v;
+        if (isfinite(v = get_num(dm, "free_after")) && v >= 0) r->dev_free_after = (int64_t)v;
+    }
     const cJSON *env = cJSON_GetObjectItemCaseSensitive(o, "environment");
     cJSON_ArrayForEach(e, env) {
         if (cJSON_IsString(e) && e->string) kh_record_set_env(r, e->string, e->valuestring);

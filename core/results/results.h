@@ -85,6 +85,9 @@ typedef struct kh_cell_record {
     char step_sync[8];         /* "device" | "none" | "" (no samples) */
     int64_t warmup_steps, steps_per_epoch;
     int64_t peak_rss_bytes;    /* the cell process's peak resident set; -1 unknown */
+    /* CUDA devices: free device memory (cuMemGetInfo) after the session opened and after training; -1
+     * unknown. The backends' own peak (arena, workspaces) has no ABI call yet: device_mem says so. */
+    int64_t dev_free_before, dev_free_after;
     int n_env;                 /* environment as ordered key/value strings */
     char env_key[KH_ENV_MAX][32];
     char env_val[KH_ENV_MAX][256];

@@ -129,6 +129,10 @@ static void mode_fake(const char *lib, int old_release) {
         CHECK(rc == 1, "activating twice retained %d times", rc);
     }
     CHECK(kh_device_make_current(&d, b) == 0, "make_current");
+    int64_t fr = 0, tot = 0;
+    CHECK(kh_device_mem_info(b, &fr, &tot) == 0 && fr == 150000000000ll && tot == 150754820096ll,
+          "cuMemGetInfo through the driver: free %lld of %lld", (long long)fr, (long long)tot);
+    CHECK(kh_device_mem_info(&d.v[0], &fr, &tot) != 0, "no device memory for the cpu");
     kh_device_release(&d, b);
     CHECK(b->cu_context == NULL, "context kept after release");
     CHECK(kh_device_make_current(&d, b) != 0, "make_current after release succeeded");
