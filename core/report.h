@@ -40,6 +40,8 @@ int kh_report_factor(const kh_report_task *t, int p, int d, int kind, double *fa
 void kh_report_fmt_time_cell(const kh_report_task *t, int p, int d, int kind, char *buf, size_t n);
 /* The time-per-step table, when some record of the task has per-step samples (report_stats.c). */
 void kh_report_print_steps(FILE *f, const kh_report_task *t);
+/* The HTML page's strip plots of per-step samples per backend, one per device (report_strip.c). */
+void kh_report_html_strips(FILE *f, const kh_report_task *t);
 /* Failed repetitions, noisy cells and outliers of a task. */
 void kh_report_print_warnings(FILE *f, const kh_report_task *t);
 

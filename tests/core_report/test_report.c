@@ -154,6 +154,15 @@ int main(int argc, char **argv) {
     CHECK(strstr(out, "| theano | 10.3 [10.1, 10.4] (1.01x [0.99, 1.01] \xe2\x89\x88) |\n") != NULL, "step factor \xe2\x89\x88");
     CHECK(strstr(out, "- cntk on cpu (step times, 4 repetitions): 1 did not finish (#4 crashed), not counted.") != NULL,
           "a failed repetition is listed");
+    snprintf(path, sizeof path, "%s/reps.html", tmp);
+    snprintf(cmd, sizeof cmd, "'%s' report '%s/data-reps' --html '%s' >/dev/null 2>&1", bin, src, path);
+    CHECK(kh_test_run(cmd, out, sizeof out) == 0, "report data-reps --html");
+    got = slurp(path, NULL);
+    CHECK(got && strstr(got, "strip-chart") && count(got, "<title>repetition ") == 9 &&
+              strstr(got, "(1.00x [0.99, 1.00] \xe2\x89\x88)"),
+          "HTML: a strip plot with each finished repetition's median, and the CIs in the time table");
+    free(got);
+    got = NULL;
     free(got);
     free(want);
 
