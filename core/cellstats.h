@@ -54,7 +54,7 @@ int kh_cell_parse_name(const char *name, char *base, size_t n, int *k);
 int kh_cell_stats_load(const char *dir, const char *base, kh_cell_stats *c, char *err, size_t errlen);
 void kh_cell_stats_free(kh_cell_stats *c);
 /* The per-round values of two cells (kind 0 epoch, 1 step) matched by round, into a[] and b[] (each at
- * least min(n_reps) long); returns the number of pairs. */
+ * least x->n_reps long: every repetition of x pairs with at most one of y); returns the number of pairs. */
 int kh_cell_stats_pairs(const kh_cell_stats *x, const kh_cell_stats *y, int kind, double *a, double *b);
 /* The values of one kind, finished repetitions only, in index order, into v[n_reps]; returns their count. */
 int kh_cell_stats_values(const kh_cell_stats *c, int kind, double *v);

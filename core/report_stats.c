@@ -52,8 +52,8 @@ int kh_report_factor(const kh_report_task *t, int p, int d, int kind, double *fa
     if (best == me || v == bv) return 1;
     const kh_cell_stats *a = t->stats ? t->stats[me] : NULL, *b = t->stats ? t->stats[best] : NULL;
     if (!a || !b) return 0;
-    int cap = a->n_reps < b->n_reps ? a->n_reps : b->n_reps;
-    if (cap < 2) return 0;
+    int cap = a->n_reps; /* at most one pair per repetition of a, even when rounds repeat */
+    if (cap < 2 || b->n_reps < 2) return 0;
     double *x = malloc((size_t)cap * sizeof *x), *y = malloc((size_t)cap * sizeof *y);
     if (x && y) {
         int n = kh_cell_stats_pairs(a, b, kind, x, y);
@@ -133,7 +133,8 @@ void kh_report_print_warnings(FILE *f, const kh_report_task *t) {
             const kh_cell_stats *s = t->stats ? t->stats[p * t->nd + d] : NULL;
             if (!s || s->n_reps < 2) continue; /* one run: "Did not finish" already says what happened */
             const kh_rep_stats *rs = s->step.n ? &s->step : &s->epoch;
-            if (!s->n_failed && !rs->warn && !rs->n_outliers) continue;
+            int unsynced = s->step.n && !strcmp(s->step_sync, "none");
+            if (!s->n_failed && !rs->warn && !rs->n_outliers && !unsynced) continue;
             if (!any) fprintf(f, "\nMeasurement warnings:\n\n");
             any = 1;
             fprintf(f, "- %s on %s (%s times, %d repetition%s):", t->plugins[p], t->devices[d],
@@ -147,6 +148,9 @@ void kh_report_print_warnings(FILE *f, const kh_report_task *t) {
                 sep = "; ";
             }
             if (rs->warnings[0]) fprintf(f, "%s%s", sep, rs->warnings), sep = "; ";
+            if (unsynced)
+                fprintf(f, "%sstep times taken without synchronising the device (the backend cannot): a step's "
+                           "time may belong to its neighbour", sep), sep = "; ";
             if (rs->n_outliers) {
                 fprintf(f, "%soutliers kept (|modified Z| > %.1f):", sep, KH_STATS_OUTLIER_Z);
                 for (int i = 0; i < s->n_reps; i++) {
