@@ -272,6 +272,15 @@ static void test_summary(const char *tmp) {
     const cJSON *bs = cJSON_GetObjectItemCaseSensitive(sp, "bootstrap");
     CHECK(jnum(bs, "resamples") == KH_STATS_RESAMPLES && cJSON_IsString(cJSON_GetObjectItemCaseSensitive(bs, "seed")),
           "resample count and seed recorded");
+    /* the recorded resample count and seed reproduce the recorded interval */
+    const cJSON *seed = cJSON_GetObjectItemCaseSensitive(bs, "seed");
+    if (cJSON_IsString(seed)) {
+        kh_ci again;
+        double v[5] = {0.200, 0.100, 0.101, 0.099, 0.1005};
+        kh_stats_median_ci(v, 5, (int)jnum(bs, "resamples"), strtoull(seed->valuestring, NULL, 10), jnum(bs, "level"), &again);
+        CHECK(fabs(again.lo - lo) < 1e-9 && fabs(again.hi - hi) < 1e-9, "recomputed from the recorded seed: [%g, %g] vs [%g, %g]",
+              again.lo, again.hi, lo, hi);
+    }
     const cJSON *w = cJSON_GetObjectItemCaseSensitive(sp, "warnings");
     int cv = 0, first = 0;
     const cJSON *e;
