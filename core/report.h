@@ -42,6 +42,8 @@ void kh_report_fmt_time_cell(const kh_report_task *t, int p, int d, int kind, ch
 void kh_report_print_steps(FILE *f, const kh_report_task *t);
 /* The HTML page's strip plots of per-step samples per backend, one per device (report_strip.c). */
 void kh_report_html_strips(FILE *f, const kh_report_task *t);
+/* The HTML page's time-per-step table and measurement warnings (report_strip.c). */
+void kh_report_html_steps(FILE *f, const kh_report_task *t);
 /* Failed repetitions, noisy cells and outliers of a task. */
 void kh_report_print_warnings(FILE *f, const kh_report_task *t);
 

@@ -441,6 +441,7 @@ int kh_report_html(const kh_report *rep, kh_report_info_fn info_of, void *ctx, c
         fputs("</h2>\n", f);
         fputs("<div class=\"row\"><div>", f);
         tables(f, t);
+        kh_report_html_steps(f, t);
         kh_report_html_strips(f, t);
         fputs("</div><div>", f);
         published(f, info_of ? info_of(ctx, t->name) : NULL);

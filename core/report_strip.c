@@ -1,9 +1,12 @@
 /* core/report_strip.c — the HTML report's distribution of per-step times: per task and device, a strip plot
  * with one row per backend, one dot per recorded step (all repetitions; the first KH_STRIP_MAX of a long
  * run, evenly thinned beyond) and a bar at the median of each repetition, so the spread within and between
- * repetitions is visible beside the tables. Nothing when no record of the task has samples. */
+ * repetitions is visible beside the tables. Nothing when no record of the task has samples. Also the
+ * time-per-step table and the measurement warnings of the markdown report (report_stats.c), as HTML. */
+#define _GNU_SOURCE /* open_memstream */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "report.h"
@@ -101,4 +104,74 @@ void kh_report_html_strips(FILE *f, const kh_report_task *t) {
         xesc(f, t->devices[d]);
         fputs(": one dot per recorded step, a bar at each repetition's median</figcaption></figure>\n", f);
     }
+}
+
+/* The time-per-step table and the measurement warnings of the markdown report, as HTML. */
+void kh_report_html_steps(FILE *f, const kh_report_task *t) {
+    int any = 0;
+    for (int i = 0; i < t->np * t->nd && !any; i++) {
+        const kh_cell_stats *s = t->stats ? t->stats[i] : NULL;
+        any = s && s->step.n > 0 && t->cells[i] && !strcmp(t->cells[i]->status, "ok");
+    }
+    if (any) {
+        fputs("<table class=\"time steps\"><caption>Time per step (ms, median over repetitions of each repetition's "
+              "median step [95 % bootstrap CI]; factor to the fastest on each device [95 % CI, paired by round; "
+              "\xe2\x89\x88 = not significant])</caption>\n<thead><tr><th>backend</th>", f);
+        for (int d = 0; d < t->nd; d++) {
+            fputs("<th>", f);
+            xesc(f, t->devices[d]);
+            fputs("</th>", f);
+        }
+        fputs("</tr></thead>\n<tbody>\n", f);
+        for (int p = 0; p < t->np; p++) {
+            fputs("<tr><th>", f);
+            xesc(f, t->plugins[p]);
+            fputs("</th>", f);
+            for (int d = 0; d < t->nd; d++) {
+                const kh_cell_stats *s = t->stats ? t->stats[p * t->nd + d] : NULL;
+                const kh_cell_record *r = t->cells[p * t->nd + d];
+                if (!r || strcmp(r->status, "ok") || !s || !s->step.n) {
+                    fputs("<td class=\"dnf\">", f);
+                    xesc(f, !r ? "" : strcmp(r->status, "ok") ? r->status : "\xe2\x80\x94");
+                    fputs("</td>", f);
+                    continue;
+                }
+                char cell[256];
+                kh_report_fmt_time_cell(t, p, d, 1, cell, sizeof cell);
+                size_t n = strlen(cell);
+                int best = n > 4 && !strncmp(cell, "**", 2) && !strcmp(cell + n - 2, "**");
+                if (best) {
+                    memmove(cell, cell + 2, n - 4);
+                    cell[n - 4] = 0;
+                }
+                fprintf(f, "<td%s>", best ? " class=\"best\"" : "");
+                xesc(f, cell);
+                fputs("</td>", f);
+            }
+            fputs("</tr>\n", f);
+        }
+        fputs("</tbody></table>\n", f);
+    }
+    /* the warnings: the markdown list, one item per line */
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&buf, &len);
+    if (!m) return;
+    kh_report_print_warnings(m, t);
+    if (fclose(m) != 0 || !buf) {
+        free(buf);
+        return;
+    }
+    int listed = 0;
+    for (char *line = buf, *next; line && *line; line = next) {
+        next = strchr(line, '\n');
+        if (next) *next++ = 0;
+        if (strncmp(line, "- ", 2)) continue;
+        if (!listed) fputs("<p class=\"warnings\">Measurement warnings:</p>\n<ul class=\"warnings\">\n", f), listed = 1;
+        fputs("<li>", f);
+        xesc(f, line + 2);
+        fputs("</li>\n", f);
+    }
+    if (listed) fputs("</ul>\n", f);
+    free(buf);
 }

@@ -161,6 +161,9 @@ int main(int argc, char **argv) {
     CHECK(got && strstr(got, "strip-chart") && count(got, "<title>repetition ") == 9 &&
               strstr(got, "(1.00x [0.99, 1.00] \xe2\x89\x88)"),
           "HTML: a strip plot with each finished repetition's median, and the CIs in the time table");
+    CHECK(got && strstr(got, "<table class=\"time steps\">") && strstr(got, "<td class=\"best\">10.2 [10.0, 10.5] (1.0x)</td>") &&
+              strstr(got, "<li>cntk on cpu (step times, 4 repetitions): 1 did not finish (#4 crashed), not counted.</li>"),
+          "HTML: the time-per-step table and the measurement warnings");
     free(got);
     got = NULL;
     free(got);
