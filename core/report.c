@@ -1,10 +1,13 @@
 /* core/report.c — `khost report DIR [--svg FILE] [--html FILE] [--published]`: the benchmark's tables from stored records.
  *
- * Reads DIR/<task>/<name>.json (and DIR/<name>.json, so one task's folder works too), groups the records
- * by task and prints, per task, the accuracy table (the record's metric: val_acc, or loss for text generation) and
- * the time-per-epoch table (mean over all epochs, the seed's definition) as markdown, backends as rows and
- * devices as columns. A time cell is "245.5 (2.6x)", the factor to the fastest finished cell of its column,
- * which is bold; beside each device's time column, when some record there has one, its model-compile time
+ * Reads DIR/<task>/<name>.json (and DIR/<name>.json, so one task's folder works too), one record per cell
+ * (the .rep<k> records of a cell's repetitions are read as one, their statistics kept beside: cellstats.h),
+ * groups the records by task and prints, per task, the accuracy table (the record's metric: val_acc, or loss
+ * for text generation) and the time-per-epoch table (per repetition the mean over all epochs, the seed's
+ * definition; the median over repetitions) as markdown, backends as rows and devices as columns. A time cell
+ * is "245.5 [240.1, 250.3] (2.6x [2.5, 2.7])": the bootstrap CI, the factor to the fastest finished cell of
+ * its column (which is bold) with its CI paired by round, "≈" where that contains 1, "[—]" for one run
+ * (report_stats.c; also the time-per-step table and the measurement warnings); beside each device's time column, when some record there has one, its model-compile time
  * ("cold / warm" for backends with a generated-code cache, one time for the others, "—" unknown) with the
  * explanation under the table; a third table gives each finished cell's achieved GFLOP/s and fraction of the roofline when
  * the records carry them. Reference rows (tools/reference) are labelled. Cells that did not finish show their
@@ -671,7 +674,9 @@ static void report_usage(FILE *f) {
     fprintf(f,
             "usage: khost report DIR [--svg FILE] [--html FILE] [--published]\n"
             "Tables (markdown) of accuracy and time per epoch (with model-compile time, cold / warm, where the\n"
-            "records have it) from DIR/<task>/*.json, per task.\n"
+            "records have it) from DIR/<task>/*.json, per task. Times are medians over a cell's repetitions\n"
+            "(.rep<k>.json) with a bootstrap 95 %% CI, factors with a CI paired by round (\"≈\": not\n"
+            "significant); records with per-step samples add a time-per-step table; one run shows [—].\n"
             "  --svg FILE     also write a bar chart of time per epoch\n"
             "  --html FILE    also write one self-contained HTML page: tables, charts, learning curves,\n"
             "                 published figures, environment, unfinished cells (open it in any browser)\n"

@@ -1,7 +1,9 @@
 /* core/report_html.c — `khost report DIR --html FILE`: one self-contained page (inline CSS, SVG and a few
  * lines of script; nothing loaded from the network or from other files). Per task: the accuracy and time
- * tables (time with GFLOP/s and the fraction of the roofline, and the model-compile time beside it where the
- * records have one, its split as the cell's title), a chart of time per epoch per backend and
+ * tables (time as the median over repetitions with its CI and the factor's CI, GFLOP/s and the fraction of
+ * the roofline, and the model-compile time beside it where the records have one, its split as the cell's
+ * title), the time-per-step table, measurement warnings and a strip plot of the per-step samples
+ * (report_strip.c), a chart of time per epoch per backend and
  * device, the learning curves per epoch, the original benchmark's published figures beside ours, the
  * environment of every cell, and the cells that did not finish with their reasons. Reference rows
  * (tools/reference's PyTorch / Keras 3 records) are marked as such. The markup is well-formed XML as well as
