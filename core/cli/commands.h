@@ -26,6 +26,7 @@ const char *kh_host_data_dir(const kh_host *h);
 int kh_cmd_run(kh_host *h, int argc, char **argv);
 int kh_cmd_matrix(kh_host *h, int argc, char **argv);
 int kh_cmd_report(int argc, char **argv);
+int kh_cmd_compare(int argc, char **argv);
 int kh_cmd_describe(kh_host *h, int argc, char **argv);
 int kh_cmd_verify(kh_host *h, int argc, char **argv);
 int kh_cmd_profile(kh_host *h, int argc, char **argv);

@@ -40,7 +40,13 @@ static const char usage[] =
     "  khost report DIR [--svg FILE] [--html FILE] [--published]\n"
     "      the original benchmark's tables (accuracy; time per epoch with factors and model-compile time,\n"
     "      cold / warm; GFLOP/s and fraction of the roofline) from stored results; --html writes one\n"
-    "      self-contained page with charts.\n"
+    "      self-contained page with charts. Times are medians over a cell's repetitions [95 % bootstrap\n"
+    "      CI]; factors carry a CI paired by round, \"≈\" where it contains 1; per-step samples add a time-\n"
+    "      per-step table (and a strip plot in --html); noisy cells and failed repetitions are listed.\n"
+    "  khost compare BASE NEW [--fail-above PCT] [--noise PCT] [--json] [--html FILE]\n"
+    "      two result folders cell by cell: the change of the median time with a bootstrap 95 % CI and a\n"
+    "      verdict (faster / slower / unchanged below the noise threshold or not significant /\n"
+    "      inconclusive / missing); exit 1 when a cell is slower than BASE by more than --fail-above.\n"
     "  khost describe --task T [--limit-train N] [--limit-val N]\n"
     "      what the task will train on: samples per split, shapes, classes, vocabulary, the model.\n"
     "  khost verify --plugin P [--device D] [--task T|all|none] [--tol X] [--seed N] [--batch N]\n"
@@ -100,6 +106,11 @@ int main(int argc, char **argv) {
     free(self);
     if (!strcmp(cmd, "report")) {
         int rc = kh_cmd_report(sub_argc, sub_argv);
+        kh_scan_set_helper(NULL);
+        return rc;
+    }
+    if (!strcmp(cmd, "compare")) { /* reads records only: no registry, no modules */
+        int rc = kh_cmd_compare(sub_argc, sub_argv);
         kh_scan_set_helper(NULL);
         return rc;
     }

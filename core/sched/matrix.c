@@ -31,6 +31,7 @@
  */
 #define _GNU_SOURCE /* strsignal, environ */
 #include "sched/matrix.h"
+#include "results/cellstats.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -920,6 +921,13 @@ int kh_cmd_matrix(kh_host *h, int argc, char **argv) {
             else n_by[4]++; /* error, data, anything unexpected */
             kh_record_free(&r);
         }
+    }
+    /* every repeated cell's statistics beside its records (<cell>.stats.json: medians, intervals, warnings) */
+    for (int k = 0; o.repeat > 1 && !interrupted && k < n_cells; k++) {
+        char serr[600];
+        const char *tn = tasks[cells[k].t].name, *pn = plugins[cells[k].p].name, *dn = devs[cells[k].d]->id;
+        if (kh_stats_write_cell_summary(out_dir, tn, pn, dn, serr, sizeof serr) != 0)
+            kh_logf(KH_LOG_WARN, "matrix: statistics of %s x %s x %s: %s", pn, tn, dn, serr);
     }
     free(cells);
     free(order);

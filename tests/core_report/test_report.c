@@ -131,13 +131,41 @@ int main(int argc, char **argv) {
         /* the points of it, spelled out (so a regenerated golden file cannot silently lose them) */
         CHECK(strstr(got, "| backend | cpu | cpu compile cold/warm | cuda:0 |\n") != NULL,
               "mnist_cnn: compile column for cpu only (cuda:0 has only old records)");
-        CHECK(strstr(got, "| theano | 5.9 (1.8x) | 41.2 / 0.351 | 0.95 (1.1x) | \xe2\x80\x94 / 0.412 |") != NULL,
+        CHECK(strstr(got, "| theano | 5.9 [\xe2\x80\x94] (1.8x [\xe2\x80\x94]) | 41.2 / 0.351 | 0.95 [\xe2\x80\x94] (1.1x [\xe2\x80\x94]) | \xe2\x80\x94 / 0.412 |") != NULL,
               "miss: cold / warm; hit: unknown cold / warm");
-        CHECK(strstr(got, "| cntk | **3.2 (1.0x)** | 0.0021 | **0.84 (1.0x)** | \xe2\x80\x94 |") != NULL,
+        CHECK(strstr(got, "| cntk | **3.2 [\xe2\x80\x94] (1.0x)** | 0.0021 | **0.84 [\xe2\x80\x94] (1.0x)** | \xe2\x80\x94 |") != NULL,
               "no compile_info: one time; an old record: a dash");
-        CHECK(strstr(got, "| tensorflow | 4.0 (1.3x) | \xe2\x80\x94 | crashed | <0.001 |") != NULL, "crashed cell keeps its compile time");
+        CHECK(strstr(got, "| tensorflow | 4.0 [\xe2\x80\x94] (1.3x [\xe2\x80\x94]) | \xe2\x80\x94 | crashed | <0.001 |") != NULL, "crashed cell keeps its compile time");
         CHECK(count(got, "\ncompile: model-compile time before the first epoch") == 2, "one explanation per task with the column");
     }
+    free(got);
+    free(want);
+    got = want = NULL;
+    /* 1c. Repetitions (data-reps/: records v2, three rounds of three backends with per-step samples, a
+     * crashed fourth repetition, a stale single-run record and a summary file beside them): medians with
+     * their bootstrap CI, factors with a CI paired by round, "≈" exactly where that CI contains 1. */
+    snprintf(cmd, sizeof cmd, "'%s' report '%s/data-reps' 2>&1", bin, src);
+    rc = kh_test_run(cmd, out, sizeof out);
+    CHECK(rc == 0 && !strstr(out, "skipped") && !strstr(out, "duplicate"), "report data-reps exited %d: %s", rc, out);
+    CHECK(strstr(out, "| tensorflow | 4.1 [4.0, 4.3] (2.0x [2.0, 2.0]) |\n") != NULL, "significant factor, no \xe2\x89\x88: %s", out);
+    CHECK(strstr(out, "| cntk | 2.0 [2.0, 2.1] (1.00x [0.99, 1.00] \xe2\x89\x88) |\n") != NULL, "not significant: \xe2\x89\x88");
+    CHECK(strstr(out, "| theano | **2.0 [2.0, 2.1] (1.0x)** |\n") != NULL, "the fastest by its median (not the stale 99 s record)");
+    CHECK(strstr(out, "| cntk | **10.2 [10.0, 10.5] (1.0x)** |\n") != NULL, "time per step: median of the repetitions' medians");
+    CHECK(strstr(out, "| theano | 10.3 [10.1, 10.4] (1.01x [0.99, 1.01] \xe2\x89\x88) |\n") != NULL, "step factor \xe2\x89\x88");
+    CHECK(strstr(out, "- cntk on cpu (step times, 4 repetitions): 1 did not finish (#4 crashed), not counted.") != NULL,
+          "a failed repetition is listed");
+    snprintf(path, sizeof path, "%s/reps.html", tmp);
+    snprintf(cmd, sizeof cmd, "'%s' report '%s/data-reps' --html '%s' >/dev/null 2>&1", bin, src, path);
+    CHECK(kh_test_run(cmd, out, sizeof out) == 0, "report data-reps --html");
+    got = slurp(path, NULL);
+    CHECK(got && strstr(got, "strip-chart") && count(got, "<title>repetition ") == 9 &&
+              strstr(got, "(1.00x [0.99, 1.00] \xe2\x89\x88)"),
+          "HTML: a strip plot with each finished repetition's median, and the CIs in the time table");
+    CHECK(got && strstr(got, "<table class=\"time steps\">") && strstr(got, "<td class=\"best\">10.2 [10.0, 10.5] (1.0x)</td>") &&
+              strstr(got, "<li>cntk on cpu (step times, 4 repetitions): 1 did not finish (#4 crashed), not counted.</li>"),
+          "HTML: the time-per-step table and the measurement warnings");
+    free(got);
+    got = NULL;
     free(got);
     free(want);
 

@@ -38,7 +38,7 @@ rc=$?
 [ $rc -eq 0 ] && ok || bad "report exit $rc: $(cat "$tmp/report.err")"
 grep -q "^| pytorch (reference) | 0.9500 |" "$tmp/report.md" && ok || bad "pytorch row: $(cat "$tmp/report.md")"
 grep -q "^| keras3-jax (reference) | 0.9500 |" "$tmp/report.md" && ok || bad "keras3-jax row"
-grep -q "^| pytorch (reference) | \*\*2.5 (1.0x)\*\* |" "$tmp/report.md" && grep -q "^| keras3-jax (reference) | 3.5 (1.4x) |" "$tmp/report.md" &&
+grep -q "^| pytorch (reference) | \*\*2.5 \[—\] (1.0x)\*\* |" "$tmp/report.md" && grep -q "^| keras3-jax (reference) | 3.5 \[—\] (1.4x \[—\]) |" "$tmp/report.md" &&
     ok || bad "time rows: $(cat "$tmp/report.md")"
 grep -q "^## fixture_blobs" "$tmp/report.md" && grep -q "^| fixture |" "$tmp/report.md" && ok || bad "the khost row is missing"
 "$khost" report "$tmp/results" --html "$tmp/r.html" >/dev/null 2>&1

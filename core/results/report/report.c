@@ -1,10 +1,13 @@
 /* core/results/report/report.c — `khost report DIR [--svg FILE] [--html FILE] [--published]`: the benchmark's tables from stored records.
  *
- * Reads DIR/<task>/<name>.json (and DIR/<name>.json, so one task's folder works too), groups the records
- * by task and prints, per task, the accuracy table (the record's metric: val_acc, or loss for text generation) and
- * the time-per-epoch table (mean over all epochs, the seed's definition) as markdown, backends as rows and
- * devices as columns. A time cell is "245.5 (2.6x)", the factor to the fastest finished cell of its column,
- * which is bold; beside each device's time column, when some record there has one, its model-compile time
+ * Reads DIR/<task>/<name>.json (and DIR/<name>.json, so one task's folder works too), one record per cell
+ * (the .rep<k> records of a cell's repetitions are read as one, their statistics kept beside: cellstats.h),
+ * groups the records by task and prints, per task, the accuracy table (the record's metric: val_acc, or loss
+ * for text generation) and the time-per-epoch table (per repetition the mean over all epochs, the seed's
+ * definition; the median over repetitions) as markdown, backends as rows and devices as columns. A time cell
+ * is "245.5 [240.1, 250.3] (2.6x [2.5, 2.7])": the bootstrap CI, the factor to the fastest finished cell of
+ * its column (which is bold) with its CI paired by round, "≈" where that contains 1, "[—]" for one run
+ * (report_stats.c; also the time-per-step table and the measurement warnings); beside each device's time column, when some record there has one, its model-compile time
  * ("cold / warm" for backends with a generated-code cache, one time for the others, "—" unknown) with the
  * explanation under the table; a third table gives each finished cell's achieved GFLOP/s and fraction of the roofline when
  * the records carry them. Reference rows (tools/reference) are labelled. Cells that did not finish show their
@@ -157,6 +160,7 @@ static int list_dir(const char *dir, int dirs, names *out) {
 typedef struct reader {
     kh_cell_record *recs; int n, cap;
     int skipped;
+    kh_report_cstats *cs; int ncs, capcs;
 } reader;
 
 static int read_one(reader *rd, const char *path) {
@@ -184,15 +188,59 @@ static int read_one(reader *rd, const char *path) {
     return 0;
 }
 
+/* A folder's records, one per cell: a cell of repetitions (<base>.rep<k>.json, cellstats.h) is read from
+ * the record that stands for it (its first finished repetition) and its statistics are kept beside;
+ * summaries (<base>.stats.json) are not records. */
 static int read_folder(reader *rd, const char *dir) {
-    names files = {0};
+    names files = {0}, done = {0};
     int rc = list_dir(dir, 0, &files);
     for (int i = 0; rc == 0 && i < files.n; i++) {
-        char path[4096];
-        if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, files.v[i]) >= sizeof path) continue;
+        char path[4096], base[256], err[4400];
+        int k, seen = 0;
+        if (!kh_cell_parse_name(files.v[i], base, sizeof base, &k)) continue;
+        for (int j = 0; j < done.n && !seen; j++) seen = !strcmp(done.v[j], base);
+        if (seen) continue;
+        if (names_add(&done, base)) {
+            rc = -1;
+            break;
+        }
+        kh_cell_stats st;
+        if (kh_cell_stats_load(dir, base, &st, err, sizeof err) != 0) {
+            fprintf(stderr, "khost: report: skipped %s\n", err);
+            rd->skipped++;
+            continue;
+        }
+        if (st.n_reps == 0 ||
+            (size_t)snprintf(path, sizeof path, "%s/%s", dir, st.reps[st.rep_file].file) >= sizeof path) {
+            kh_cell_stats_free(&st);
+            continue;
+        }
+        int before = rd->n;
         rc = read_one(rd, path);
+        if (rc == 0 && rd->n > before) {
+            if (rd->ncs == rd->capcs) {
+                int cap = rd->capcs ? rd->capcs * 2 : 32;
+                kh_report_cstats *nc = realloc(rd->cs, (size_t)cap * sizeof *nc);
+                if (!nc) {
+                    kh_cell_stats_free(&st);
+                    rc = -1;
+                    break;
+                }
+                rd->cs = nc;
+                rd->capcs = cap;
+            }
+            kh_report_cstats *c = &rd->cs[rd->ncs++];
+            const kh_cell_record *r = &rd->recs[rd->n - 1];
+            snprintf(c->task, sizeof c->task, "%s", r->task);
+            snprintf(c->plugin, sizeof c->plugin, "%s", r->plugin);
+            snprintf(c->device, sizeof c->device, "%s", r->device);
+            c->st = st;
+        } else {
+            kh_cell_stats_free(&st);
+        }
     }
     names_free(&files);
+    names_free(&done);
     return rc;
 }
 
@@ -277,8 +325,11 @@ static void report_free(kh_report *rep) {
         free(rep->tasks[t].plugins);
         free(rep->tasks[t].devices);
         free(rep->tasks[t].cells);
+        free(rep->tasks[t].stats);
     }
     free(rep->tasks);
+    for (int i = 0; i < rep->n_cstats; i++) kh_cell_stats_free(&rep->cstats[i].st);
+    free(rep->cstats);
     for (int i = 0; i < rep->n_recs; i++) kh_record_free(&rep->recs[i]);
     free(rep->recs);
     memset(rep, 0, sizeof *rep);
@@ -290,11 +341,13 @@ static int in_list(const char **v, int n, const char *x) {
     return -1;
 }
 
-/* Sort the records and build the per-task grid. Takes ownership of recs. -1 when out of memory. */
-static int report_build(kh_report *rep, kh_cell_record *recs, int n) {
+/* Sort the records and build the per-task grid. Takes ownership of recs and cs. -1 when out of memory. */
+static int report_build(kh_report *rep, kh_cell_record *recs, int n, kh_report_cstats *cs, int ncs) {
     memset(rep, 0, sizeof *rep);
     rep->recs = recs;
     rep->n_recs = n;
+    rep->cstats = cs;
+    rep->n_cstats = ncs;
     if (n > 1) qsort(recs, (size_t)n, sizeof *recs, cmp_rec);
     for (int i = 0; i < n;) {
         int j = i;
@@ -314,7 +367,8 @@ static int report_build(kh_report *rep, kh_cell_record *recs, int n) {
         }
         qsort(t->devices, (size_t)t->nd, sizeof *t->devices, cmp_dev_ptr);
         t->cells = calloc((size_t)t->np * (size_t)t->nd, sizeof *t->cells);
-        if (!t->cells) return -1;
+        t->stats = calloc((size_t)t->np * (size_t)t->nd, sizeof *t->stats);
+        if (!t->cells || !t->stats) return -1;
         for (int k = i; k < j; k++) {
             int p = in_list(t->plugins, t->np, recs[k].plugin), d = in_list(t->devices, t->nd, recs[k].device);
             const kh_cell_record **cell = &t->cells[p * t->nd + d];
@@ -323,6 +377,12 @@ static int report_build(kh_report *rep, kh_cell_record *recs, int n) {
                         recs[k].task, recs[k].device);
             else
                 *cell = &recs[k];
+        }
+        for (int c = 0; c < rep->n_cstats; c++) {
+            const kh_report_cstats *x = &rep->cstats[c];
+            if (strcmp(x->task, t->name)) continue;
+            int p = in_list(t->plugins, t->np, x->plugin), d = in_list(t->devices, t->nd, x->device);
+            if (p >= 0 && d >= 0 && !t->stats[p * t->nd + d]) t->stats[p * t->nd + d] = &x->st;
         }
         i = j;
     }
@@ -496,8 +556,9 @@ static void print_task(FILE *f, const kh_report_task *t) {
     /* Time per epoch, and beside each device's column its compile times when any record there has them. */
     int any_compile = 0;
     for (int d = 0; d < t->nd; d++) any_compile |= kh_report_has_compile(t, d);
-    fprintf(f, "\nTime per epoch (s, mean over all epochs; factor to the fastest on each device)%s:\n\n",
-            any_compile ? "; model-compile time (s, cold / warm)" : "");
+    fprintf(f, "\nTime per epoch (s, median over repetitions of each repetition's mean over all epochs "
+               "[95 %% bootstrap CI]; factor to the fastest on each device [95 %% CI, paired by round]; ≈ = not "
+               "significant)%s:\n\n", any_compile ? "; model-compile time (s, cold / warm)" : "");
     fprintf(f, "| backend |");
     for (int d = 0; d < t->nd; d++) {
         fprintf(f, " %s |", t->devices[d]);
@@ -517,21 +578,16 @@ static void print_task(FILE *f, const kh_report_task *t) {
                 if (cc[0]) fprintf(f, " %s |", cc);
                 continue;
             }
-            double best = INFINITY;
-            for (int q = 0; q < t->np; q++) {
-                const kh_cell_record *o = t->cells[q * t->nd + d];
-                if (is_ok(o) && isfinite(o->mean_epoch_s) && o->mean_epoch_s > 0 && o->mean_epoch_s < best)
-                    best = o->mean_epoch_s;
-            }
-            char s[32];
-            kh_report_fmt_seconds(r->mean_epoch_s, s, sizeof s);
-            int fastest = r->mean_epoch_s == best;
-            fprintf(f, " %s%s (%.1fx)%s |", fastest ? "**" : "", s, r->mean_epoch_s / best, fastest ? "**" : "");
+            char s[256];
+            kh_report_fmt_time_cell(t, p, d, 0, s, sizeof s);
+            fprintf(f, " %s |", s);
             if (cc[0]) fprintf(f, " %s |", cc);
         }
         fprintf(f, "\n");
     }
     if (any_compile) fprintf(f, "\n%s\n", kh_report_compile_note);
+    kh_report_print_steps(f, t);
+    kh_report_print_warnings(f, t);
 
     print_throughput(f, t);
 
@@ -618,7 +674,9 @@ static void report_usage(FILE *f) {
     fprintf(f,
             "usage: khost report DIR [--svg FILE] [--html FILE] [--published]\n"
             "Tables (markdown) of accuracy and time per epoch (with model-compile time, cold / warm, where the\n"
-            "records have it) from DIR/<task>/*.json, per task.\n"
+            "records have it) from DIR/<task>/*.json, per task. Times are medians over a cell's repetitions\n"
+            "(.rep<k>.json) with a bootstrap 95 %% CI, factors with a CI paired by round (\"≈\": not\n"
+            "significant); records with per-step samples add a time-per-step table; one run shows [—].\n"
             "  --svg FILE     also write a bar chart of time per epoch\n"
             "  --html FILE    also write one self-contained HTML page: tables, charts, learning curves,\n"
             "                 published figures, environment, unfinished cells (open it in any browser)\n"
@@ -685,11 +743,13 @@ int kh_cmd_report(int argc, char **argv) {
     names_free(&sub);
     if (!oom) oom = read_slurm_plans(&rd, dir) != 0;
     kh_report rep;
-    if (oom || report_build(&rep, rd.recs, rd.n) != 0) {
+    if (oom || report_build(&rep, rd.recs, rd.n, rd.cs, rd.ncs) != 0) {
         fprintf(stderr, "khost: report: %s: out of memory\n", dir);
         if (oom) {
             for (int i = 0; i < rd.n; i++) kh_record_free(&rd.recs[i]);
             free(rd.recs);
+            for (int i = 0; i < rd.ncs; i++) kh_cell_stats_free(&rd.cs[i].st);
+            free(rd.cs);
         } else {
             report_free(&rep);
         }

@@ -4,8 +4,10 @@
 #define KHOST_CORE_REPORT_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 #include "khost/task.h"
+#include "results/cellstats.h"
 #include "results/results.h"
 
 typedef struct kh_report_task {
@@ -13,12 +15,37 @@ typedef struct kh_report_task {
     const char **plugins; int np;          /* sorted by name */
     const char **devices; int nd;          /* cpu first, then cuda:N by N, then the rest by name */
     const kh_cell_record **cells;          /* [plugin * nd + device], NULL where no record */
+    const kh_cell_stats **stats;           /* the same grid: the cell's repetitions, NULL where unknown */
 } kh_report_task;
+
+/* A cell's repetitions, keyed as its record (task, plugin, device). */
+typedef struct kh_report_cstats {
+    char task[64], plugin[64], device[32];
+    kh_cell_stats st;
+} kh_report_cstats;
 
 typedef struct kh_report {
     kh_cell_record *recs; int n_recs;
     kh_report_task *tasks; int n_tasks;    /* sorted by name */
+    kh_report_cstats *cstats; int n_cstats;
 } kh_report;
+
+/* A time with its interval, as the tables print it: "245.5 [240.1, 250.3]", "[—]" without one. */
+void kh_report_fmt_time_ci(double v, const kh_ci *ci, double scale, char *buf, size_t n);
+/* The factor of cell (p, d) to the fastest cell of device d by value kind (0 epoch, 1 step) and its bootstrap
+ * CI paired by round; returns 1 when the cell is the fastest, 0 otherwise, -1 when it has no value. */
+int kh_report_factor(const kh_report_task *t, int p, int d, int kind, double *factor, kh_ci *ci);
+/* A time-table cell of kind 0 (epoch, s) or 1 (step, ms): time [CI] (factor [CI], "≈" when not significant),
+ * bold for the fastest. */
+void kh_report_fmt_time_cell(const kh_report_task *t, int p, int d, int kind, char *buf, size_t n);
+/* The time-per-step table, when some record of the task has per-step samples (report_stats.c). */
+void kh_report_print_steps(FILE *f, const kh_report_task *t);
+/* The HTML page's strip plots of per-step samples per backend, one per device (report_strip.c). */
+void kh_report_html_strips(FILE *f, const kh_report_task *t);
+/* The HTML page's time-per-step table and measurement warnings (report_strip.c). */
+void kh_report_html_steps(FILE *f, const kh_report_task *t);
+/* Failed repetitions, noisy cells and outliers of a task. */
+void kh_report_print_warnings(FILE *f, const kh_report_task *t);
 
 /* Seconds as the tables print them: one decimal from 1 s up (as the seed's README), 3 significant
  * digits below (smoke runs would otherwise all read 0.0). */

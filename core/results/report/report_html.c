@@ -1,7 +1,9 @@
 /* core/results/report/report_html.c — `khost report DIR --html FILE`: one self-contained page (inline CSS, SVG and a few
  * lines of script; nothing loaded from the network or from other files). Per task: the accuracy and time
- * tables (time with GFLOP/s and the fraction of the roofline, and the model-compile time beside it where the
- * records have one, its split as the cell's title), a chart of time per epoch per backend and
+ * tables (time as the median over repetitions with its CI and the factor's CI, GFLOP/s and the fraction of
+ * the roofline, and the model-compile time beside it where the records have one, its split as the cell's
+ * title), the time-per-step table, measurement warnings and a strip plot of the per-step samples
+ * (report_strip.c), a chart of time per epoch per backend and
  * device, the learning curves per epoch, the original benchmark's published figures beside ours, the
  * environment of every cell, and the cells that did not finish with their reasons. Reference rows
  * (tools/reference's PyTorch / Keras 3 records) are marked as such. The markup is well-formed XML as well as
@@ -113,8 +115,9 @@ static void tables(FILE *f, const kh_report_task *t) {
 
     int any_compile = 0;
     for (int d = 0; d < t->nd; d++) any_compile |= kh_report_has_compile(t, d);
-    fprintf(f, "<table class=\"time\"><caption>Time per epoch (s, mean over all epochs; factor to the fastest on each "
-               "device), achieved GFLOP/s and fraction of the roofline%s</caption>\n",
+    fprintf(f, "<table class=\"time\"><caption>Time per epoch (s, median over repetitions of each repetition's mean "
+               "over all epochs [95 %% bootstrap CI]; factor to the fastest on each device [95 %% CI, paired by round; "
+               "\xe2\x89\x88 = not significant]), achieved GFLOP/s and fraction of the roofline%s</caption>\n",
             any_compile ? "; model-compile time (s, cold / warm)" : "");
     fputs("<thead><tr><th>backend</th>", f);
     for (int d = 0; d < t->nd; d++) {
@@ -141,16 +144,16 @@ static void tables(FILE *f, const kh_report_task *t) {
                 if (kh_report_has_compile(t, d)) compile_cell(f, r);
                 continue;
             }
-            double best = INFINITY;
-            for (int q = 0; q < t->np; q++) {
-                const kh_cell_record *o = t->cells[q * t->nd + d];
-                if (is_ok(o) && isfinite(o->mean_epoch_s) && o->mean_epoch_s > 0 && o->mean_epoch_s < best)
-                    best = o->mean_epoch_s;
+            char s[256];
+            kh_report_fmt_time_cell(t, p, d, 0, s, sizeof s);
+            size_t sl = strlen(s);
+            int best = sl > 4 && !strncmp(s, "**", 2) && !strcmp(s + sl - 2, "**"); /* markdown bold: the fastest */
+            if (best) {
+                memmove(s, s + 2, sl - 4);
+                s[sl - 4] = 0;
             }
-            char s[32];
-            kh_report_fmt_seconds(r->mean_epoch_s, s, sizeof s);
-            fprintf(f, "<td%s>%s <span class=\"factor\">(%.1fx)</span>", r->mean_epoch_s == best ? " class=\"best\"" : "",
-                    s, r->mean_epoch_s / best);
+            fprintf(f, "<td%s>", best ? " class=\"best\"" : "");
+            esc(f, s);
             if (isfinite(r->gflops)) {
                 fputs("<br/><span class=\"gflops\" title=\"", f);
                 esc(f, r->peak_source);
@@ -440,6 +443,8 @@ int kh_report_html(const kh_report *rep, kh_report_info_fn info_of, void *ctx, c
         fputs("</h2>\n", f);
         fputs("<div class=\"row\"><div>", f);
         tables(f, t);
+        kh_report_html_steps(f, t);
+        kh_report_html_strips(f, t);
         fputs("</div><div>", f);
         published(f, info_of ? info_of(ctx, t->name) : NULL);
         fputs("</div></div>\n<div class=\"row\">", f);

@@ -1,0 +1,507 @@
+/* core/cli/cmd_compare.c — `khost compare BASE NEW [--fail-above PCT] [--noise PCT] [--json] [--html FILE]`:
+ * two result folders cell by cell (docs/PERFORMANCE.md, "How khost measures").
+ *
+ * Per cell (task x backend x device, its repetition records, cellstats.h) the value compared is each
+ * repetition's median step time where both sides have samples, else each repetition's mean epoch time. The
+ * change is median(NEW) / median(BASE) - 1 with a percentile bootstrap 95 % CI (the two sets resampled
+ * independently: they are separate runs, not rounds of one). Verdicts:
+ *   missing       the cell is in one set only, or one side has no finished repetition
+ *   inconclusive  fewer than 2 finished repetitions on a side: no interval can be formed
+ *   unchanged     |change| <= the noise threshold, or the CI of the ratio contains 1 (not significant)
+ *   faster/slower the CI excludes 1 and |change| exceeds the noise threshold
+ * Exit status: 0; KH_EXIT_TRAIN (1) when --fail-above PCT is given and a cell is "slower" by more than PCT;
+ * KH_EXIT_USAGE; KH_EXIT_IO when a folder or record cannot be read or the HTML cannot be written. */
+#define _GNU_SOURCE /* open_memstream */
+#include <dirent.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <cjson/cJSON.h>
+
+#include "results/cellstats.h"
+#include "cli/commands.h"
+#include "cli/exitcodes.h"
+#include "results/results.h"
+#include "results/stats.h"
+
+#define NOISE_DEFAULT 2.0 /* percent */
+
+typedef struct side_cell {
+    char task[128], base[256];
+    kh_cell_stats st;
+} side_cell;
+
+typedef struct side {
+    const char *dir;
+    side_cell *c; int n, cap;
+} side;
+
+static void side_free(side *s) {
+    for (int i = 0; i < s->n; i++) kh_cell_stats_free(&s->c[i].st);
+    free(s->c);
+    memset(s, 0, sizeof *s);
+}
+
+static int cmp_cell(const void *a, const void *b) {
+    const side_cell *x = a, *y = b;
+    int c = strcmp(x->task, y->task);
+    return c ? c : strcmp(x->base, y->base);
+}
+
+/* The cells of one task folder (dir/task, or dir itself with task "" for a one-task folder). */
+static int side_scan_folder(side *s, const char *folder, const char *task, char *err, size_t errlen) {
+    DIR *d = opendir(folder);
+    if (!d) {
+        snprintf(err, errlen, "%s: cannot read: %s", folder, strerror(errno));
+        return -1;
+    }
+    struct dirent *e;
+    int rc = 0;
+    while ((e = readdir(d)) && rc == 0) {
+        char base[256];
+        int k, seen = 0;
+        if (!kh_cell_parse_name(e->d_name, base, sizeof base, &k)) continue;
+        for (int i = 0; i < s->n && !seen; i++) seen = !strcmp(s->c[i].task, task) && !strcmp(s->c[i].base, base);
+        if (seen) continue;
+        if (s->n == s->cap) {
+            int cap = s->cap ? s->cap * 2 : 32;
+            side_cell *nc = realloc(s->c, (size_t)cap * sizeof *nc);
+            if (!nc) {
+                snprintf(err, errlen, "%s: out of memory", folder);
+                rc = -1;
+                break;
+            }
+            s->c = nc;
+            s->cap = cap;
+        }
+        side_cell *c = &s->c[s->n];
+        snprintf(c->task, sizeof c->task, "%s", task);
+        snprintf(c->base, sizeof c->base, "%s", base);
+        if (kh_cell_stats_load(folder, base, &c->st, err, errlen) != 0) rc = -1;
+        else s->n++;
+    }
+    closedir(d);
+    return rc;
+}
+
+static int side_scan(side *s, char *err, size_t errlen) {
+    DIR *d = opendir(s->dir);
+    if (!d) {
+        snprintf(err, errlen, "%s: cannot read: %s", s->dir, strerror(errno));
+        return -1;
+    }
+    int rc = side_scan_folder(s, s->dir, "", err, errlen);
+    struct dirent *e;
+    while (rc == 0 && (e = readdir(d))) {
+        if (e->d_name[0] == '.' || !strcmp(e->d_name, "slurm")) continue;
+        char path[4096];
+        struct stat st;
+        if ((size_t)snprintf(path, sizeof path, "%s/%s", s->dir, e->d_name) >= sizeof path) continue;
+        if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode)) continue;
+        rc = side_scan_folder(s, path, e->d_name, err, errlen);
+    }
+    closedir(d);
+    if (rc == 0 && s->n > 1) qsort(s->c, (size_t)s->n, sizeof *s->c, cmp_cell);
+    return rc;
+}
+
+static const side_cell *side_find(const side *s, const char *task, const char *base) {
+    for (int i = 0; i < s->n; i++)
+        if (!strcmp(s->c[i].task, task) && !strcmp(s->c[i].base, base)) return &s->c[i];
+    return NULL;
+}
+
+typedef enum { V_FASTER, V_SLOWER, V_UNCHANGED, V_INCONCLUSIVE, V_MISSING, V_N } verdict;
+static const char *const verdict_name[V_N] = {"faster", "slower", "unchanged", "inconclusive", "missing"};
+
+typedef struct row {
+    const char *task, *base;
+    int kind;                 /* 0 epoch, 1 step */
+    int nb, nn;               /* finished repetitions */
+    double mb, mn;            /* medians */
+    double ratio;
+    kh_ci ci;
+    verdict v;
+    int fails;
+    char why[160];
+} row;
+
+/* "plugin__cuda0" -> plugin "plugin", device "cuda:0". */
+static void split_base(const char *base, char *plugin, size_t pn, char *device, size_t dn) {
+    const char *sep = strstr(base, "__");
+    if (!sep) {
+        snprintf(plugin, pn, "%s", base);
+        snprintf(device, dn, "?");
+        return;
+    }
+    snprintf(plugin, pn, "%.*s", (int)(sep - base), base);
+    const char *dev = sep + 2;
+    if (!strncmp(dev, "cuda", 4) && dev[4] >= '0' && dev[4] <= '9') snprintf(device, dn, "cuda:%s", dev + 4);
+    else snprintf(device, dn, "%s", dev);
+}
+
+static void compare_cell(const side_cell *b, const side_cell *n, double noise, double fail_above, int have_fail,
+                         row *r) {
+    r->ratio = r->mb = r->mn = NAN;
+    r->ci.lo = r->ci.hi = NAN;
+    r->ci.resamples = KH_STATS_RESAMPLES;
+    r->ci.seed = KH_STATS_SEED;
+    r->ci.level = KH_STATS_LEVEL;
+    r->why[0] = 0;
+    r->fails = 0;
+    if (!b || !n) {
+        r->v = V_MISSING;
+        snprintf(r->why, sizeof r->why, "only in %s", b ? "BASE" : "NEW");
+        return;
+    }
+    r->kind = b->st.step.n > 0 && n->st.step.n > 0;
+    const kh_rep_stats *sb = r->kind ? &b->st.step : &b->st.epoch, *sn = r->kind ? &n->st.step : &n->st.epoch;
+    r->nb = sb->n;
+    r->nn = sn->n;
+    r->mb = sb->s.median;
+    r->mn = sn->s.median;
+    if (sb->n == 0 || sn->n == 0) {
+        const kh_cell_stats *bad = sb->n == 0 ? &b->st : &n->st;
+        r->v = V_MISSING;
+        snprintf(r->why, sizeof r->why, "no finished repetition in %s (%s)", sb->n == 0 ? "BASE" : "NEW",
+                 bad->n_reps ? bad->reps[0].status : "no record");
+        return;
+    }
+    int cap = b->st.n_reps > n->st.n_reps ? b->st.n_reps : n->st.n_reps;
+    double *vb = malloc((size_t)cap * sizeof *vb), *vn = malloc((size_t)cap * sizeof *vn);
+    if (!vb || !vn) {
+        free(vb);
+        free(vn);
+        r->v = V_INCONCLUSIVE;
+        snprintf(r->why, sizeof r->why, "out of memory");
+        return;
+    }
+    int nb = kh_cell_stats_values(&b->st, r->kind, vb), nn = kh_cell_stats_values(&n->st, r->kind, vn);
+    int rc = kh_stats_ratio_unpaired(vn, nn, vb, nb, KH_STATS_RESAMPLES, KH_STATS_SEED, KH_STATS_LEVEL, &r->ratio,
+                                     &r->ci);
+    free(vb);
+    free(vn);
+    double change = 100 * (r->ratio - 1);
+    if (rc != 0) {
+        r->v = V_INCONCLUSIVE;
+        snprintf(r->why, sizeof r->why, "out of memory");
+    } else if (nb < 2 || nn < 2) {
+        r->v = V_INCONCLUSIVE;
+        snprintf(r->why, sizeof r->why, "fewer than 2 finished repetitions in %s", nb < 2 ? "BASE" : "NEW");
+    } else if (fabs(change) <= noise) {
+        r->v = V_UNCHANGED;
+        snprintf(r->why, sizeof r->why, "within the noise threshold");
+    } else if (r->ci.lo <= 1 && 1 <= r->ci.hi) {
+        r->v = V_UNCHANGED;
+        snprintf(r->why, sizeof r->why, "not significant (the CI contains 1)");
+    } else {
+        r->v = r->ratio < 1 ? V_FASTER : V_SLOWER;
+    }
+    if (r->v == V_SLOWER && have_fail && change > fail_above) {
+        r->fails = 1;
+        snprintf(r->why, sizeof r->why, "slower by more than --fail-above %g %%", fail_above);
+    }
+}
+
+static void fmt_time(double s, char *buf, size_t n) {
+    if (!isfinite(s)) snprintf(buf, n, "—");
+    else if (s >= 1) snprintf(buf, n, "%.3g s", s);
+    else snprintf(buf, n, "%.3g ms", 1000 * s);
+}
+
+static void fmt_change(const row *r, char *chg, size_t cn, char *ci, size_t in) {
+    if (!isfinite(r->ratio)) snprintf(chg, cn, "—");
+    else snprintf(chg, cn, "%+.1f %%", 100 * (r->ratio - 1));
+    if (!isfinite(r->ci.lo)) snprintf(ci, in, "—");
+    else snprintf(ci, in, "%+.1f %% … %+.1f %%", 100 * (r->ci.lo - 1), 100 * (r->ci.hi - 1));
+}
+
+static const char method_note[] =
+    "value: per repetition, its median step time (records with samples) or else its mean epoch time; "
+    "median over repetitions; change = median(NEW) / median(BASE) - 1 with a percentile bootstrap 95 % CI "
+    "(each set's repetitions resampled on their own)";
+
+static void print_markdown(FILE *f, const char *bdir, const char *ndir, const row *rows, int nr, double noise,
+                           const int *count) {
+    fprintf(f, "# khost compare\n\nBASE: %s; NEW: %s.\n\n", bdir, ndir);
+    fprintf(f, "%s, %d resamples, seed %llu; noise threshold %g %%.\n\n", method_note, KH_STATS_RESAMPLES,
+            (unsigned long long)KH_STATS_SEED, noise);
+    fprintf(f, "| task | backend | device | value | BASE | NEW | change | 95 %% CI | verdict |\n");
+    fprintf(f, "|---|---|---|---|---:|---:|---:|---:|---|\n");
+    for (int i = 0; i < nr; i++) {
+        const row *r = &rows[i];
+        char plugin[256], device[64], tb[32], tn[32], chg[32], ci[64];
+        split_base(r->base, plugin, sizeof plugin, device, sizeof device);
+        fmt_time(r->mb, tb, sizeof tb);
+        fmt_time(r->mn, tn, sizeof tn);
+        fmt_change(r, chg, sizeof chg, ci, sizeof ci);
+        fprintf(f, "| %s | %s | %s | %s | %s (n=%d) | %s (n=%d) | %s | %s | %s%s%s |\n", r->task[0] ? r->task : "-",
+                plugin, device, r->v == V_MISSING && !isfinite(r->mb) && !isfinite(r->mn) ? "—" : r->kind ? "step" : "epoch",
+                tb, r->nb, tn, r->nn, chg, ci, r->fails ? "**" : "", verdict_name[r->v], r->fails ? "**" : "");
+    }
+    fprintf(f, "\n");
+    for (int v = 0; v < V_N; v++) fprintf(f, "%s%s %d", v ? ", " : "", verdict_name[v], count[v]);
+    fprintf(f, ".\n");
+    int any = 0;
+    for (int i = 0; i < nr; i++)
+        if (rows[i].why[0] && rows[i].v != V_UNCHANGED) {
+            char plugin[256], device[64];
+            split_base(rows[i].base, plugin, sizeof plugin, device, sizeof device);
+            if (!any) fprintf(f, "\n");
+            any = 1;
+            fprintf(f, "- %s %s on %s: %s: %s\n", rows[i].task, plugin, device, verdict_name[rows[i].v], rows[i].why);
+        }
+}
+
+static cJSON *jnum(double v) { return isfinite(v) ? cJSON_CreateNumber(v) : cJSON_CreateNull(); }
+
+static char *to_json(const char *bdir, const char *ndir, const row *rows, int nr, double noise, int have_fail,
+                     double fail_above, const int *count) {
+    cJSON *o = cJSON_CreateObject();
+    if (!o) return NULL;
+    cJSON_AddNumberToObject(o, "khost_compare", 1);
+    cJSON_AddStringToObject(o, "base", bdir);
+    cJSON_AddStringToObject(o, "new", ndir);
+    cJSON_AddNumberToObject(o, "noise_pct", noise);
+    cJSON_AddItemToObject(o, "fail_above_pct", have_fail ? cJSON_CreateNumber(fail_above) : cJSON_CreateNull());
+    cJSON_AddStringToObject(o, "method", method_note);
+    cJSON_AddNumberToObject(o, "resamples", KH_STATS_RESAMPLES);
+    char seed[32];
+    snprintf(seed, sizeof seed, "%llu", (unsigned long long)KH_STATS_SEED);
+    cJSON_AddStringToObject(o, "seed", seed);
+    cJSON *cnt = cJSON_AddObjectToObject(o, "counts");
+    for (int v = 0; cnt && v < V_N; v++) cJSON_AddNumberToObject(cnt, verdict_name[v], count[v]);
+    cJSON *cells = cJSON_AddArrayToObject(o, "cells");
+    for (int i = 0; cells && i < nr; i++) {
+        const row *r = &rows[i];
+        char plugin[256], device[64];
+        split_base(r->base, plugin, sizeof plugin, device, sizeof device);
+        cJSON *c = cJSON_CreateObject();
+        if (!c) break;
+        cJSON_AddItemToArray(cells, c);
+        cJSON_AddStringToObject(c, "task", r->task);
+        cJSON_AddStringToObject(c, "plugin", plugin);
+        cJSON_AddStringToObject(c, "device", device);
+        cJSON_AddStringToObject(c, "value", r->kind ? "step_s" : "epoch_s");
+        cJSON_AddNumberToObject(c, "base_n", r->nb);
+        cJSON_AddNumberToObject(c, "new_n", r->nn);
+        cJSON_AddItemToObject(c, "base_median", jnum(r->mb));
+        cJSON_AddItemToObject(c, "new_median", jnum(r->mn));
+        cJSON_AddItemToObject(c, "ratio", jnum(r->ratio));
+        cJSON_AddItemToObject(c, "ratio_ci_lo", jnum(r->ci.lo));
+        cJSON_AddItemToObject(c, "ratio_ci_hi", jnum(r->ci.hi));
+        cJSON_AddStringToObject(c, "verdict", verdict_name[r->v]);
+        cJSON_AddBoolToObject(c, "fails", r->fails);
+        cJSON_AddStringToObject(c, "why", r->why);
+    }
+    char *s = cJSON_Print(o);
+    cJSON_Delete(o);
+    return s;
+}
+
+static void hesc(FILE *f, const char *s) {
+    for (; s && *s; s++) {
+        switch (*s) {
+        case '&': fputs("&amp;", f); break;
+        case '<': fputs("&lt;", f); break;
+        case '>': fputs("&gt;", f); break;
+        case '"': fputs("&quot;", f); break;
+        default:
+            if ((unsigned char)*s >= 0x20) fputc(*s, f);
+        }
+    }
+}
+
+static int write_html(const char *path, const char *bdir, const char *ndir, const row *rows, int nr, double noise,
+                      const int *count, char *err, size_t errlen) {
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f) {
+        snprintf(err, errlen, "%s: out of memory", path);
+        return -1;
+    }
+    fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"/><title>khost compare</title>\n"
+          "<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}"
+          "td,th{border:1px solid #ccc;padding:.3em .6em}td.n{text-align:right}"
+          ".faster{background:#d8f3dc}.slower{background:#ffd6d6}.missing,.inconclusive{background:#eee}"
+          "</style></head><body>\n<h1>khost compare</h1>\n<p>BASE: ", f);
+    hesc(f, bdir);
+    fputs("; NEW: ", f);
+    hesc(f, ndir);
+    fprintf(f, ".</p>\n<p>");
+    hesc(f, method_note);
+    fprintf(f, ", %d resamples, seed %llu; noise threshold %g %%.</p>\n<p>", KH_STATS_RESAMPLES,
+            (unsigned long long)KH_STATS_SEED, noise);
+    for (int v = 0; v < V_N; v++) fprintf(f, "%s%s %d", v ? ", " : "", verdict_name[v], count[v]);
+    fputs(".</p>\n<table><thead><tr><th>task</th><th>backend</th><th>device</th><th>value</th><th>BASE</th>"
+          "<th>NEW</th><th>change</th><th>95 % CI</th><th>verdict</th></tr></thead><tbody>\n", f);
+    for (int i = 0; i < nr; i++) {
+        const row *r = &rows[i];
+        char plugin[256], device[64], tb[32], tn[32], chg[32], ci[64];
+        split_base(r->base, plugin, sizeof plugin, device, sizeof device);
+        fmt_time(r->mb, tb, sizeof tb);
+        fmt_time(r->mn, tn, sizeof tn);
+        fmt_change(r, chg, sizeof chg, ci, sizeof ci);
+        fprintf(f, "<tr class=\"%s\"><td>", verdict_name[r->v]);
+        hesc(f, r->task);
+        fputs("</td><td>", f);
+        hesc(f, plugin);
+        fputs("</td><td>", f);
+        hesc(f, device);
+        fprintf(f, "</td><td>%s</td><td class=\"n\">%s (n=%d)</td><td class=\"n\">%s (n=%d)</td><td class=\"n\">%s</td>"
+                   "<td class=\"n\">%s</td><td title=\"", r->kind ? "step" : "epoch", tb, r->nb, tn, r->nn, chg, ci);
+        hesc(f, r->why);
+        fprintf(f, "\">%s%s</td></tr>\n", verdict_name[r->v], r->fails ? " (fails)" : "");
+    }
+    fputs("</tbody></table>\n</body></html>\n", f);
+    if (fclose(f) != 0 || !buf) {
+        free(buf);
+        snprintf(err, errlen, "%s: out of memory", path);
+        return -1;
+    }
+    int rc = kh_write_atomic(path, buf, len, err, errlen);
+    free(buf);
+    return rc;
+}
+
+static void compare_usage(FILE *f) {
+    fprintf(f,
+            "usage: khost compare BASE NEW [--fail-above PCT] [--noise PCT] [--json] [--html FILE]\n"
+            "Two result folders cell by cell: per task x backend x device the change of the median time (per\n"
+            "repetition: its median step time where both have samples, else its mean epoch time) with a\n"
+            "bootstrap 95 %% CI, and a verdict: faster / slower (the CI excludes no change and the change\n"
+            "exceeds the noise threshold), unchanged, inconclusive (under 2 repetitions), missing.\n"
+            "  --noise PCT        changes up to PCT %% are \"unchanged\" (default %g)\n"
+            "  --fail-above PCT   exit 1 when a cell is slower by more than PCT %%\n"
+            "  --json             print JSON instead of the markdown table\n"
+            "  --html FILE        also write the table as a self-contained HTML page\n"
+            "Exit status: 0; 1 a cell slower than --fail-above; 2 usage; 8 a folder or record unreadable.\n",
+            NOISE_DEFAULT);
+}
+
+static int parse_pct(const char *s, double *v) {
+    char *end = NULL;
+    errno = 0;
+    double x = strtod(s, &end);
+    if (errno || !end || end == s || *end || !isfinite(x) || x < 0) return -1;
+    *v = x;
+    return 0;
+}
+
+int kh_cmd_compare(int argc, char **argv) {
+    const char *dirs[2] = {NULL, NULL}, *html = NULL;
+    double noise = NOISE_DEFAULT, fail_above = 0;
+    int have_fail = 0, json = 0, nd = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            compare_usage(stdout);
+            return KH_EXIT_OK;
+        } else if (!strcmp(a, "--json")) {
+            json = 1;
+        } else if (!strcmp(a, "--noise") || !strcmp(a, "--fail-above") || !strcmp(a, "--html")) {
+            if (i + 1 >= argc || !argv[i + 1][0]) {
+                fprintf(stderr, "khost: compare: %s needs a value\n", a);
+                return KH_EXIT_USAGE;
+            }
+            const char *v = argv[++i];
+            if (!strcmp(a, "--html")) {
+                html = v;
+            } else if (parse_pct(v, !strcmp(a, "--noise") ? &noise : &fail_above) != 0) {
+                fprintf(stderr, "khost: compare: %s '%s': expected a percentage >= 0\n", a, v);
+                return KH_EXIT_USAGE;
+            } else if (!strcmp(a, "--fail-above")) {
+                have_fail = 1;
+            }
+        } else if (a[0] == '-' && a[1]) {
+            fprintf(stderr, "khost: compare: unknown option '%s' (khost compare --help lists them)\n", a);
+            return KH_EXIT_USAGE;
+        } else if (nd < 2) {
+            dirs[nd++] = a;
+        } else {
+            fprintf(stderr, "khost: compare: two result folders expected (BASE NEW), got a third: '%s'\n", a);
+            return KH_EXIT_USAGE;
+        }
+    }
+    if (nd != 2) {
+        compare_usage(stderr);
+        return KH_EXIT_USAGE;
+    }
+    side s[2] = {{.dir = dirs[0]}, {.dir = dirs[1]}};
+    char err[4400];
+    for (int k = 0; k < 2; k++)
+        if (side_scan(&s[k], err, sizeof err) != 0) {
+            fprintf(stderr, "khost: compare: %s: %s\n", k ? "NEW" : "BASE", err);
+            side_free(&s[0]);
+            side_free(&s[1]);
+            return KH_EXIT_IO;
+        }
+    if (s[0].n == 0 || s[1].n == 0) {
+        fprintf(stderr, "khost: compare: %s: no result records (expected <task>/<plugin>__<device>[.rep<k>].json)\n",
+                s[0].n == 0 ? dirs[0] : dirs[1]);
+        side_free(&s[0]);
+        side_free(&s[1]);
+        return KH_EXIT_IO;
+    }
+    row *rows = calloc((size_t)(s[0].n + s[1].n), sizeof *rows);
+    if (!rows) {
+        fprintf(stderr, "khost: compare: out of memory\n");
+        side_free(&s[0]);
+        side_free(&s[1]);
+        return KH_EXIT_IO;
+    }
+    int nr = 0, count[V_N] = {0}, fails = 0;
+    for (int i = 0; i < s[0].n; i++) {
+        const side_cell *b = &s[0].c[i], *n = side_find(&s[1], b->task, b->base);
+        rows[nr].task = b->task;
+        rows[nr].base = b->base;
+        compare_cell(b, n, noise, fail_above, have_fail, &rows[nr]);
+        nr++;
+    }
+    for (int i = 0; i < s[1].n; i++) {
+        const side_cell *n = &s[1].c[i];
+        if (side_find(&s[0], n->task, n->base)) continue;
+        rows[nr].task = n->task;
+        rows[nr].base = n->base;
+        compare_cell(NULL, n, noise, fail_above, have_fail, &rows[nr]);
+        nr++;
+    }
+    for (int i = 0; i < nr; i++) {
+        count[rows[i].v]++;
+        fails += rows[i].fails;
+    }
+    int rc = KH_EXIT_OK;
+    if (json) {
+        char *text = to_json(dirs[0], dirs[1], rows, nr, noise, have_fail, fail_above, count);
+        if (!text) {
+            fprintf(stderr, "khost: compare: out of memory\n");
+            rc = KH_EXIT_IO;
+        } else {
+            printf("%s\n", text);
+            free(text);
+        }
+    } else {
+        print_markdown(stdout, dirs[0], dirs[1], rows, nr, noise, count);
+    }
+    if (html && write_html(html, dirs[0], dirs[1], rows, nr, noise, count, err, sizeof err) != 0) {
+        fprintf(stderr, "khost: compare: %s\n", err);
+        rc = KH_EXIT_IO;
+    }
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        fprintf(stderr, "khost: compare: cannot write the table: %s\n", strerror(errno));
+        rc = KH_EXIT_IO;
+    }
+    if (rc == KH_EXIT_OK && fails) {
+        fprintf(stderr, "khost: compare: %d cell(s) slower than BASE by more than %g %%\n", fails, fail_above);
+        rc = KH_EXIT_TRAIN;
+    }
+    free(rows);
+    side_free(&s[0]);
+    side_free(&s[1]);
+    return rc;
+}

@@ -1,0 +1,364 @@
+/* core/results/cellstats.c — a cell's repetition records read back, their per-repetition values, statistics and
+ * warnings (cellstats.h), and the summary file the matrix writes after a cell's last repetition. */
+#define _POSIX_C_SOURCE 200809L
+#include "results/cellstats.h"
+
+#include <cjson/cJSON.h>
+#include <dirent.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "results/results.h"
+
+int kh_cell_parse_name(const char *name, char *base, size_t n, int *k) {
+    size_t len = strlen(name);
+    *k = 0;
+    if (name[0] == '.' || len <= 5 || strcmp(name + len - 5, ".json")) return 0;
+    size_t stem = len - 5;
+    if (stem > 6 && !strncmp(name + stem - 6, ".stats", 6)) return 0;
+    /* ".rep<digits>" before ".json" */
+    size_t d = stem;
+    while (d > 0 && name[d - 1] >= '0' && name[d - 1] <= '9') d--;
+    if (d < stem && d >= 4 && !strncmp(name + d - 4, ".rep", 4) && stem - d <= 6 && name[d] != '0') {
+        *k = atoi(name + d);
+        stem = d - 4;
+    }
+    if (stem == 0 || stem + 1 > n) return 0;
+    memcpy(base, name, stem);
+    base[stem] = 0;
+    return 1;
+}
+
+void kh_cell_stats_free(kh_cell_stats *c) {
+    for (int i = 0; i < c->n_reps; i++) free(c->reps[i].steps);
+    free(c->reps);
+    memset(c, 0, sizeof *c);
+}
+
+static int cmp_rep(const void *a, const void *b) {
+    const kh_rep *x = a, *y = b;
+    return (x->index > y->index) - (x->index < y->index);
+}
+
+/* One record file into rep. -1 with err naming the file and field. */
+static int read_rep(const char *path, kh_rep *rep, char *step_sync, size_t sslen, char *err, size_t errlen) {
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+        return -1;
+    }
+    char *buf = NULL;
+    size_t len = 0, cap = 0;
+    for (;;) {
+        if (len + 65536 + 1 > cap) {
+            cap = cap ? cap * 2 : 131072;
+            char *nb = realloc(buf, cap);
+            if (!nb) {
+                free(buf);
+                fclose(f);
+                snprintf(err, errlen, "%s: out of memory", path);
+                return -1;
+            }
+            buf = nb;
+        }
+        size_t got = fread(buf + len, 1, 65536, f);
+        len += got;
+        if (got < 65536) break;
+    }
+    int read_err = ferror(f);
+    fclose(f);
+    if (read_err) {
+        free(buf);
+        snprintf(err, errlen, "%s: read error", path);
+        return -1;
+    }
+    buf[len] = 0;
+    cJSON *o = cJSON_Parse(buf);
+    free(buf);
+    if (!o) {
+        snprintf(err, errlen, "%s: not valid JSON", path);
+        return -1;
+    }
+    int rc = -1;
+    const cJSON *st = cJSON_GetObjectItemCaseSensitive(o, "status");
+    if (!cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(o, "khost_record")) || !cJSON_IsString(st)) {
+        snprintf(err, errlen, "%s: field \"%s\" missing or of the wrong type", path,
+                 cJSON_IsString(st) ? "khost_record" : "status");
+        goto done;
+    }
+    snprintf(rep->status, sizeof rep->status, "%s", st->valuestring);
+    const cJSON *m = cJSON_GetObjectItemCaseSensitive(o, "mean_epoch_s");
+    int ok = !strcmp(rep->status, "ok");
+    rep->epoch_s = ok && cJSON_IsNumber(m) && m->valuedouble > 0 ? m->valuedouble : NAN;
+    const cJSON *r = cJSON_GetObjectItemCaseSensitive(o, "repeat");
+    const cJSON *rr = cJSON_GetObjectItemCaseSensitive(r, "round");
+    if (cJSON_IsNumber(rr)) rep->round = (int)rr->valuedouble;
+    const cJSON *samples = cJSON_GetObjectItemCaseSensitive(o, "samples");
+    if (samples && !cJSON_IsObject(samples)) {
+        snprintf(err, errlen, "%s: field \"samples\" is not an object", path);
+        goto done;
+    }
+    const cJSON *steps = cJSON_GetObjectItemCaseSensitive(samples, "step_s"), *e;
+    if (steps && !cJSON_IsArray(steps)) {
+        snprintf(err, errlen, "%s: field \"samples.step_s\" is not an array", path);
+        goto done;
+    }
+    const cJSON *sync = cJSON_GetObjectItemCaseSensitive(samples, "step_sync");
+    if (cJSON_IsString(sync) && step_sync && !step_sync[0]) snprintf(step_sync, sslen, "%s", sync->valuestring);
+    int n = cJSON_GetArraySize(steps);
+    if (n > 0) {
+        rep->steps = malloc((size_t)n * sizeof *rep->steps);
+        if (!rep->steps) {
+            snprintf(err, errlen, "%s: out of memory", path);
+            goto done;
+        }
+        int i = 0;
+        cJSON_ArrayForEach(e, steps) {
+            if (!cJSON_IsNumber(e) || !isfinite(e->valuedouble) || e->valuedouble < 0) {
+                snprintf(err, errlen, "%s: field \"samples.step_s\"[%d] is not a time in seconds", path, i);
+                goto done;
+            }
+            rep->steps[i++] = e->valuedouble;
+        }
+        rep->n_steps = n;
+        if (ok) rep->step_s = kh_stats_median(rep->steps, n);
+    }
+    rc = 0;
+done:
+    cJSON_Delete(o);
+    return rc;
+}
+
+static void rep_stats(kh_cell_stats *c, int kind, kh_rep_stats *o) {
+    memset(o, 0, sizeof *o);
+    kh_stats_summary(NULL, 0, &o->s); /* all NAN */
+    o->ci.lo = o->ci.hi = NAN;
+    double *v = malloc((size_t)(c->n_reps ? c->n_reps : 1) * sizeof *v);
+    double *z = malloc((size_t)(c->n_reps ? c->n_reps : 1) * sizeof *z);
+    int *flag = malloc((size_t)(c->n_reps ? c->n_reps : 1) * sizeof *flag);
+    if (!v || !z || !flag) goto out;
+    int n = kh_cell_stats_values(c, kind, v);
+    o->n = n;
+    if (n == 0) goto out;
+    kh_stats_summary(v, n, &o->s);
+    kh_stats_median_ci(v, n, KH_STATS_RESAMPLES, KH_STATS_SEED, KH_STATS_LEVEL, &o->ci);
+    o->n_outliers = kh_stats_outliers(v, n, z, flag);
+    for (int i = 0, j = 0; i < c->n_reps; i++) {
+        kh_rep *r = &c->reps[i];
+        double x = kind ? r->step_s : r->epoch_s;
+        if (!isfinite(x)) continue;
+        if (kind) r->step_z = z[j], r->step_outlier = flag[j];
+        else r->epoch_z = z[j], r->epoch_outlier = flag[j];
+        j++;
+    }
+    o->warn = kh_stats_warnings(v, n, KH_STATS_CV_WARN, o->warnings, sizeof o->warnings);
+    if (o->warn < 0) o->warn = 0;
+out:
+    free(v);
+    free(z);
+    free(flag);
+}
+
+int kh_cell_stats_values(const kh_cell_stats *c, int kind, double *v) {
+    int n = 0;
+    for (int i = 0; i < c->n_reps; i++) {
+        double x = kind ? c->reps[i].step_s : c->reps[i].epoch_s;
+        if (isfinite(x)) v[n++] = x;
+    }
+    return n;
+}
+
+int kh_cell_stats_pairs(const kh_cell_stats *x, const kh_cell_stats *y, int kind, double *a, double *b) {
+    int n = 0;
+    for (int i = 0; i < x->n_reps; i++) {
+        double u = kind ? x->reps[i].step_s : x->reps[i].epoch_s;
+        if (!isfinite(u)) continue;
+        for (int j = 0; j < y->n_reps; j++) {
+            double w = kind ? y->reps[j].step_s : y->reps[j].epoch_s;
+            if (y->reps[j].round != x->reps[i].round || !isfinite(w)) continue;
+            a[n] = u;
+            b[n] = w;
+            n++;
+            break;
+        }
+    }
+    return n;
+}
+
+int kh_cell_stats_load(const char *dir, const char *base, kh_cell_stats *c, char *err, size_t errlen) {
+    memset(c, 0, sizeof *c);
+    DIR *d = opendir(dir);
+    if (!d) {
+        snprintf(err, errlen, "%s: cannot read: %s", dir, strerror(errno));
+        return -1;
+    }
+    int cap = 0, classic = 0, rc = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        char b[256];
+        int k;
+        if (!kh_cell_parse_name(e->d_name, b, sizeof b, &k) || strcmp(b, base)) continue;
+        if (k == 0) {
+            classic = 1;
+            continue;
+        }
+        if (c->n_reps == cap) {
+            cap = cap ? cap * 2 : 8;
+            kh_rep *nr = realloc(c->reps, (size_t)cap * sizeof *nr);
+            if (!nr) {
+                snprintf(err, errlen, "%s: out of memory", dir);
+                rc = -1;
+                break;
+            }
+            c->reps = nr;
+        }
+        kh_rep *r = &c->reps[c->n_reps++];
+        memset(r, 0, sizeof *r);
+        r->index = k;
+        snprintf(r->file, sizeof r->file, "%s", e->d_name);
+    }
+    closedir(d);
+    if (rc == 0 && c->n_reps == 0 && classic) { /* an older single run: one repetition */
+        c->reps = malloc(sizeof *c->reps);
+        if (!c->reps) {
+            snprintf(err, errlen, "%s: out of memory", dir);
+            rc = -1;
+        } else {
+            memset(c->reps, 0, sizeof *c->reps);
+            c->n_reps = 1;
+            c->reps[0].index = 1;
+            snprintf(c->reps[0].file, sizeof c->reps[0].file, "%s.json", base);
+        }
+    }
+    if (rc == 0 && c->n_reps > 1) qsort(c->reps, (size_t)c->n_reps, sizeof *c->reps, cmp_rep);
+    for (int i = 0; rc == 0 && i < c->n_reps; i++) {
+        kh_rep *r = &c->reps[i];
+        r->round = r->index;
+        r->epoch_s = r->step_s = r->epoch_z = r->step_z = NAN;
+        char path[4400];
+        snprintf(path, sizeof path, "%s/%s", dir, r->file);
+        if (read_rep(path, r, c->step_sync, sizeof c->step_sync, err, errlen) != 0) rc = -1;
+        else if (strcmp(r->status, "ok")) c->n_failed++;
+    }
+    if (rc != 0) {
+        kh_cell_stats_free(c);
+        return -1;
+    }
+    c->rep_file = 0;
+    for (int i = c->n_reps - 1; i >= 0; i--)
+        if (!strcmp(c->reps[i].status, "ok")) c->rep_file = i;
+    rep_stats(c, 0, &c->epoch);
+    rep_stats(c, 1, &c->step);
+    return 0;
+}
+
+// --- the summary file -----------------------------------------------------------------------------------
+static cJSON *num_or_null(double v) { return isfinite(v) ? cJSON_CreateNumber(v) : cJSON_CreateNull(); }
+
+static cJSON *rep_stats_json(const kh_rep_stats *s, const char *unit) {
+    cJSON *o = cJSON_CreateObject();
+    if (!o) return NULL;
+    cJSON_AddItemToObject(o, "value", cJSON_CreateString(unit));
+    cJSON_AddNumberToObject(o, "n", s->n);
+    struct { const char *k; double v; } f[] = {
+        {"median", s->s.median}, {"mean", s->s.mean}, {"sd", s->s.sd}, {"q1", s->s.q1}, {"q3", s->s.q3},
+        {"iqr", s->s.iqr}, {"mad", s->s.mad}, {"min", s->s.min}, {"max", s->s.max}, {"cv", s->s.cv},
+        {"median_ci_lo", s->ci.lo}, {"median_ci_hi", s->ci.hi}};
+    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) cJSON_AddItemToObject(o, f[i].k, num_or_null(f[i].v));
+    cJSON *b = cJSON_AddObjectToObject(o, "bootstrap");
+    if (b) {
+        cJSON_AddNumberToObject(b, "resamples", s->ci.resamples);
+        char seed[32];
+        snprintf(seed, sizeof seed, "%llu", (unsigned long long)s->ci.seed);
+        cJSON_AddStringToObject(b, "seed", seed); /* a string: a 64-bit seed does not fit a double */
+        cJSON_AddNumberToObject(b, "level", s->ci.level);
+        cJSON_AddStringToObject(b, "method", "percentile, resampling repetitions");
+    }
+    cJSON_AddNumberToObject(o, "outliers", s->n_outliers);
+    cJSON *w = cJSON_AddArrayToObject(o, "warnings");
+    if (w) {
+        if (s->warn & KH_STATS_WARN_CV) cJSON_AddItemToArray(w, cJSON_CreateString("cv"));
+        if (s->warn & KH_STATS_WARN_FIRST_OUTLIER) cJSON_AddItemToArray(w, cJSON_CreateString("first_repetition_outlier"));
+    }
+    cJSON_AddStringToObject(o, "warning_text", s->warnings);
+    return o;
+}
+
+int kh_stats_write_cell_summary(const char *out_dir, const char *task, const char *plugin, const char *device,
+                                char *err, size_t errlen) {
+    char path[4096], dir[4096], base[512];
+    kh_record_path(path, sizeof path, out_dir, task, plugin, device, "json");
+    snprintf(dir, sizeof dir, "%s/%s", out_dir, task);
+    const char *slash = strrchr(path, '/');
+    snprintf(base, sizeof base, "%s", slash ? slash + 1 : path);
+    base[strlen(base) - 5] = 0; /* ".json" */
+    kh_cell_stats c;
+    if (kh_cell_stats_load(dir, base, &c, err, errlen) != 0) return -1;
+    if (c.n_reps == 0) {
+        snprintf(err, errlen, "%s/%s[.rep<k>].json: no record of %s x %s x %s", dir, base, plugin, task, device);
+        kh_cell_stats_free(&c);
+        return -1;
+    }
+    kh_record_path(path, sizeof path, out_dir, task, plugin, device, "stats.json");
+    int rc = -1;
+    cJSON *o = cJSON_CreateObject();
+    if (!o) goto oom;
+    cJSON_AddNumberToObject(o, "khost_stats", 1);
+    cJSON_AddStringToObject(o, "plugin", plugin);
+    cJSON_AddStringToObject(o, "task", task);
+    cJSON_AddStringToObject(o, "device", device);
+    cJSON_AddNumberToObject(o, "repetitions", c.n_reps);
+    cJSON_AddNumberToObject(o, "failed", c.n_failed);
+    cJSON_AddStringToObject(o, "unit", "repetition");
+    if (c.step_sync[0]) cJSON_AddStringToObject(o, "step_sync", c.step_sync);
+    cJSON *reps = cJSON_AddArrayToObject(o, "reps");
+    for (int i = 0; reps && i < c.n_reps; i++) {
+        const kh_rep *r = &c.reps[i];
+        cJSON *x = cJSON_CreateObject();
+        if (!x) goto oom;
+        cJSON_AddItemToArray(reps, x);
+        cJSON_AddNumberToObject(x, "index", r->index);
+        cJSON_AddNumberToObject(x, "round", r->round);
+        cJSON_AddStringToObject(x, "status", r->status);
+        cJSON_AddStringToObject(x, "file", r->file);
+        cJSON_AddItemToObject(x, "epoch_s", num_or_null(r->epoch_s));
+        cJSON_AddItemToObject(x, "step_s_median", num_or_null(r->step_s));
+        cJSON_AddNumberToObject(x, "steps", r->n_steps);
+        cJSON_AddItemToObject(x, "epoch_z", num_or_null(r->epoch_z));
+        cJSON_AddItemToObject(x, "step_z", num_or_null(r->step_z));
+        cJSON_AddBoolToObject(x, "epoch_outlier", r->epoch_outlier);
+        cJSON_AddBoolToObject(x, "step_outlier", r->step_outlier);
+    }
+    cJSON *ep = rep_stats_json(&c.epoch, "each repetition's mean epoch time (s)");
+    cJSON *sp = rep_stats_json(&c.step, "each repetition's median step time (s)");
+    if (!ep || !sp) {
+        cJSON_Delete(ep);
+        cJSON_Delete(sp);
+        goto oom;
+    }
+    cJSON_AddItemToObject(o, "epoch_s", ep);
+    cJSON_AddItemToObject(o, "step_s", sp);
+    char *text = cJSON_Print(o);
+    if (!text) goto oom;
+    size_t tl = strlen(text);
+    char *line = realloc(text, tl + 2);
+    if (!line) {
+        free(text);
+        goto oom;
+    }
+    line[tl] = '\n';
+    line[tl + 1] = 0;
+    rc = kh_write_atomic(path, line, tl + 1, err, errlen);
+    free(line);
+    cJSON_Delete(o);
+    kh_cell_stats_free(&c);
+    return rc;
+oom:
+    snprintf(err, errlen, "%s: out of memory", path);
+    cJSON_Delete(o);
+    kh_cell_stats_free(&c);
+    return -1;
+}

@@ -1,0 +1,67 @@
+/* core/results/cellstats.h — a cell's repetitions and their statistics, read from its records.
+ *
+ * A cell (plugin x task x device) is the set of its repetition records: <out>/<task>/<plugin>__<device>.rep<k>.json
+ * (khost matrix --repeat N), or, when there is none, the classic <plugin>__<device>.json of a single run,
+ * which counts as one repetition. The statistics take one value per repetition, because repetitions are
+ * separate processes and so independent, while the per-step samples of one process are autocorrelated
+ * (docs/PERFORMANCE.md, "How khost measures"):
+ *   epoch value  the repetition's mean epoch time (its record's mean_epoch_s, the seed's definition)
+ *   step value   the median of the repetition's samples.step_s (records v2; absent in v1: NAN)
+ * Repetitions whose status is not "ok" are kept in the list with their status and never enter a statistic.
+ */
+#ifndef KHOST_CORE_CELLSTATS_H
+#define KHOST_CORE_CELLSTATS_H
+
+#include <stddef.h>
+
+#include "results/stats.h"
+
+typedef struct kh_rep {
+    int index;                 /* k of .rep<k>; 1 for a classic record */
+    int round;                 /* repeat.round, else index */
+    char status[16];
+    double epoch_s, step_s;    /* NAN when the repetition did not finish or has no samples */
+    double epoch_z, step_z;    /* modified Z-score among the cell's finished repetitions (NAN: none) */
+    int epoch_outlier, step_outlier;
+    double *steps; int n_steps; /* samples.step_s as recorded */
+    char file[256];            /* the record's file name */
+} kh_rep;
+
+/* Statistics of one value kind over the finished repetitions. */
+typedef struct kh_rep_stats {
+    int n;                     /* repetitions with a value; 0: none (all fields NAN) */
+    kh_summary s;
+    kh_ci ci;                  /* bootstrap CI of the median (NAN bounds when n < 2) */
+    int n_outliers;
+    int warn;                  /* KH_STATS_WARN_ bits */
+    char warnings[512];
+} kh_rep_stats;
+
+typedef struct kh_cell_stats {
+    kh_rep *reps; int n_reps;  /* by index */
+    int n_failed;              /* repetitions whose status is not ok */
+    kh_rep_stats epoch, step;
+    char step_sync[8];         /* the first sample-carrying record's samples.step_sync ("" unknown) */
+    int rep_file;              /* the record that stands for the cell (its first ok repetition, else its
+                                  first): index into reps */
+} kh_cell_stats;
+
+/* "X.rep3.json" -> base "X", k 3; "X.json" -> base "X", k 0; 1 when name is a record's file name, 0 when not
+ * (other files, such as the summaries' "X.stats.json"). */
+int kh_cell_parse_name(const char *name, char *base, size_t n, int *k);
+/* Read the repetitions of the cell whose files are dir/<base>[.rep<k>].json and compute its statistics.
+ * 0 ok (n_reps may be 0: no record), -1 with err naming the file and the field. */
+int kh_cell_stats_load(const char *dir, const char *base, kh_cell_stats *c, char *err, size_t errlen);
+void kh_cell_stats_free(kh_cell_stats *c);
+/* The per-round values of two cells (kind 0 epoch, 1 step) matched by round, into a[] and b[] (each at
+ * least x->n_reps long: every repetition of x pairs with at most one of y); returns the number of pairs. */
+int kh_cell_stats_pairs(const kh_cell_stats *x, const kh_cell_stats *y, int kind, double *a, double *b);
+/* The values of one kind, finished repetitions only, in index order, into v[n_reps]; returns their count. */
+int kh_cell_stats_values(const kh_cell_stats *c, int kind, double *v);
+
+/* Read the repetitions of <out>/<task>/<plugin>__<device> and write their statistics and warnings to
+ * <out>/<task>/<plugin>__<device>.stats.json (atomically). 0 ok; -1 with err (no record, unreadable record,
+ * write failure). The matrix calls it after a cell's last repetition. */
+int kh_stats_write_cell_summary(const char *out_dir, const char *task, const char *plugin, const char *device,
+                                char *err, size_t errlen);
+#endif

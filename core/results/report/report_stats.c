@@ -1,0 +1,164 @@
+/* core/results/report/report_stats.c — the uncertainty in `khost report`'s tables: a time as the median over a cell's
+ * repetitions with its bootstrap CI, the factor to the fastest backend of a device with its CI paired by
+ * round ("≈" where that CI contains 1: not significant), the time-per-step table (records with samples) and
+ * the warnings of noisy cells. A cell of one repetition (every older result set) gets "—" for each interval:
+ * one process says nothing about the next. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "results/report/report.h"
+
+static int is_ok(const kh_cell_record *r) { return r && !strcmp(r->status, "ok"); }
+
+/* The cell's value of a kind: the median over its repetitions (epoch: each one's mean epoch time, so one
+ * repetition gives the record's mean_epoch_s), NAN when none. */
+static double cell_value(const kh_report_task *t, int i, int kind) {
+    const kh_cell_record *r = t->cells[i];
+    const kh_cell_stats *s = t->stats ? t->stats[i] : NULL;
+    if (!is_ok(r)) return NAN;
+    const kh_rep_stats *rs = s ? (kind ? &s->step : &s->epoch) : NULL;
+    if (rs && rs->n > 0) return rs->s.median;
+    return kind == 0 && isfinite(r->mean_epoch_s) && r->mean_epoch_s > 0 ? r->mean_epoch_s : NAN;
+}
+
+void kh_report_fmt_time_ci(double v, const kh_ci *ci, double scale, char *buf, size_t n) {
+    char a[32], lo[32], hi[32];
+    kh_report_fmt_seconds(v * scale, a, sizeof a);
+    if (!ci || !isfinite(ci->lo) || !isfinite(ci->hi)) {
+        snprintf(buf, n, "%s [—]", a);
+        return;
+    }
+    kh_report_fmt_seconds(ci->lo * scale, lo, sizeof lo);
+    kh_report_fmt_seconds(ci->hi * scale, hi, sizeof hi);
+    snprintf(buf, n, "%s [%s, %s]", a, lo, hi);
+}
+
+int kh_report_factor(const kh_report_task *t, int p, int d, int kind, double *factor, kh_ci *ci) {
+    int me = p * t->nd + d, best = -1;
+    double v = cell_value(t, me, kind), bv = INFINITY;
+    ci->lo = ci->hi = NAN;
+    ci->resamples = KH_STATS_RESAMPLES;
+    ci->seed = KH_STATS_SEED;
+    ci->level = KH_STATS_LEVEL;
+    *factor = NAN;
+    if (!isfinite(v)) return -1;
+    for (int q = 0; q < t->np; q++) {
+        double x = cell_value(t, q * t->nd + d, kind);
+        if (isfinite(x) && x < bv) bv = x, best = q * t->nd + d;
+    }
+    *factor = v / bv;
+    if (best == me || v == bv) return 1;
+    const kh_cell_stats *a = t->stats ? t->stats[me] : NULL, *b = t->stats ? t->stats[best] : NULL;
+    if (!a || !b) return 0;
+    int cap = a->n_reps; /* at most one pair per repetition of a, even when rounds repeat */
+    if (cap < 2 || b->n_reps < 2) return 0;
+    double *x = malloc((size_t)cap * sizeof *x), *y = malloc((size_t)cap * sizeof *y);
+    if (x && y) {
+        int n = kh_cell_stats_pairs(a, b, kind, x, y);
+        double r;
+        kh_ci c;
+        if (n >= 2 && kh_stats_ratio_paired(x, y, n, KH_STATS_RESAMPLES, KH_STATS_SEED, KH_STATS_LEVEL, &r, &c) == 0)
+            *ci = c; /* the interval of the paired rounds; the factor itself stays the ratio of the cells' medians */
+    }
+    free(x);
+    free(y);
+    return 0;
+}
+
+/* "**245.5 [240.1, 250.3] (1.0x)**", "262.0 [—] (1.9x [—])", "101.3 [99.0, 104.2] (1.02x [0.97, 1.08] ≈)". */
+void kh_report_fmt_time_cell(const kh_report_task *t, int p, int d, int kind, char *buf, size_t n) {
+    int i = p * t->nd + d;
+    const kh_cell_stats *s = t->stats ? t->stats[i] : NULL;
+    const kh_rep_stats *rs = s ? (kind ? &s->step : &s->epoch) : NULL;
+    double factor;
+    kh_ci fci;
+    int fastest = kh_report_factor(t, p, d, kind, &factor, &fci);
+    char tm[96];
+    kh_report_fmt_time_ci(cell_value(t, i, kind), rs && rs->n ? &rs->ci : NULL, kind ? 1000 : 1, tm, sizeof tm);
+    if (fastest == 1) {
+        snprintf(buf, n, "**%s (1.0x)**", tm);
+        return;
+    }
+    /* two decimals near 1, where "1.0x" would hide the difference the interval is about */
+    int prec = factor < 1.095 ? 2 : 1;
+    char f1[32], lo[32], hi[32];
+    snprintf(f1, sizeof f1, "%.*f", prec, factor);
+    if (!isfinite(fci.lo)) {
+        snprintf(buf, n, "%s (%sx [—])", tm, f1);
+        return;
+    }
+    snprintf(lo, sizeof lo, "%.*f", prec, fci.lo);
+    snprintf(hi, sizeof hi, "%.*f", prec, fci.hi);
+    snprintf(buf, n, "%s (%sx [%s, %s]%s)", tm, f1, lo, hi, fci.lo <= 1 && 1 <= fci.hi ? " ≈" : "");
+}
+
+/* The time-per-step table (ms) when some finished cell of the task has per-step samples. */
+void kh_report_print_steps(FILE *f, const kh_report_task *t) {
+    int any = 0;
+    for (int i = 0; i < t->np * t->nd; i++) any |= isfinite(cell_value(t, i, 1));
+    if (!any) return;
+    fprintf(f, "\nTime per step (ms, median over repetitions of each repetition's median step [95 %% bootstrap CI]; "
+               "factor to the fastest on each device [95 %% CI, paired by round]; ≈ = not significant):\n\n");
+    fprintf(f, "| backend |");
+    for (int d = 0; d < t->nd; d++) fprintf(f, " %s |", t->devices[d]);
+    fprintf(f, "\n|---|");
+    for (int d = 0; d < t->nd; d++) fprintf(f, "---:|");
+    fprintf(f, "\n");
+    for (int p = 0; p < t->np; p++) {
+        const kh_cell_record *lab = NULL;
+        for (int d = 0; d < t->nd && !lab; d++) lab = t->cells[p * t->nd + d];
+        fprintf(f, "| %s%s |", t->plugins[p], lab && kh_report_is_reference(lab) ? " (reference)" : "");
+        for (int d = 0; d < t->nd; d++) {
+            const kh_cell_record *r = t->cells[p * t->nd + d];
+            char cell[256];
+            if (!isfinite(cell_value(t, p * t->nd + d, 1))) {
+                fprintf(f, " %s |", is_ok(r) ? "—" : r ? r->status : "");
+                continue;
+            }
+            kh_report_fmt_time_cell(t, p, d, 1, cell, sizeof cell);
+            fprintf(f, " %s |", cell);
+        }
+        fprintf(f, "\n");
+    }
+}
+
+/* Cells of several repetitions: repetitions that failed, cells whose repetitions vary more than KH_STATS_CV_WARN or whose first repetition
+ * is an outlier; outliers are listed, never dropped. */
+void kh_report_print_warnings(FILE *f, const kh_report_task *t) {
+    int any = 0;
+    for (int p = 0; p < t->np; p++)
+        for (int d = 0; d < t->nd; d++) {
+            const kh_cell_stats *s = t->stats ? t->stats[p * t->nd + d] : NULL;
+            if (!s || s->n_reps < 2) continue; /* one run: "Did not finish" already says what happened */
+            const kh_rep_stats *rs = s->step.n ? &s->step : &s->epoch;
+            int unsynced = s->step.n && !strcmp(s->step_sync, "none");
+            if (!s->n_failed && !rs->warn && !rs->n_outliers && !unsynced) continue;
+            if (!any) fprintf(f, "\nMeasurement warnings:\n\n");
+            any = 1;
+            fprintf(f, "- %s on %s (%s times, %d repetition%s):", t->plugins[p], t->devices[d],
+                    s->step.n ? "step" : "epoch", s->n_reps, s->n_reps == 1 ? "" : "s");
+            const char *sep = " ";
+            if (s->n_failed) {
+                fprintf(f, "%s%d did not finish (", sep, s->n_failed);
+                for (int i = 0, k = 0; i < s->n_reps; i++)
+                    if (strcmp(s->reps[i].status, "ok")) fprintf(f, "%s#%d %s", k++ ? ", " : "", s->reps[i].index, s->reps[i].status);
+                fprintf(f, "), not counted");
+                sep = "; ";
+            }
+            if (rs->warnings[0]) fprintf(f, "%s%s", sep, rs->warnings), sep = "; ";
+            if (unsynced)
+                fprintf(f, "%sstep times taken without synchronising the device (the backend cannot): a step's "
+                           "time may belong to its neighbour", sep), sep = "; ";
+            if (rs->n_outliers) {
+                fprintf(f, "%soutliers kept (|modified Z| > %.1f):", sep, KH_STATS_OUTLIER_Z);
+                for (int i = 0; i < s->n_reps; i++) {
+                    const kh_rep *r = &s->reps[i];
+                    if (s->step.n ? r->step_outlier : r->epoch_outlier)
+                        fprintf(f, " #%d (Z %.1f)", r->index, s->step.n ? r->step_z : r->epoch_z);
+                }
+            }
+            fprintf(f, ".\n");
+        }
+}

@@ -1,0 +1,235 @@
+/* core/results/stats.c — descriptive statistics, modified Z-score outliers and seeded bootstrap intervals
+ * (definitions in stats.h). */
+#include "results/stats.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+double kh_stats_quantile_sorted(const double *s, int n, double p) {
+    if (n < 1) return NAN;
+    if (p <= 0) return s[0];
+    if (p >= 1) return s[n - 1];
+    double h = (n - 1) * p;
+    int lo = (int)floor(h);
+    if (lo >= n - 1) return s[n - 1];
+    return s[lo] + (h - lo) * (s[lo + 1] - s[lo]);
+}
+
+static double *sorted_copy(const double *x, int n) {
+    double *s = malloc((size_t)n * sizeof *s);
+    if (!s) return NULL;
+    memcpy(s, x, (size_t)n * sizeof *s);
+    qsort(s, (size_t)n, sizeof *s, cmp_double);
+    return s;
+}
+
+double kh_stats_median(const double *x, int n) {
+    if (n < 1) return NAN;
+    double *s = sorted_copy(x, n);
+    if (!s) return NAN;
+    double m = kh_stats_quantile_sorted(s, n, 0.5);
+    free(s);
+    return m;
+}
+
+int kh_stats_summary(const double *x, int n, kh_summary *o) {
+    o->n = 0;
+    o->mean = o->sd = o->median = o->q1 = o->q3 = o->iqr = o->mad = o->min = o->max = o->cv = NAN;
+    if (n < 1) return -1;
+    double *s = sorted_copy(x, n);
+    if (!s) return -1;
+    double sum = 0;
+    for (int i = 0; i < n; i++) sum += s[i];
+    double mean = sum / n, ss = 0;
+    for (int i = 0; i < n; i++) ss += (s[i] - mean) * (s[i] - mean);
+    o->n = n;
+    o->mean = mean;
+    o->sd = n > 1 ? sqrt(ss / (n - 1)) : 0.0;
+    o->median = kh_stats_quantile_sorted(s, n, 0.5);
+    o->q1 = kh_stats_quantile_sorted(s, n, 0.25);
+    o->q3 = kh_stats_quantile_sorted(s, n, 0.75);
+    o->iqr = o->q3 - o->q1;
+    o->min = s[0];
+    o->max = s[n - 1];
+    o->cv = mean != 0 ? o->sd / mean : NAN;
+    for (int i = 0; i < n; i++) s[i] = fabs(s[i] - o->median);
+    qsort(s, (size_t)n, sizeof *s, cmp_double);
+    o->mad = kh_stats_quantile_sorted(s, n, 0.5);
+    free(s);
+    return 0;
+}
+
+int kh_stats_outliers(const double *x, int n, double *m, int *flag) {
+    if (n < 1) return -1;
+    kh_summary s;
+    if (kh_stats_summary(x, n, &s) != 0) return -1;
+    double scale = 0;
+    if (s.mad > 0) {
+        scale = s.mad / 0.6745;
+    } else {
+        double mean_ad = 0;
+        for (int i = 0; i < n; i++) mean_ad += fabs(x[i] - s.median);
+        mean_ad /= n;
+        scale = 1.253314 * mean_ad;
+    }
+    int count = 0;
+    for (int i = 0; i < n; i++) {
+        double z = scale > 0 ? (x[i] - s.median) / scale : 0.0;
+        int out = fabs(z) > KH_STATS_OUTLIER_Z;
+        if (m) m[i] = z;
+        if (flag) flag[i] = out;
+        count += out;
+    }
+    return count;
+}
+
+uint64_t kh_stats_splitmix64(uint64_t *state) {
+    uint64_t z = (*state += UINT64_C(0x9e3779b97f4a7c15));
+    z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
+    z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
+    return z ^ (z >> 31);
+}
+
+/* An index in [0, n): the modulo bias is below n / 2^64, far under anything a bootstrap resolves. */
+static int draw(uint64_t *st, int n) { return (int)(kh_stats_splitmix64(st) % (uint64_t)n); }
+
+static void ci_init(kh_ci *ci, int resamples, uint64_t seed, double level) {
+    ci->lo = ci->hi = NAN;
+    ci->resamples = resamples;
+    ci->seed = seed;
+    ci->level = level;
+}
+
+/* The percentile interval of `stat` (B values, sorted in place). */
+static void ci_from(double *stat, int b, kh_ci *ci) {
+    qsort(stat, (size_t)b, sizeof *stat, cmp_double);
+    double a = (1 - ci->level) / 2;
+    ci->lo = kh_stats_quantile_sorted(stat, b, a);
+    ci->hi = kh_stats_quantile_sorted(stat, b, 1 - a);
+}
+
+/* Median of the resample x[idx[0..n)], using tmp[n] as scratch. */
+static double resample_median(const double *x, const int *idx, int n, double *tmp) {
+    for (int i = 0; i < n; i++) tmp[i] = x[idx[i]];
+    qsort(tmp, (size_t)n, sizeof *tmp, cmp_double);
+    return kh_stats_quantile_sorted(tmp, n, 0.5);
+}
+
+int kh_stats_median_ci(const double *x, int n, int resamples, uint64_t seed, double level, kh_ci *ci) {
+    ci_init(ci, resamples, seed, level);
+    if (n < 2 || resamples < 2) return 0;
+    double *stat = malloc((size_t)resamples * sizeof *stat), *tmp = malloc((size_t)n * sizeof *tmp);
+    int *idx = malloc((size_t)n * sizeof *idx);
+    int rc = -1;
+    if (stat && tmp && idx) {
+        uint64_t st = seed;
+        for (int b = 0; b < resamples; b++) {
+            for (int i = 0; i < n; i++) idx[i] = draw(&st, n);
+            stat[b] = resample_median(x, idx, n, tmp);
+        }
+        ci_from(stat, resamples, ci);
+        rc = 0;
+    }
+    free(stat);
+    free(tmp);
+    free(idx);
+    return rc;
+}
+
+int kh_stats_ratio_paired(const double *a, const double *b, int n, int resamples, uint64_t seed, double level,
+                          double *ratio, kh_ci *ci) {
+    ci_init(ci, resamples, seed, level);
+    *ratio = NAN;
+    if (n < 1) return 0;
+    double ma = kh_stats_median(a, n), mb = kh_stats_median(b, n);
+    if (isnan(ma) || isnan(mb)) return -1;
+    *ratio = ma / mb;
+    if (n < 2 || resamples < 2) return 0;
+    double *stat = malloc((size_t)resamples * sizeof *stat), *tmp = malloc((size_t)n * sizeof *tmp);
+    int *idx = malloc((size_t)n * sizeof *idx);
+    int rc = -1;
+    if (stat && tmp && idx) {
+        uint64_t st = seed;
+        for (int r = 0; r < resamples; r++) {
+            for (int i = 0; i < n; i++) idx[i] = draw(&st, n);
+            double ra = resample_median(a, idx, n, tmp), rb = resample_median(b, idx, n, tmp);
+            stat[r] = ra / rb;
+        }
+        ci_from(stat, resamples, ci);
+        rc = 0;
+    }
+    free(stat);
+    free(tmp);
+    free(idx);
+    return rc;
+}
+
+int kh_stats_ratio_unpaired(const double *a, int na, const double *b, int nb, int resamples, uint64_t seed,
+                            double level, double *ratio, kh_ci *ci) {
+    ci_init(ci, resamples, seed, level);
+    *ratio = NAN;
+    if (na < 1 || nb < 1) return 0;
+    double ma = kh_stats_median(a, na), mb = kh_stats_median(b, nb);
+    if (isnan(ma) || isnan(mb)) return -1;
+    *ratio = ma / mb;
+    if (na < 2 || nb < 2 || resamples < 2) return 0;
+    int m = na > nb ? na : nb;
+    double *stat = malloc((size_t)resamples * sizeof *stat), *tmp = malloc((size_t)m * sizeof *tmp);
+    int *idx = malloc((size_t)m * sizeof *idx);
+    int rc = -1;
+    if (stat && tmp && idx) {
+        uint64_t st = seed;
+        for (int r = 0; r < resamples; r++) {
+            for (int i = 0; i < na; i++) idx[i] = draw(&st, na);
+            double ra = resample_median(a, idx, na, tmp);
+            for (int i = 0; i < nb; i++) idx[i] = draw(&st, nb);
+            double rb = resample_median(b, idx, nb, tmp);
+            stat[r] = ra / rb;
+        }
+        ci_from(stat, resamples, ci);
+        rc = 0;
+    }
+    free(stat);
+    free(tmp);
+    free(idx);
+    return rc;
+}
+
+int kh_stats_warnings(const double *x, int n, double cv_threshold, char *text, size_t textlen) {
+    if (text && textlen) text[0] = 0;
+    if (n < 2) return 0;
+    kh_summary s;
+    if (kh_stats_summary(x, n, &s) != 0) return -1;
+    int *flag = malloc((size_t)n * sizeof *flag);
+    if (!flag) return -1;
+    if (kh_stats_outliers(x, n, NULL, flag) < 0) {
+        free(flag);
+        return -1;
+    }
+    int bits = 0;
+    size_t used = 0;
+    if (isfinite(s.cv) && s.cv > cv_threshold) {
+        bits |= KH_STATS_WARN_CV;
+        if (text && used < textlen)
+            used += (size_t)snprintf(text + used, textlen - used,
+                                     "CV %.1f %% over the %d repetitions exceeds %.1f %%: the machine was noisy",
+                                     100 * s.cv, n, 100 * cv_threshold);
+    }
+    if (flag[0]) {
+        bits |= KH_STATS_WARN_FIRST_OUTLIER;
+        if (text && used < textlen)
+            used += (size_t)snprintf(text + used, textlen - used,
+                                     "%sthe first repetition is an outlier (modified Z-score above %.1f): warm-up "
+                                     "effects reach across processes (file cache, clock boost)",
+                                     used ? "; " : "", KH_STATS_OUTLIER_Z);
+    }
+    free(flag);
+    return bits;
+}
