@@ -34,362 +34,6 @@
 #include "modules/host_api.h"
 #include "sched/slurm/slurm.h"
 
-// --- helpers shared with the chart ----------------------------------------------------------------------
-void kh_report_fmt_seconds(double s, char *buf, size_t n) {
-    if (!isfinite(s))
-        snprintf(buf, n, "n/a");
-    else if (s >= 1.0)
-        snprintf(buf, n, "%.1f", s);
-    else
-        snprintf(buf, n, "%.3g", s);
-}
-
-const char kh_report_compile_note[] =
-    "compile: model-compile time before the first epoch (s); cold = code generated and compiled (cache miss), "
-    "warm = loaded from the generated-code cache; — = unknown. Backends without generated code show one "
-    "time: they compile in milliseconds.";
-
-int kh_report_has_compile(const kh_report_task *t, int d) {
-    for (int p = 0; p < t->np; p++) {
-        const kh_cell_record *r = t->cells[p * t->nd + d];
-        if (r && isfinite(r->compile_s)) return 1;
-    }
-    return 0;
-}
-
-/* A compile time: as the tables print seconds, but under a millisecond only "<0.001" (a backend without
- * generated code takes microseconds; more digits would be noise). */
-static void fmt_compile_seconds(double s, char *buf, size_t n) {
-    if (isfinite(s) && s < 0.001)
-        snprintf(buf, n, "<0.001");
-    else
-        kh_report_fmt_seconds(s, buf, n);
-}
-
-void kh_report_fmt_compile(const kh_cell_record *r, char *buf, size_t n) {
-    static const char dash[] = "—";
-    if (!r || !isfinite(r->compile_s)) {
-        snprintf(buf, n, "%s", dash);
-        return;
-    }
-    if (strcmp(r->compile_cache, "hit") && strcmp(r->compile_cache, "miss")) {
-        fmt_compile_seconds(r->compile_s, buf, n);
-        return;
-    }
-    char cold[32], warm[32];
-    if (isfinite(r->compile_cold_s)) fmt_compile_seconds(r->compile_cold_s, cold, sizeof cold);
-    else snprintf(cold, sizeof cold, "%s", dash);
-    if (isfinite(r->compile_warm_s)) fmt_compile_seconds(r->compile_warm_s, warm, sizeof warm);
-    else snprintf(warm, sizeof warm, "%s", dash);
-    snprintf(buf, n, "%s / %s", cold, warm);
-}
-
-/* Rank: cpu, then cuda:N by N, then anything else by name. */
-static int dev_rank(const char *d, long *ord) {
-    *ord = 0;
-    if (!strcmp(d, "cpu")) return 0;
-    if (!strncmp(d, "cuda:", 5) && d[5]) {
-        char *end = NULL;
-        long v = strtol(d + 5, &end, 10);
-        if (!*end && v >= 0) {
-            *ord = v;
-            return 1;
-        }
-    }
-    return 2;
-}
-
-int kh_report_cmp_device(const char *a, const char *b) {
-    long oa, ob;
-    int ra = dev_rank(a, &oa), rb = dev_rank(b, &ob);
-    if (ra != rb) return ra < rb ? -1 : 1;
-    if (ra == 1 && oa != ob) return oa < ob ? -1 : 1;
-    return strcmp(a, b);
-}
-
-// --- reading --------------------------------------------------------------------------------------------
-typedef struct names { char **v; int n, cap; } names;
-
-static int names_add(names *s, const char *x) {
-    if (s->n == s->cap) {
-        int cap = s->cap ? s->cap * 2 : 16;
-        char **nv = realloc(s->v, (size_t)cap * sizeof *nv);
-        if (!nv) return -1;
-        s->v = nv;
-        s->cap = cap;
-    }
-    if (!(s->v[s->n] = strdup(x))) return -1;
-    s->n++;
-    return 0;
-}
-
-static void names_free(names *s) {
-    for (int i = 0; i < s->n; i++) free(s->v[i]);
-    free(s->v);
-    memset(s, 0, sizeof *s);
-}
-
-static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
-
-/* Entries of a folder, sorted; dirs != 0 keeps sub-folders, else *.json files. -1 with errno. */
-static int list_dir(const char *dir, int dirs, names *out) {
-    DIR *d = opendir(dir);
-    if (!d) return -1;
-    struct dirent *e;
-    int rc = 0;
-    while ((e = readdir(d))) {
-        const char *n = e->d_name;
-        if (n[0] == '.') continue;
-        char path[4096];
-        if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, n) >= sizeof path) continue;
-        struct stat st;
-        if (stat(path, &st) != 0) continue;
-        size_t len = strlen(n);
-        int keep = dirs ? S_ISDIR(st.st_mode) : S_ISREG(st.st_mode) && len > 5 && !strcmp(n + len - 5, ".json");
-        if (keep && names_add(out, n)) {
-            rc = -1;
-            errno = ENOMEM;
-            break;
-        }
-    }
-    closedir(d);
-    if (out->n) qsort(out->v, (size_t)out->n, sizeof *out->v, cmp_str);
-    return rc;
-}
-
-typedef struct reader {
-    kh_cell_record *recs; int n, cap;
-    int skipped;
-    kh_report_cstats *cs; int ncs, capcs;
-} reader;
-
-static int read_one(reader *rd, const char *path) {
-    if (rd->n == rd->cap) {
-        int cap = rd->cap ? rd->cap * 2 : 32;
-        kh_cell_record *nv = realloc(rd->recs, (size_t)cap * sizeof *nv);
-        if (!nv) return -1;
-        rd->recs = nv;
-        rd->cap = cap;
-    }
-    char err[4400];
-    if (kh_record_read(path, &rd->recs[rd->n], err, sizeof err) != 0) {
-        fprintf(stderr, "khost: report: skipped %s\n", err); /* err starts with the file's path */
-        rd->skipped++;
-        return 0;
-    }
-    kh_cell_record *r = &rd->recs[rd->n];
-    if (!r->task[0] || !r->plugin[0] || !r->device[0]) {
-        fprintf(stderr, "khost: report: skipped %s: empty task, plugin or device\n", path);
-        kh_record_free(r);
-        rd->skipped++;
-        return 0;
-    }
-    rd->n++;
-    return 0;
-}
-
-/* A folder's records, one per cell: a cell of repetitions (<base>.rep<k>.json, cellstats.h) is read from
- * the record that stands for it (its first finished repetition) and its statistics are kept beside;
- * summaries (<base>.stats.json) are not records. */
-static int read_folder(reader *rd, const char *dir) {
-    names files = {0}, done = {0};
-    int rc = list_dir(dir, 0, &files);
-    for (int i = 0; rc == 0 && i < files.n; i++) {
-        char path[4096], base[256], err[4400];
-        int k, seen = 0;
-        if (!kh_cell_parse_name(files.v[i], base, sizeof base, &k)) continue;
-        for (int j = 0; j < done.n && !seen; j++) seen = !strcmp(done.v[j], base);
-        if (seen) continue;
-        if (names_add(&done, base)) {
-            rc = -1;
-            break;
-        }
-        kh_cell_stats st;
-        if (kh_cell_stats_load(dir, base, &st, err, sizeof err) != 0) {
-            fprintf(stderr, "khost: report: skipped %s\n", err);
-            rd->skipped++;
-            continue;
-        }
-        if (st.n_reps == 0 ||
-            (size_t)snprintf(path, sizeof path, "%s/%s", dir, st.reps[st.rep_file].file) >= sizeof path) {
-            kh_cell_stats_free(&st);
-            continue;
-        }
-        int before = rd->n;
-        rc = read_one(rd, path);
-        if (rc == 0 && rd->n > before) {
-            if (rd->ncs == rd->capcs) {
-                int cap = rd->capcs ? rd->capcs * 2 : 32;
-                kh_report_cstats *nc = realloc(rd->cs, (size_t)cap * sizeof *nc);
-                if (!nc) {
-                    kh_cell_stats_free(&st);
-                    rc = -1;
-                    break;
-                }
-                rd->cs = nc;
-                rd->capcs = cap;
-            }
-            kh_report_cstats *c = &rd->cs[rd->ncs++];
-            const kh_cell_record *r = &rd->recs[rd->n - 1];
-            snprintf(c->task, sizeof c->task, "%s", r->task);
-            snprintf(c->plugin, sizeof c->plugin, "%s", r->plugin);
-            snprintf(c->device, sizeof c->device, "%s", r->device);
-            c->st = st;
-        } else {
-            kh_cell_stats_free(&st);
-        }
-    }
-    names_free(&files);
-    names_free(&done);
-    return rc;
-}
-
-/* Cells a Slurm plan under DIR/slurm/ lists that have no record: shown as "missing" rather than left out,
- * whether the array is still queued or its collector never ran. Returns -1 when out of memory. */
-static int read_slurm_plans(reader *rd, const char *dir) {
-    char sdir[4096];
-    if ((size_t)snprintf(sdir, sizeof sdir, "%s/slurm", dir) >= sizeof sdir) return 0;
-    names plans = {0};
-    if (list_dir(sdir, 1, &plans) != 0) {
-        names_free(&plans);
-        return errno == ENOMEM ? -1 : 0;
-    }
-    int rc = 0;
-    for (int i = 0; i < plans.n && rc == 0; i++) {
-        char path[4200], jpath[4200], err[4400], job[64] = "";
-        snprintf(path, sizeof path, "%s/%s/cells", sdir, plans.v[i]);
-        snprintf(jpath, sizeof jpath, "%s/%s/job", sdir, plans.v[i]);
-        kh_slurm_plan p;
-        if (kh_slurm_plan_read(path, &p, err, sizeof err) != 0) continue; /* written but never submitted */
-        FILE *jf = fopen(jpath, "r");
-        if (jf) {
-            if (!fgets(job, sizeof job, jf)) job[0] = 0;
-            job[strspn(job, "0123456789")] = 0;
-            fclose(jf);
-        }
-        for (int k = 0; k < p.n && rc == 0; k++) {
-            const kh_slurm_cell *c = &p.cells[k];
-            int have = 0;
-            for (int j = 0; j < rd->n && !have; j++)
-                have = !strcmp(rd->recs[j].task, c->task) && !strcmp(rd->recs[j].plugin, c->plugin) &&
-                       !strcmp(rd->recs[j].device, c->device);
-            if (have) continue;
-            if (rd->n == rd->cap) {
-                int cap = rd->cap ? rd->cap * 2 : 32;
-                kh_cell_record *nv = realloc(rd->recs, (size_t)cap * sizeof *nv);
-                if (!nv) {
-                    rc = -1;
-                    break;
-                }
-                rd->recs = nv;
-                rd->cap = cap;
-            }
-            kh_cell_record *r = &rd->recs[rd->n++];
-            kh_record_init(r);
-            snprintf(r->plugin, sizeof r->plugin, "%s", c->plugin);
-            snprintf(r->task, sizeof r->task, "%s", c->task);
-            snprintf(r->device, sizeof r->device, "%s", c->device);
-            snprintf(r->status, sizeof r->status, "missing");
-            char idx[16];
-            snprintf(idx, sizeof idx, "%d", k);
-            if (job[0]) {
-                kh_record_set_env(r, "slurm_array_job_id", job);
-                kh_record_set_env(r, "slurm_array_task_id", idx);
-            }
-            snprintf(r->reason, sizeof r->reason,
-                     "submitted to Slurm as array task %s_%d, no record yet: still queued or running, or its "
-                     "collector did not run (khost matrix --slurm-collect %s --slurm-plan %s)",
-                     job[0] ? job : "?", k, job[0] ? job : "JOB", path);
-        }
-        kh_slurm_plan_free(&p);
-    }
-    names_free(&plans);
-    return rc;
-}
-
-// --- grouping -------------------------------------------------------------------------------------------
-static int cmp_rec(const void *a, const void *b) {
-    const kh_cell_record *x = a, *y = b;
-    int c = strcmp(x->task, y->task);
-    if (!c) c = strcmp(x->plugin, y->plugin);
-    if (!c) c = kh_report_cmp_device(x->device, y->device);
-    return c;
-}
-
-static int cmp_dev_ptr(const void *a, const void *b) {
-    return kh_report_cmp_device(*(const char *const *)a, *(const char *const *)b);
-}
-
-static void report_free(kh_report *rep) {
-    for (int t = 0; t < rep->n_tasks; t++) {
-        free(rep->tasks[t].plugins);
-        free(rep->tasks[t].devices);
-        free(rep->tasks[t].cells);
-        free(rep->tasks[t].stats);
-    }
-    free(rep->tasks);
-    for (int i = 0; i < rep->n_cstats; i++) kh_cell_stats_free(&rep->cstats[i].st);
-    free(rep->cstats);
-    for (int i = 0; i < rep->n_recs; i++) kh_record_free(&rep->recs[i]);
-    free(rep->recs);
-    memset(rep, 0, sizeof *rep);
-}
-
-static int in_list(const char **v, int n, const char *x) {
-    for (int i = 0; i < n; i++)
-        if (!strcmp(v[i], x)) return i;
-    return -1;
-}
-
-/* Sort the records and build the per-task grid. Takes ownership of recs and cs. -1 when out of memory. */
-static int report_build(kh_report *rep, kh_cell_record *recs, int n, kh_report_cstats *cs, int ncs) {
-    memset(rep, 0, sizeof *rep);
-    rep->recs = recs;
-    rep->n_recs = n;
-    rep->cstats = cs;
-    rep->n_cstats = ncs;
-    if (n > 1) qsort(recs, (size_t)n, sizeof *recs, cmp_rec);
-    for (int i = 0; i < n;) {
-        int j = i;
-        while (j < n && !strcmp(recs[j].task, recs[i].task)) j++;
-        kh_report_task *nt = realloc(rep->tasks, (size_t)(rep->n_tasks + 1) * sizeof *nt);
-        if (!nt) return -1;
-        rep->tasks = nt;
-        kh_report_task *t = &rep->tasks[rep->n_tasks++];
-        memset(t, 0, sizeof *t);
-        t->name = recs[i].task;
-        t->plugins = calloc((size_t)(j - i), sizeof *t->plugins);
-        t->devices = calloc((size_t)(j - i), sizeof *t->devices);
-        if (!t->plugins || !t->devices) return -1;
-        for (int k = i; k < j; k++) { /* records are sorted by plugin: plugins come out sorted */
-            if (in_list(t->plugins, t->np, recs[k].plugin) < 0) t->plugins[t->np++] = recs[k].plugin;
-            if (in_list(t->devices, t->nd, recs[k].device) < 0) t->devices[t->nd++] = recs[k].device;
-        }
-        qsort(t->devices, (size_t)t->nd, sizeof *t->devices, cmp_dev_ptr);
-        t->cells = calloc((size_t)t->np * (size_t)t->nd, sizeof *t->cells);
-        t->stats = calloc((size_t)t->np * (size_t)t->nd, sizeof *t->stats);
-        if (!t->cells || !t->stats) return -1;
-        for (int k = i; k < j; k++) {
-            int p = in_list(t->plugins, t->np, recs[k].plugin), d = in_list(t->devices, t->nd, recs[k].device);
-            const kh_cell_record **cell = &t->cells[p * t->nd + d];
-            if (*cell) /* two files claim one cell (a copied file): keep the first, say so */
-                fprintf(stderr, "khost: report: duplicate record for %s x %s x %s ignored\n", recs[k].plugin,
-                        recs[k].task, recs[k].device);
-            else
-                *cell = &recs[k];
-        }
-        for (int c = 0; c < rep->n_cstats; c++) {
-            const kh_report_cstats *x = &rep->cstats[c];
-            if (strcmp(x->task, t->name)) continue;
-            int p = in_list(t->plugins, t->np, x->plugin), d = in_list(t->devices, t->nd, x->device);
-            if (p >= 0 && d >= 0 && !t->stats[p * t->nd + d]) t->stats[p * t->nd + d] = &x->st;
-        }
-        i = j;
-    }
-    return 0;
-}
-
-// --- the tables -----------------------------------------------------------------------------------------
 static int is_ok(const kh_cell_record *r) { return r && !strcmp(r->status, "ok"); }
 
 /* "12" or "2-12" over the finished records of a task; empty when none says. */
@@ -634,8 +278,8 @@ static void print_published(FILE *f, kh_host *h, int host_ok, const kh_report_ta
     for (int i = 0; i < info->n_published; i++) {
         const kh_published *p = &info->published[i];
         if (!p->backend || !p->device) continue;
-        if (in_list(be, nb, p->backend) < 0 && nb < 16) be[nb++] = p->backend;
-        if (in_list(dv, nv, p->device) < 0 && nv < 16) dv[nv++] = p->device;
+        if (kh_report_index(be, nb, p->backend) < 0 && nb < 16) be[nb++] = p->backend;
+        if (kh_report_index(dv, nv, p->device) < 0 && nv < 16) dv[nv++] = p->device;
     }
     fprintf(f, "Published by the Keras backend benchmark (%s / s per epoch):\n\n| backend |",
             info->metric ? info->metric : "metric");
@@ -726,39 +370,18 @@ int kh_cmd_report(int argc, char **argv) {
         return KH_EXIT_USAGE;
     }
 
-    reader rd = {0};
-    names sub = {0};
-    int rc = KH_EXIT_OK;
-    if (list_dir(dir, 1, &sub) != 0) {
-        fprintf(stderr, "khost: report: %s: cannot read: %s\n", dir, strerror(errno));
-        names_free(&sub);
-        return KH_EXIT_IO;
-    }
-    int oom = read_folder(&rd, dir) != 0;
-    for (int i = 0; i < sub.n && !oom; i++) {
-        char path[4096];
-        if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, sub.v[i]) >= sizeof path) continue;
-        oom = read_folder(&rd, path) != 0;
-    }
-    names_free(&sub);
-    if (!oom) oom = read_slurm_plans(&rd, dir) != 0;
     kh_report rep;
-    if (oom || report_build(&rep, rd.recs, rd.n, rd.cs, rd.ncs) != 0) {
-        fprintf(stderr, "khost: report: %s: out of memory\n", dir);
-        if (oom) {
-            for (int i = 0; i < rd.n; i++) kh_record_free(&rd.recs[i]);
-            free(rd.recs);
-            for (int i = 0; i < rd.ncs; i++) kh_cell_stats_free(&rd.cs[i].st);
-            free(rd.cs);
-        } else {
-            report_free(&rep);
-        }
+    int skipped = 0, lrc = kh_report_load(dir, &rep, &skipped);
+    if (lrc != 0) {
+        if (lrc == -1) fprintf(stderr, "khost: report: %s: cannot read: %s\n", dir, strerror(errno));
+        else fprintf(stderr, "khost: report: %s: out of memory\n", dir);
         return KH_EXIT_IO;
     }
+    int rc = KH_EXIT_OK;
     if (rep.n_recs == 0) {
         fprintf(stderr, "khost: report: %s: no result records (expected %s/<task>/<plugin>__<device>.json, "
                         "written by khost run or khost matrix)\n", dir, dir);
-        report_free(&rep);
+        kh_report_free(&rep);
         return KH_EXIT_IO;
     }
 
@@ -795,10 +418,10 @@ int kh_cmd_report(int argc, char **argv) {
             rc = KH_EXIT_IO;
         }
     }
-    if (rd.skipped) {
-        fprintf(stderr, "khost: report: %d file(s) skipped\n", rd.skipped);
+    if (skipped) {
+        fprintf(stderr, "khost: report: %d file(s) skipped\n", skipped);
         rc = KH_EXIT_IO;
     }
-    report_free(&rep);
+    kh_report_free(&rep);
     return rc;
 }

@@ -1,5 +1,6 @@
 /* core/results/report/report.h — the results model `khost report` builds (records grouped by task, sorted), shared by the
- * markdown tables (report.c) and the SVG chart (report_svg.c). Internal to the core. */
+ * markdown tables (report.c), the SVG chart (report_svg.c) and the page (report_html.c); read and built by
+ * report_model.c. Internal to the core. */
 #ifndef KHOST_CORE_REPORT_H
 #define KHOST_CORE_REPORT_H
 
@@ -67,6 +68,13 @@ typedef const kh_task_info *(*kh_report_info_fn)(void *ctx, const char *task);
 /* The self-contained HTML page, written atomically. 0 ok, else err names the file. */
 int kh_report_html(const kh_report *rep, kh_report_info_fn info_of, void *ctx, const char *path, char *err,
                    size_t errlen);
+/* DIR's records (DIR/<task>/ and DIR itself) and the cells its Slurm plans list without one, grouped and
+ * sorted (report_model.c): 0 ok (*skipped: malformed files, each named on stderr), -1 DIR unreadable
+ * (errno), -2 out of memory. kh_report_free releases it. */
+int kh_report_load(const char *dir, kh_report *rep, int *skipped);
+void kh_report_free(kh_report *rep);
+/* The index of string x in v[0..n), -1 when absent. */
+int kh_report_index(const char **v, int n, const char *x);
 /* A row of tools/reference (environment key "reference"), not a khost backend. */
 int kh_report_is_reference(const kh_cell_record *r);
 #endif

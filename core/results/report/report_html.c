@@ -36,11 +36,6 @@ static void esc(FILE *f, const char *s) {
 
 static int is_ok(const kh_cell_record *r) { return r && !strcmp(r->status, "ok"); }
 
-int kh_report_is_reference(const kh_cell_record *r) {
-    const char *v = kh_record_get_env(r, "reference");
-    return v && *v;
-}
-
 static void row_label(FILE *f, const kh_report_task *t, int p) {
     const kh_cell_record *any = NULL;
     for (int d = 0; d < t->nd && !any; d++) any = t->cells[p * t->nd + d];
