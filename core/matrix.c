@@ -48,6 +48,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "args.h"
 #include "cell.h"
 #include "commands.h"
 #include "env.h"
@@ -256,9 +257,10 @@ static int check_count(const char *opt, const char *v, int allow_zero) {
     char *end = NULL;
     errno = 0;
     unsigned long long x = strtoull(v, &end, 10);
-    if (!*v || *v == '-' || *v == '+' || *end || errno || (!allow_zero && x == 0)) {
-        kh_logf(KH_LOG_ERROR, "matrix: %s expects a %s integer, got '%s'", opt,
-                allow_zero ? "non-negative" : "positive", v);
+    if (!*v || *v == '-' || *v == '+' || *end || errno || (!allow_zero && x == 0) ||
+        x > (unsigned long long)kh_args_max(opt)) {
+        kh_logf(KH_LOG_ERROR, "matrix: %s expects a %s integer of at most %lld, got '%s'", opt,
+                allow_zero ? "non-negative" : "positive", (long long)kh_args_max(opt), v);
         return -1;
     }
     return 0;
