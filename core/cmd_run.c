@@ -12,6 +12,7 @@
 #include "host_api.h"
 #include "lockfile.h"
 #include "procguard.h"
+#include "runguard.h"
 
 typedef struct run_args {
     const char *plugin, *task, *device, *out;
@@ -129,8 +130,13 @@ int kh_cmd_run(kh_host *h, int argc, char **argv) {
                           .checkpoint_dir = out_dir};
         if (!r.quiet)
             fprintf(out, "khost: %s x %s x %s (%s)\n", b->desc->name, t->desc->name, dev->id, dev->name);
+        kh_runguard_signals();
+        kh_runguard_begin(&rec, out_dir);
         code = kh_cell_run(&o, &rec);
+        kh_runguard_end();
         kh_device_release(devs, dev);
+        /* the shell's convention for a process stopped by a signal, after the record is safe */
+        if (!strcmp(rec.status, "interrupted")) code = 128 + kh_runguard_stop_signal();
     }
     if (strcmp(rec.status, "ok") != 0)
         kh_logf(code == KH_EXIT_UNSUPPORTED ? KH_LOG_WARN : KH_LOG_ERROR, "%s x %s x %s: %s: %s", rec.plugin,

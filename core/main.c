@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clocale.h"
 #include "commands.h"
 #include "blas_tune.h"
 #include "exitcodes.h"
@@ -67,6 +68,7 @@ static const char usage[] =
 
 int main(int argc, char **argv) {
     kh_blas_tune(); /* before any module, and so OpenBLAS, is loaded */
+    if (kh_clocale_pin() != 0) fprintf(stderr, "khost: warning: cannot pin the C locale for number formatting\n");
     char gerr[256];
     if (kh_procguard_enter(gerr, sizeof gerr) != 0) { /* a child whose parent is gone, or a bad limit */
         fprintf(stderr, "khost: %s\n", gerr);

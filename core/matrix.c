@@ -624,6 +624,13 @@ static void mx_settle(const mx_cell *c, const kh_child_result *res, const char *
         }
         break;
     }
+    case KH_CHILD_INTERRUPTED:
+        /* the cell's own "interrupted" record when it stopped in time; else its checkpoint, relabelled */
+        if (have && !strcmp(r->status, "interrupted")) return;
+        status = "interrupted";
+        snprintf(reason, sizeof reason, "the matrix was interrupted after %d of %d epochs of this cell", have ? r->n_rows : 0,
+                 have ? r->epochs_requested : 0);
+        break;
     case KH_CHILD_TIMEOUT:
         status = "timeout";
         snprintf(reason, sizeof reason, "no result after %g s", c->o->timeout_s);
