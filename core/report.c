@@ -16,6 +16,7 @@
  * written.
  */
 #define _GNU_SOURCE /* strdup, open_memstream */
+#include "outpath.h"
 #include "report.h"
 
 #include <dirent.h>
@@ -717,7 +718,8 @@ int kh_cmd_report(int argc, char **argv) {
     }
     if (html) {
         char err[4400];
-        if (kh_report_html(&rep, host_ok ? task_info : NULL, &h, html, err, sizeof err) != 0) {
+        if (kh_outpath_check(html, err, sizeof err) != 0 ||
+            kh_report_html(&rep, host_ok ? task_info : NULL, &h, html, err, sizeof err) != 0) {
             fprintf(stderr, "khost: report: %s\n", err);
             rc = KH_EXIT_IO;
         }
@@ -730,7 +732,7 @@ int kh_cmd_report(int argc, char **argv) {
 
     if (svg) {
         char err[4400];
-        if (kh_report_svg(&rep, svg, err, sizeof err) != 0) {
+        if (kh_outpath_check(svg, err, sizeof err) != 0 || kh_report_svg(&rep, svg, err, sizeof err) != 0) {
             fprintf(stderr, "khost: report: %s\n", err);
             rc = KH_EXIT_IO;
         }
