@@ -123,7 +123,7 @@ files)
   fi
   o=$(k report "$t/r" --html "$t/new.html"); rc=$?
   check "report --html to a new file works ($rc)" test $rc -eq 0 -a -s "$t/new.html"
-  evil=$t/'o$(touch PWNED)`touch PWNED2`'"'q"
+  evil=$t/'o$(touch PWNED)`touch PWNED2`'
   o=$(cd "$t" && k matrix --slurm --slurm-script-only --plugins fixture --tasks hostile_predict --out "$evil"); rc=$?
   line=$(grep -F 'J=$(sbatch' <<<"$o")
   check "the slurm 'submit with:' line is printed ($rc): $o" test -n "$line"
