@@ -354,6 +354,15 @@ static void fill_environment(cell *c) {
     snprintf(buf, sizeof buf, "%lld", (long long)kh_env_tree_bytes(path));
     kh_record_set_env(r, "dataset_bytes", buf);
     kh_env_add_slurm(r);
+    /* what --resume compares: a record made on fewer samples answers a different question */
+    if (o->limit_train > 0) {
+        snprintf(buf, sizeof buf, "%lld", (long long)o->limit_train);
+        kh_record_set_env(r, "limit_train", buf);
+    }
+    if (o->limit_val > 0) {
+        snprintf(buf, sizeof buf, "%lld", (long long)o->limit_val);
+        kh_record_set_env(r, "limit_val", buf);
+    }
 }
 
 /* What an epoch's time means: the kit's FLOP and byte count of this model for the epoch's samples, and the

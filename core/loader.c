@@ -31,6 +31,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "cachetrust.h"
 #include "modperm.h"
 #include "scan.h"
 
@@ -591,6 +592,11 @@ void kh_modules_discover(const kh_registry *reg, const kh_host_api *host, kh_mod
     out->scan_timeout = reg->scan_timeout;
     char *cache_file = reg->module_cache ? strdup(reg->module_cache) : kh_modcache_default_path();
     char cerr[1200];
+    if (cache_file && !reg->module_cache && kh_cachetrust_check_file(cache_file, cerr, sizeof cerr) != 0) {
+        logf_host(host, KH_LOG_WARN, "module cache: not used: %s (cachetrust.h; modules are inspected every time)", cerr);
+        free(cache_file);
+        cache_file = NULL;
+    }
     if (cache_file && kh_modcache_load(&out->cache, cache_file, cerr, sizeof cerr) != 0)
         logf_host(host, KH_LOG_WARN, "module cache: %s (starting afresh)", cerr);
     free(cache_file);

@@ -544,6 +544,14 @@ static int mx_same_settings(const kh_cell_record *r, const mx_opts *o) {
     if (o->epochs && r->epochs_requested != atoi(o->epochs)) return 0;
     if (o->batch_size && r->batch_size != atoi(o->batch_size)) return 0;
     if (o->seed && r->seed != strtoull(o->seed, NULL, 10)) return 0;
+    /* the data limits (recorded in the environment by the cell when set): a record of 2000 samples is no
+     * answer for a run on all of them, nor the other way round */
+    const char *lt = kh_record_get_env(r, "limit_train"), *lv = kh_record_get_env(r, "limit_val");
+    if (strtoll(lt ? lt : "0", NULL, 10) != (o->limit_train ? strtoll(o->limit_train, NULL, 10) : 0)) return 0;
+    if (strtoll(lv ? lv : "0", NULL, 10) != (o->limit_val ? strtoll(o->limit_val, NULL, 10) : 0)) return 0;
+    /* an "ok" that holds no finished epochs or no metric is not a result (a hand-edited or truncated record) */
+    if (!strcmp(r->status, "ok") &&
+        (r->n_rows < 1 || r->n_rows < r->epochs_requested || !isfinite(r->metric_value))) return 0;
     return 1;
 }
 

@@ -3,7 +3,7 @@
 # message, a record or a refusal; never a crash, a hang, silence or a write outside the place named.
 # The misbehaving modules are compiled here from hostile_task.c / hostile_backend.c against the source
 # tree's headers; FIFOs, links and device nodes are made inside this test's own temporary folder.
-# usage: test_hostile.sh KHOST_BIN SOURCE_DIR E2E_DIR PART   (PART: modules numbers files signals locale)
+# usage: test_hostile.sh KHOST_BIN SOURCE_DIR E2E_DIR PART   (PART: modules numbers files signals resume cache locale)
 set -u
 bin=$1 src=$2 e2e=$3 part=$4
 here=$src/tests/hostile
@@ -160,6 +160,35 @@ signals)
   check "matrix stopped by SIGTERM: the cell is interrupted" test "$(json_field "$out/hostile_slow/fixture__cpu.json" status)" = interrupted
   o=$(k matrix --plugins fixture --tasks hostile_slow --epochs 1 --out "$out" --resume); rc=$?
   check "--resume re-runs the interrupted cell ($rc): $o" test "$(json_field "$out/hostile_slow/fixture__cpu.json" status)" = ok
+  ;;
+resume)
+  task predict
+  m="matrix --plugins fixture --tasks hostile_predict --epochs 1 --out $t/rs"
+  rec=$t/rs/hostile_predict/fixture__cpu.json
+  o=$(k $m --limit-train 64); rc=$?
+  check "a first matrix with --limit-train 64 ($rc): $o" test "$(json_field "$rec" status)" = ok
+  o=$(k $m --limit-train 64 --resume)
+  check "--resume with the same limit skips the cell: $o" has "$o" "skipped"
+  o=$(k $m --limit-train 32 --resume)
+  check "--resume with another --limit-train re-runs it: $o" grep -qE "hostile_predict x cpu \.\.\. ok" <<<"$o"
+  o=$(k $m --limit-train 32 --limit-val 8 --resume)
+  check "--resume with another --limit-val re-runs it: $o" grep -qE "hostile_predict x cpu \.\.\. ok" <<<"$o"
+  python3 -c "import json,sys; p=sys.argv[1]; r=json.load(open(p)); r['epochs']=[]; json.dump(r, open(p,'w'))" "$rec"
+  o=$(k $m --limit-train 32 --limit-val 8 --resume)
+  check "--resume re-runs an 'ok' record without epochs: $o" grep -qE "hostile_predict x cpu \.\.\. ok" <<<"$o"
+  ;;
+cache)
+  task predict
+  mkdir -p "$t/wc" && chmod 0777 "$t/wc"
+  o=$(XDG_CACHE_HOME=$t/wc k --list); rc=$?
+  check "--list under a world-writable, non-sticky cache folder still works ($rc)" test $rc -eq 0
+  check "... with one warning naming the folder: $o" has "$o" "$t/wc is world-writable without the sticky bit"
+  check "... and no module cache written there" test ! -e "$t/wc/khost/modules.cache"
+  o=$(XDG_CACHE_HOME=$t/wc k run $T --task hostile_predict --epochs 1); rc=$?
+  check "a run there works ($rc) and saves no CPU peak: $o" test $rc -eq 0 -a ! -e "$t/wc/khost/peak-cpu.txt"
+  chmod 1777 "$t/wc"
+  o=$(XDG_CACHE_HOME=$t/wc k --list); rc=$?
+  check "the same folder with the sticky bit is trusted: the cache is written ($rc): $o" test -s "$t/wc/khost/modules.cache"
   ;;
 locale)
   task predict
