@@ -692,7 +692,10 @@ kh_module *kh_modules_find(kh_modules *ms, int kind, const char *what, const kh_
         const char *b = base_name(ms->errors[i].path);
         size_t wl = strlen(what);
         /* "my_task" names my_task.so as well: the refusal explains more than "no module named" */
-        if (!strcmp(b, what) || (!strncmp(b, what, wl) && !strcmp(b + wl, ".so"))) {
+        char sect[96];
+        snprintf(sect, sizeof sect, "[%s %s]", section_word(kind), what);
+        if (!strcmp(b, what) || (!strncmp(b, what, wl) && !strcmp(b + wl, ".so")) ||
+            strstr(ms->errors[i].message, sect)) { /* a registry section of that name, refused */
             snprintf(err, errlen, "%s", ms->errors[i].message);
             return NULL;
         }

@@ -74,6 +74,11 @@ modules)
   check "with predict the after-training step runs ($rc): $o" has "$o" "prediction: made"
   o=$(k run --plugin '' --task hostile_predict); rc=$?
   check "--plugin '' says the name is empty ($rc): $o" has "$o" "an empty name"
+  printf '[plugin hostile_predict]\npath = %s\n[task hostile_predict]\npath = %s\n' "$t/tasks/hostile_predict.so" \
+    "$t/tasks/hostile_predict.so" | cat "$t/khost.ini" - >"$t/both.ini"
+  o=$(KHOST_CONF=$t/both.ini k run --plugin hostile_predict --task hostile_predict); rc=$?
+  check "a module listed as plugin and task: exit 3 with the reason ($rc): $o" has "$o" "is a task module"
+  check "... not '(available: none)'" test -z "$(grep -F 'available: none' <<<"$o")"
   o=$(k matrix --plugins fixture --tasks hostile_exit0 --epochs 1 --out "$t/m"); rc=$?
   check "matrix records the exit(0) cell as error ($rc)" test "$(json_field "$t/m/hostile_exit0/fixture__cpu.json" status)" = error
   ;;
