@@ -561,6 +561,7 @@ static int run(cell *c) {
     double compile_wall = kh_now() - tc;
     if (cs != KH_OK) {
         c->model = NULL;
+        if (interrupted(c)) return KH_EXIT_TRAIN; /* the compile failed because the run was told to stop */
         return fail_status(c, cs, "error", KH_EXIT_TRAIN, "compile", berr(c));
     }
     compile_times(c, &co, compile_wall);

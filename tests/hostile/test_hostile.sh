@@ -3,7 +3,7 @@
 # message, a record or a refusal; never a crash, a hang, silence or a write outside the place named.
 # The misbehaving modules are compiled here from hostile_task.c / hostile_backend.c against the source
 # tree's headers; FIFOs, links and device nodes are made inside this test's own temporary folder.
-# usage: test_hostile.sh KHOST_BIN SOURCE_DIR E2E_DIR PART   (PART: modules numbers files signals resume cache locale)
+# usage: test_hostile.sh KHOST_BIN SOURCE_DIR E2E_DIR PART   (PART: modules numbers files signals resume cache compiler locale)
 set -u
 bin=$1 src=$2 e2e=$3 part=$4
 here=$src/tests/hostile
@@ -194,6 +194,33 @@ cache)
   chmod 1777 "$t/wc"
   o=$(XDG_CACHE_HOME=$t/wc k --list); rc=$?
   check "the same folder with the sticky bit is trusted: the cache is written ($rc): $o" test -s "$t/wc/khost/modules.cache"
+  ;;
+compiler)
+  th=$(dirname "$bin")/plugins/theano.so
+  [ -f "$th" ] || { echo "skip: no theano plugin built at $th" >&2; exit 77; }
+  task predict
+  printf '#!/bin/sh\nexec sleep 977.4321 # khost-hostile-cc %s\n' "$t" >"$t/hangcc" && chmod 0755 "$t/hangcc"
+  printf '[khost]\nplugin_dirs = %s\ntask_dirs = %s/tasks\ndata_dir = %s/data\n[plugin theano]\ncc = %s/hangcc\ncc_timeout = 2\ncache_dir = %s/thc\n' \
+    "$(dirname "$th")" "$t" "$t" "$t" "$t" >"$t/th.ini"
+  sleeping() { pgrep -f "sleep 977.4321" -a 2>/dev/null | grep -c . ; }
+  before=$(sleeping)
+  o=$(KHOST_CONF=$t/th.ini k run --plugin theano --task hostile_predict --device cpu --epochs 1 --out "$t/r"); rc=$?
+  check "a compiler that never returns: run ends with an error, not a hang ($rc): $o" test $rc -eq 1
+  check "... naming the deadline" has "$o" "did not finish within 2 s ([plugin theano] cc_timeout)"
+  check "... and no compiler is left" test "$(sleeping)" -le "$before"
+  sed -i 's/^cc_timeout = 2$/cc_timeout = 600/' "$t/th.ini"
+  for sig in TERM KILL; do
+    KHOST_CONF=$t/th.ini "$bin" run --plugin theano --task hostile_predict --device cpu --epochs 1 --out "$t/r$sig" >"$t/th$sig.log" 2>&1 &
+    pid=$!
+    bgpids+=("$pid")
+    for i in $(seq 1 100); do [ "$(sleeping)" -gt "$before" ] && break; sleep 0.05; done
+    check "the compiler is running before SIG$sig" test "$(sleeping)" -gt "$before"
+    kill -$sig $pid
+    wait $pid; rc=$?
+    sleep 0.5
+    check "SIG$sig to khost during the compile: khost ends ($rc) and the compiler dies with it" test "$(sleeping)" -le "$before"
+  done
+  check "SIGTERM during the compile is recorded as interrupted" grep -q '"interrupted"' "$t/rTERM/hostile_predict/theano__cpu.json"
   ;;
 locale)
   task predict
