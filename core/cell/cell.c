@@ -10,6 +10,7 @@
 #include "modules/layer_abi.h"
 
 #include <math.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +31,7 @@
 #include "devices/peak.h"
 #include "sched/procguard.h"
 #include "cell/progress.h"
+#include "cell/runguard.h"
 
 typedef struct cell {
     const kh_cell_opts *o;
@@ -75,6 +77,17 @@ static int fail_status(cell *c, kh_status st, const char *status, int code, cons
     return fail(c, "oom", KH_EXIT_TRAIN, "%s: out of memory: %s", what, why);
 }
 
+/* SIGINT/SIGTERM/SIGHUP asked the run to stop (runguard.h): the cell ends "interrupted", keeping the
+ * epochs it finished. Checked between batches and between stages, never inside a module's call. */
+static int interrupted(cell *c) {
+    int sig = kh_runguard_stop_signal();
+    if (!sig) return 0;
+    const char *name = sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : sig == SIGHUP ? "SIGHUP" : "a signal";
+    fail(c, "interrupted", KH_EXIT_TRAIN, "interrupted by %s after %d of %d epochs", name, c->rec->n_rows,
+         c->rec->epochs_requested);
+    return 1;
+}
+
 static const char *berr(cell *c) {
     const char *e = c->sess ? c->b->last_error(c->sess) : NULL;
     return e && *e ? e : "no error text";
@@ -108,6 +121,19 @@ static int load_batch(cell *c, uint32_t split, const int64_t *idx, int n, uint64
     if (c->t->get_batch(c->data, split, idx, n, &x, y) != KH_OK) return -1;
     if (split == KH_SPLIT_TRAIN && c->t->augment && c->t->augment(c->data, &x, aug_seed) != KH_OK) return -1;
     return kh_layout_convert(xb, &x, c->to_nchw, c->onehot, c->xb);
+}
+
+/* Bytes of one batch buffer, or 0 when the input shape and batch make more than the host will try to hold
+ * (1 TiB, or an overflow): such a shape is a task's mistake, not the machine running out of memory. */
+#define KH_MAX_BATCH_BYTES ((int64_t)1 << 40)
+static int64_t batch_bytes(const cell *c) {
+    int64_t n = 1, r;
+    for (int i = 0; i < c->spec.input_rank; i++) {
+        if (c->spec.input_shape[i] < 1 || __builtin_mul_overflow(n, (int64_t)c->spec.input_shape[i], &n)) return 0;
+    }
+    if (c->onehot > 0 && __builtin_mul_overflow(n, (int64_t)c->onehot, &n)) return 0;
+    if (__builtin_mul_overflow(n, (int64_t)c->batch * 4, &r) || r > KH_MAX_BATCH_BYTES) return 0;
+    return r;
 }
 
 static int alloc_buffers(cell *c) {
@@ -179,6 +205,7 @@ static int run_epoch(cell *c, int epoch, int epochs, int64_t *order, int64_t n_t
             const char *e = c->t->last_error(c->data);
             return fail(c, "data", KH_EXIT_DATA, "batch: %s", e && *e ? e : "bad input index for one-hot");
         }
+        if (interrupted(c)) return KH_EXIT_TRAIN;
         kh_status ts = c->b->train_batch(c->model, &xb, &y);
         if (ts != KH_OK) return fail_status(c, ts, "error", KH_EXIT_TRAIN, "train_batch", berr(c));
         /* every step's own time, the device synchronised: a sample is what the step cost (on a GPU this
@@ -239,6 +266,19 @@ static int run_epoch(cell *c, int epoch, int epochs, int64_t *order, int64_t n_t
             return fail(c, "error", KH_EXIT_TRAIN, "read_metrics: %s", berr(c));
         row->val_loss = m.samples ? m.loss_sum / (double)m.samples : NAN;
         row->val_acc = m.samples ? m.correct / (double)m.samples : NAN;
+        /* a NaN or Inf validation metric is a diverged model, whatever the training loss said */
+        if (!isfinite(row->val_loss) || (c->spec.loss != KH_LOSS_NONE && !isfinite(row->val_acc))) {
+            double t2 = kh_now();
+            row->val_s = t2 - t1;
+            row->epoch_s = t2 - t0;
+            row->elapsed = t2 - t_start;
+            char msg[160];
+            double bad = !isfinite(row->val_loss) ? row->val_loss : row->val_acc;
+            snprintf(msg, sizeof msg, "validation %s became %s in epoch %d", !isfinite(row->val_loss) ? "loss" : "accuracy",
+                     isnan(bad) ? "NaN" : "Inf", epoch);
+            kh_progress_end(&pr, done, row->epoch_s, msg);
+            return fail(c, "diverged", KH_EXIT_TRAIN, "%s", msg);
+        }
     }
     double t2 = kh_now();
     row->val_s = t2 - t1;
@@ -282,6 +322,7 @@ typedef struct pred_ctx { cell *c; } pred_ctx;
 
 static kh_status pred_predict(void *ctx, const kh_tensor *x, kh_tensor *out) {
     cell *c = ((pred_ctx *)ctx)->c;
+    if (!c->b->predict) return KH_ERR_UNSUPPORTED; /* optional in the ABI */
     if (x->dims[0] > c->batch) return KH_ERR_INVALID;
     kh_tensor xb;
     if (kh_layout_convert(&xb, x, c->to_nchw, c->onehot, c->xb) != 0) return KH_ERR_INVALID;
@@ -326,6 +367,15 @@ static void fill_environment(cell *c) {
     snprintf(buf, sizeof buf, "%lld", (long long)kh_env_tree_bytes(path));
     kh_record_set_env(r, "dataset_bytes", buf);
     kh_env_add_slurm(r);
+    /* what --resume compares: a record made on fewer samples answers a different question */
+    if (o->limit_train > 0) {
+        snprintf(buf, sizeof buf, "%lld", (long long)o->limit_train);
+        kh_record_set_env(r, "limit_train", buf);
+    }
+    if (o->limit_val > 0) {
+        snprintf(buf, sizeof buf, "%lld", (long long)o->limit_val);
+        kh_record_set_env(r, "limit_val", buf);
+    }
 }
 
 /* What an epoch's time means: the kit's FLOP and byte count of this model for the epoch's samples, and the
@@ -442,6 +492,7 @@ static int run(cell *c) {
     kh_cell_record *rec = c->rec;
     char err[1024];
     c->info = c->t->info();
+    if (!c->info) return fail(c, "error", KH_EXIT_MODULE, "task %s: info() returned NULL", o->task->desc->name);
     c->batch = o->batch_size > 0 ? o->batch_size : c->info->batch_size;
     int epochs = o->epochs > 0 ? o->epochs : c->info->epochs;
     rec->epochs_requested = epochs;
@@ -489,6 +540,9 @@ static int run(cell *c) {
     int64_t n_train = c->t->count(c->data, KH_SPLIT_TRAIN);
     rec->train_samples = n_train;
     rec->val_samples = c->info->has_validation ? c->t->count(c->data, KH_SPLIT_VAL) : 0;
+    if (rec->val_samples < 0)
+        return fail(c, "data", KH_EXIT_DATA, "task %s: count(validation) returned %lld", o->task->desc->name,
+                    (long long)rec->val_samples);
     if (n_train <= 0) return fail(c, "data", KH_EXIT_DATA, "%s", "the training split is empty");
     int64_t per_epoch = c->info->train_samples_per_epoch > 0 && c->info->train_samples_per_epoch < n_train
                             ? c->info->train_samples_per_epoch
@@ -497,6 +551,15 @@ static int run(cell *c) {
     snprintf(rec->step_sync, sizeof rec->step_sync, "device");
     rec->warmup_steps = o->warmup_steps;
     rec->steps_per_epoch = (per_epoch + c->batch - 1) / c->batch;
+    if (!batch_bytes(c)) {
+        char shape[160];
+        int w = 0;
+        for (int i = 0; i < c->spec.input_rank && w < (int)sizeof shape - 24; i++)
+            w += snprintf(shape + w, sizeof shape - (size_t)w, "%s%lld", i ? "x" : "", (long long)c->spec.input_shape[i]);
+        return fail(c, "error", KH_EXIT_DATA,
+                    "task model spec: input shape %s%s with batch size %d needs more than %lld bytes per batch buffer",
+                    shape, c->onehot ? " (one-hot expanded)" : "", c->batch, (long long)KH_MAX_BATCH_BYTES);
+    }
     if (alloc_buffers(c) != 0)
         return fail_status(c, KH_ERR_NOMEM, "error", KH_EXIT_TRAIN, "batch buffers", "host allocation failed");
     count_work(c, per_epoch, rec->val_samples);
@@ -518,9 +581,11 @@ static int run(cell *c) {
     double compile_wall = kh_now() - tc;
     if (cs != KH_OK) {
         c->model = NULL;
+        if (interrupted(c)) return KH_EXIT_TRAIN; /* the compile failed because the run was told to stop */
         return fail_status(c, cs, "error", KH_EXIT_TRAIN, "compile", err[0] ? err : berr(c));
     }
     compile_times(c, &co, compile_wall);
+    if (interrupted(c)) return KH_EXIT_TRAIN;
     print_compile(c);
     if (kh_cell_init_weights(c->b, c->sess, c->model, &c->spec, o->seed, err, sizeof err) != 0)
         return fail(c, "error", KH_EXIT_TRAIN, "%s", err);
@@ -542,7 +607,7 @@ static int run(cell *c) {
     for (int e = 1; e <= epochs && code == KH_EXIT_OK; e++) {
         kh_epoch_row row;
         memset(&row, 0, sizeof row);
-        code = run_epoch(c, e, epochs, order, n_train, per_epoch, t_start, &row);
+        code = interrupted(c) ? KH_EXIT_TRAIN : run_epoch(c, e, epochs, order, n_train, per_epoch, t_start, &row);
         if (row.epoch > 0 && kh_record_add_row(rec, &row) != 0) code = fail(c, "error", KH_EXIT_TRAIN, "out of memory");
         if (code == KH_EXIT_OK && o->checkpoint_dir && e < epochs) checkpoint(c, e, epochs);
     }
@@ -555,7 +620,10 @@ static int run(cell *c) {
 
     snprintf(rec->status, sizeof rec->status, "ok");
     rec->reason[0] = 0;
-    if (c->t->after_training) {
+    if (c->t->after_training && !c->b->predict) {
+        kh_logf(KH_LOG_WARN, "%s: the task's after-training step needs predict, which backend %s does not provide: skipped",
+                o->task->desc->name, o->backend->desc->name);
+    } else if (c->t->after_training) {
         pred_ctx pc = {c};
         kh_predictor p = {.ctx = &pc, .predict = pred_predict, .print = pred_print, .seed = o->seed};
         if (c->t->after_training(c->data, &p) != KH_OK)

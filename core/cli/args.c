@@ -2,6 +2,7 @@
 #include "cli/args.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,12 +35,23 @@ const char *kh_args_value(kh_args *a, const char *opt, const char *inline_value)
     return a->argv[a->i++];
 }
 
+int64_t kh_args_max(const char *opt) {
+    /* counts the host keeps in an int (epochs, batch sizes, steps, cores): larger values must not wrap */
+    static const char *const int_opts[] = {"--epochs", "--batch-size", "--batch", "--steps", "--warmup",
+                                           "--warmup-steps", "--cpus-per-cell"};
+    for (size_t i = 0; i < sizeof int_opts / sizeof *int_opts; i++)
+        if (!strcmp(opt, int_opts[i])) return INT_MAX;
+    return INT64_MAX;
+}
+
 int kh_args_int64(const char *opt, const char *s, int64_t min, int64_t *out) {
     char *end;
     errno = 0;
     long long v = strtoll(s, &end, 10);
-    if (errno || end == s || *end || v < min) {
-        fprintf(stderr, "khost: option %s: '%s' is not an integer >= %lld\n", opt, s, (long long)min);
+    int64_t max = kh_args_max(opt);
+    if (errno || end == s || *end || v < min || v > max) {
+        fprintf(stderr, "khost: option %s: '%s' is not an integer from %lld to %lld\n", opt, s, (long long)min,
+                (long long)max);
         return -1;
     }
     *out = v;

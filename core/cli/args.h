@@ -15,6 +15,8 @@ void kh_args_init(kh_args *a, const char *cmd, int argc, char **argv);
 const char *kh_args_next(kh_args *a, const char **inline_value);
 /* The value of the current option (inline or the next argument); NULL + message when missing. */
 const char *kh_args_value(kh_args *a, const char *opt, const char *inline_value);
-/* Parse an integer option value; -1 and a message on error. */
+/* The largest value option opt may take: INT_MAX for the counts the host keeps in an int, else INT64_MAX. */
+int64_t kh_args_max(const char *opt);
+/* Parse an integer option value in [min, kh_args_max(opt)]; -1 and a message on error. */
 int kh_args_int64(const char *opt, const char *s, int64_t min, int64_t *out);
 #endif

@@ -13,6 +13,7 @@
 #include "modules/host_api.h"
 #include "results/lockfile.h"
 #include "sched/procguard.h"
+#include "cell/runguard.h"
 
 typedef struct run_args {
     const char *plugin, *task, *device, *out;
@@ -182,8 +183,13 @@ int kh_cmd_run(kh_host *h, int argc, char **argv) {
                           .checkpoint_dir = out_dir};
         if (!r.quiet)
             fprintf(out, "khost: %s x %s x %s (%s)\n", b->desc->name, t->desc->name, dev->id, dev->name);
+        kh_runguard_signals();
+        kh_runguard_begin(&rec, out_dir);
         code = kh_cell_run(&o, &rec);
+        kh_runguard_end();
         kh_device_release(devs, dev);
+        /* the shell's convention for a process stopped by a signal, after the record is safe */
+        if (!strcmp(rec.status, "interrupted")) code = 128 + kh_runguard_stop_signal();
     }
     struct rusage ru; /* this process ran the cell; a matrix parent replaces it with the exited child's */
     if (getrusage(RUSAGE_SELF, &ru) == 0) rec.peak_rss_bytes = (int64_t)ru.ru_maxrss * 1024;

@@ -11,6 +11,7 @@
 #include "modules/host_api.h"
 #include "sched/procguard.h"
 #include "modules/scan.h"
+#include "guard/clocale.h"
 
 static const char usage[] =
     "khost " KHOST_VERSION " — benchmark deep-learning backend plugins on task modules across devices\n"
@@ -72,10 +73,12 @@ static const char usage[] =
     "\n"
     "exit status: 0 ok; 1 training failed (diverged, backend error; matrix: some cell failed); 2 usage;\n"
     "  3 registry/module/ABI; 4 data missing or malformed; 5 device; 6 unsupported by the backend;\n"
-    "  7 verify above tolerance; 8 results could not be written or read.\n";
+    "  7 verify above tolerance; 8 results could not be written or read; 128+N run stopped by signal N\n"
+    "  (SIGINT 130, SIGTERM 143): its record says \"interrupted\".\n";
 
 int main(int argc, char **argv) {
     kh_blas_tune(); /* before any module, and so OpenBLAS, is loaded */
+    if (kh_clocale_pin() != 0) fprintf(stderr, "khost: warning: cannot pin the C locale for number formatting\n");
     char gerr[256];
     if (kh_procguard_enter(gerr, sizeof gerr) != 0) { /* a child whose parent is gone, or a bad limit */
         fprintf(stderr, "khost: %s\n", gerr);

@@ -23,6 +23,8 @@
 #include "cell/env.h"
 #include "results/results.h"
 #include "khost/kit/clock.h"
+#include "guard/cachetrust.h"
+#include "modules/host_api.h"
 
 // --- CUDA: published figures ---------------------------------------------------------------------------
 typedef struct known { const char *name_part; double tflops, tbps; } known;
@@ -182,7 +184,14 @@ static int cpu_peak(const kh_device *dev, kh_peak *out) {
     for (char *p = key; *p; p++)
         if (*p == '\t' || *p == '\n') *p = ' ';
     (void)dev;
-    if (cache_read(file, key, out, when, sizeof when) == 0) {
+    char terr[3300];
+    int trusted = kh_cachetrust_check(dir, terr, sizeof terr) == 0;
+    static int warned;
+    if (!trusted && !warned) {
+        warned = 1;
+        kh_logf(KH_LOG_WARN, "CPU peak: not cached: %s (cachetrust.h)", terr);
+    }
+    if (trusted && cache_read(file, key, out, when, sizeof when) == 0) {
         snprintf(out->source, sizeof out->source, "calibrated %s (sgemm 1024^3, memcpy 64 MiB), cached in %s", when,
                  file);
         return out->gflops > 0 ? 0 : -1;
@@ -201,7 +210,9 @@ static int cpu_peak(const kh_device *dev, kh_peak *out) {
     snprintf(out->source, sizeof out->source, "calibrated %s (sgemm 1024^3, memcpy 64 MiB), cached in %s", when,
              file);
     /* a private cache: other users' files are not trusted, and a failed write only costs a re-measurement */
-    if (kh_mkdirs(dir) == 0) {
+    if (!trusted) {
+        snprintf(out->source + strlen(out->source), sizeof out->source - strlen(out->source), " (not saved)");
+    } else if (kh_mkdirs(dir) == 0) {
         chmod(dir, 0700);
         FILE *f = fopen(file, "a");
         if (f) {

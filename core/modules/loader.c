@@ -34,6 +34,7 @@
 
 #include "modules/modperm.h"
 #include "modules/scan.h"
+#include "guard/cachetrust.h"
 
 #define KH_MODULES_SPARE 8
 
@@ -106,6 +107,50 @@ static const char *missing_function(const void *table, const req_fn *req, size_t
         if (!fn) return req[i].name;
     }
     return NULL;
+}
+
+/* A data set name becomes a folder under the data directory (sized, fetched, recorded): a plain name only. */
+static int plain_dataset_name(const char *s) {
+    if (!*s || !strcmp(s, ".") || !strcmp(s, "..") || strlen(s) > 63) return 0;
+    for (; *s; s++)
+        if (*s == '/' || (unsigned char)*s < 0x20 || *s == 0x7f) return 0;
+    return 1;
+}
+
+/* What the host reads from a task's info() before any data is loaded. Called here, at load (in the
+ * inspection child first, where a crash in info() costs only that child), so that --list, run and matrix
+ * never meet a NULL table or counts that would divide by zero or loop forever. */
+static int check_task_info(const char *file, const char *name, const kh_task_api *t, char *err, size_t errlen) {
+    const kh_task_info *i = t->info();
+    const char *bad = NULL;
+    char what[160];
+    if (!i) bad = "info() returned NULL";
+    else if (i->struct_size < offsetof(kh_task_info, published) + sizeof i->published)
+        snprintf(what, sizeof what, "info() struct_size %u is smaller than kh_task_info (%zu bytes)",
+                 (unsigned)i->struct_size, offsetof(kh_task_info, published) + sizeof i->published), bad = what;
+    else if (!i->dataset) bad = "info()->dataset is NULL";
+    else if (!plain_dataset_name(i->dataset)) {
+        char shown[48];
+        size_t k = 0;
+        for (; i->dataset[k] && k < 40; k++)
+            shown[k] = (unsigned char)i->dataset[k] >= 0x20 && (unsigned char)i->dataset[k] < 0x7f ? i->dataset[k] : '?';
+        shown[k] = 0;
+        snprintf(what, sizeof what,
+                 "info()->dataset '%s' is not a plain name (1-63 characters, no '/', not '.' or '..')", shown);
+        bad = what;
+    } else if (i->epochs < 1)
+        snprintf(what, sizeof what, "info()->epochs is %d (must be at least 1)", (int)i->epochs), bad = what;
+    else if (i->batch_size < 1)
+        snprintf(what, sizeof what, "info()->batch_size is %d (must be at least 1)", (int)i->batch_size), bad = what;
+    else if (i->train_samples_per_epoch < 0)
+        snprintf(what, sizeof what, "info()->train_samples_per_epoch is %lld (must be 0 or more)",
+                 (long long)i->train_samples_per_epoch), bad = what;
+    else if (i->n_published < 0 || (i->n_published > 0 && !i->published))
+        snprintf(what, sizeof what, "info() lists %d published figures %s", (int)i->n_published,
+                 i->n_published < 0 ? "(negative)" : "but published is NULL"), bad = what;
+    if (!bad) return 0;
+    snprintf(err, errlen, "%s: task '%s': %s", file, name, bad);
+    return -1;
 }
 
 /* Check a descriptor; on success *api_copy holds the host-owned copy of its api table. */
@@ -196,6 +241,10 @@ static int validate(const char *file, const kh_module_desc *d, void **api_copy, 
     if (missing) {
         snprintf(err, errlen, "%s: %s '%s': required function '%s' is NULL", file, kind_word((int)d->kind),
                  d->name, missing);
+        free(copy);
+        return -1;
+    }
+    if (d->kind == KH_MODULE_TASK && check_task_info(file, d->name, copy, err, errlen) != 0) {
         free(copy);
         return -1;
     }
@@ -547,6 +596,11 @@ void kh_modules_discover(const kh_registry *reg, const kh_host_api *host, kh_mod
     out->scan_timeout = reg->scan_timeout;
     char *cache_file = reg->module_cache ? strdup(reg->module_cache) : kh_modcache_default_path();
     char cerr[1200];
+    if (cache_file && !reg->module_cache && kh_cachetrust_check_file(cache_file, cerr, sizeof cerr) != 0) {
+        logf_host(host, KH_LOG_WARN, "module cache: not used: %s (cachetrust.h; modules are inspected every time)", cerr);
+        free(cache_file);
+        cache_file = NULL;
+    }
     if (cache_file && kh_modcache_load(&out->cache, cache_file, cerr, sizeof cerr) != 0)
         logf_host(host, KH_LOG_WARN, "module cache: %s (starting afresh)", cerr);
     free(cache_file);
@@ -590,7 +644,8 @@ kh_module *kh_modules_find(kh_modules *ms, int kind, const char *what, const kh_
     if (!err || !errlen) err = dummy, errlen = sizeof dummy;
     err[0] = 0;
     if (!what || !*what) {
-        snprintf(err, errlen, "no %s module named", kind_word(kind));
+        snprintf(err, errlen, "no %s module named '' (an empty name: give a registry name, a file name or a path)",
+                 kind_word(kind));
         return NULL;
     }
     if (strchr(what, '/')) {
@@ -641,7 +696,10 @@ kh_module *kh_modules_find(kh_modules *ms, int kind, const char *what, const kh_
         const char *b = base_name(ms->errors[i].path);
         size_t wl = strlen(what);
         /* "my_task" names my_task.so as well: the refusal explains more than "no module named" */
-        if (!strcmp(b, what) || (!strncmp(b, what, wl) && !strcmp(b + wl, ".so"))) {
+        char sect[96];
+        snprintf(sect, sizeof sect, "[%s %s]", section_word(kind), what);
+        if (!strcmp(b, what) || (!strncmp(b, what, wl) && !strcmp(b + wl, ".so")) ||
+            strstr(ms->errors[i].message, sect)) { /* a registry section of that name, refused */
             snprintf(err, errlen, "%s", ms->errors[i].message);
             return NULL;
         }

@@ -13,18 +13,21 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <ini.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "khost/abi.h"
 
 /* A registry is a hand-written file of a few hundred lines; anything this large is not one. */
 #define REG_MAX_FILE_BYTES (4u << 20)
+#define REG_MAX_LINE 65536 /* characters in one line; inih's own buffer is far shorter (long_line) */
 #define REG_MAX_NAME 63 /* module names end up in fixed 64-byte fields of results records */
 
 // --- small string helpers ---------------------------------------------------------------------------------
@@ -224,6 +227,58 @@ static void classify_line(reg_parse *p, char *line) {
     s[n] = save;
 }
 
+#if INI_HANDLER_LINENO
+static int reg_handler(void *user, const char *section, const char *key, const char *value, int lineno);
+#else
+static int reg_handler(void *user, const char *section, const char *key, const char *value);
+#endif
+
+/* A line longer than the buffer of the system's inih (200 bytes in Debian's build; cluster paths are longer)
+ * is split here exactly as inih splits a key line (key before the first '=' or ':', value after it, an
+ * inline ';' comment after whitespace dropped, both trimmed) and handed to the same handler; inih then sees
+ * a blank line. Section headers and comments of that length are not registry lines: refused or skipped. */
+static void long_line(reg_parse *p, const char *start, size_t len) {
+    char *s = xstrndup(start, len);
+    if (!s) {
+        oom(p);
+        return;
+    }
+    char *k = s;
+    while (*k && isspace((unsigned char)*k)) k++;
+    if (*k == ';' || *k == '#') {
+        free(s);
+        return;
+    }
+    int indented = k > s;
+    classify_line(p, s);
+    char *a = (char *)find_assign(k);
+    if (*k == '[' || (indented && p->cont_line == p->lineno) || (*a != '=' && *a != ':')) {
+        if (p->cont_line == p->lineno)
+            set_err(p, p->lineno, "%s:%d: indented line continues a value: multi-line values are not supported",
+                    p->r->file, p->lineno);
+        else
+            set_err(p, p->lineno, "%s:%d: line of %zu characters is not 'key = value'", p->r->file, p->lineno, len);
+        free(s);
+        return;
+    }
+    *a = 0;
+    char *ke = a;
+    while (ke > k && isspace((unsigned char)ke[-1])) *--ke = 0;
+    char *v = a + 1;
+    while (*v && isspace((unsigned char)*v)) v++;
+    char *ve = v;
+    for (; *ve; ve++)
+        if (*ve == ';' && ve > v && isspace((unsigned char)ve[-1])) break;
+    *ve = 0;
+    while (ve > v && isspace((unsigned char)ve[-1])) *--ve = 0;
+#if INI_HANDLER_LINENO
+    reg_handler(p, p->sec_raw ? p->sec_raw : "", k, v, p->lineno);
+#else
+    reg_handler(p, p->sec_raw ? p->sec_raw : "", k, v);
+#endif
+    free(s);
+}
+
 static char *reg_reader(char *str, int num, void *stream) {
     reg_parse *p = stream;
     if (p->pos >= p->len || num < 3) return NULL;
@@ -239,8 +294,10 @@ static char *reg_reader(char *str, int num, void *stream) {
     if (content > (size_t)num - 3 || memchr(start, 0, linelen)) {
         if (memchr(start, 0, linelen))
             set_err(p, p->lineno, "%s:%d: line contains a NUL byte", p->r->file, p->lineno);
+        else if (content > REG_MAX_LINE)
+            set_err(p, p->lineno, "%s:%d: line longer than %d characters", p->r->file, p->lineno, REG_MAX_LINE);
         else
-            set_err(p, p->lineno, "%s:%d: line longer than %d characters", p->r->file, p->lineno, num - 3);
+            long_line(p, start, content);
         memcpy(str, "\n", 2);
         return str;
     }
@@ -570,9 +627,24 @@ static void describe_malformed(reg_parse *p, int line) {
 // --- public ------------------------------------------------------------------------------------------------
 
 static int read_all(const char *path, char **out, size_t *len, char *err, size_t errlen) {
-    FILE *f = fopen(path, "rb");
+    /* O_NONBLOCK: opening a FIFO must not wait for a writer; only a regular file is a registry. */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
+        snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+        return -1;
+    }
+    struct stat st;
+    memset(&st, 0, sizeof st);
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        snprintf(err, errlen, "%s: %s", path,
+                 S_ISDIR(st.st_mode) ? "is a directory, not a registry file" : "not a regular file: not a registry");
+        close(fd);
+        return -1;
+    }
+    FILE *f = fdopen(fd, "rb");
     if (!f) {
         snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+        close(fd);
         return -1;
     }
     char *buf = NULL;

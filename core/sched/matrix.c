@@ -62,6 +62,7 @@
 #include "sched/slurm/slurm.h"
 #include "khost/kit/clock.h"
 #include "khost/kit/rng.h"
+#include "cli/args.h"
 
 #ifndef KHOST_VERSION
 #define KHOST_VERSION "unknown"
@@ -273,9 +274,10 @@ static int check_count(const char *opt, const char *v, int allow_zero) {
     char *end = NULL;
     errno = 0;
     unsigned long long x = strtoull(v, &end, 10);
-    if (!*v || *v == '-' || *v == '+' || *end || errno || (!allow_zero && x == 0)) {
-        kh_logf(KH_LOG_ERROR, "matrix: %s expects a %s integer, got '%s'", opt,
-                allow_zero ? "non-negative" : "positive", v);
+    if (!*v || *v == '-' || *v == '+' || *end || errno || (!allow_zero && x == 0) ||
+        x > (unsigned long long)kh_args_max(opt)) {
+        kh_logf(KH_LOG_ERROR, "matrix: %s expects a %s integer of at most %lld, got '%s'", opt,
+                allow_zero ? "non-negative" : "positive", (long long)kh_args_max(opt), v);
         return -1;
     }
     return 0;
@@ -575,6 +577,14 @@ static int mx_same_settings(const kh_cell_record *r, const mx_opts *o) {
     if (o->epochs && r->epochs_requested != atoi(o->epochs)) return 0;
     if (o->batch_size && r->batch_size != atoi(o->batch_size)) return 0;
     if (o->seed && r->seed != strtoull(o->seed, NULL, 10)) return 0;
+    /* the data limits (recorded in the environment by the cell when set): a record of 2000 samples is no
+     * answer for a run on all of them, nor the other way round */
+    const char *lt = kh_record_get_env(r, "limit_train"), *lv = kh_record_get_env(r, "limit_val");
+    if (strtoll(lt ? lt : "0", NULL, 10) != (o->limit_train ? strtoll(o->limit_train, NULL, 10) : 0)) return 0;
+    if (strtoll(lv ? lv : "0", NULL, 10) != (o->limit_val ? strtoll(o->limit_val, NULL, 10) : 0)) return 0;
+    /* an "ok" that holds no finished epochs or no metric is not a result (a hand-edited or truncated record) */
+    if (!strcmp(r->status, "ok") &&
+        (r->n_rows < 1 || r->n_rows < r->epochs_requested || !isfinite(r->metric_value))) return 0;
     return 1;
 }
 
@@ -660,6 +670,13 @@ static void mx_settle(const mx_cell *c, const kh_child_result *res, const char *
         }
         break;
     }
+    case KH_CHILD_INTERRUPTED:
+        /* the cell's own "interrupted" record when it stopped in time; else its checkpoint, relabelled */
+        if (have && !strcmp(r->status, "interrupted")) return;
+        status = "interrupted";
+        snprintf(reason, sizeof reason, "the matrix was interrupted after %d of %d epochs of this cell", have ? r->n_rows : 0,
+                 have ? r->epochs_requested : 0);
+        break;
     case KH_CHILD_TIMEOUT:
         status = "timeout";
         snprintf(reason, sizeof reason, "no result after %g s", c->o->timeout_s);

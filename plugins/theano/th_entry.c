@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "th_spawn.h"
 #include "th.h"
 #include "th_cuda.h"
 #include "khost/kit/status.h"
@@ -87,6 +88,22 @@ static kh_status th_open(const kh_host_api *host, const kh_device *dev, kh_bsess
         return st;
     }
     s->set.passes = opt[0] == '1';
+    /* the C compiler's deadline per call: a compiler that hangs must not hang the cell */
+    char cct[32];
+    st = text_setting(s->host, "cc_timeout", "600", cct, sizeof cct, err, errlen);
+    if (st == KH_OK) {
+        char *end = NULL;
+        double sec = strtod(cct, &end);
+        if (end == cct || *end || !(sec > 0) || sec > 1e7)
+            st = kh_errf(err, errlen, KH_ERR_INVALID,
+                         "theano: [plugin theano] cc_timeout = '%s': expected seconds > 0 (default 600)", cct);
+        else
+            th_spawn_set_timeout(sec);
+    }
+    if (st != KH_OK) {
+        free(b);
+        return st;
+    }
     st = th_build_open(s, err, errlen);
     if (st != KH_OK) {
         free(b);

@@ -198,11 +198,28 @@ static void test_errors(void) {
     expect_error("first1.ini", "[plugin x]\nenabled = 2\n\nnot ini\n", 2, "enabled = '2'");
     expect_error("first2.ini", "[plugin x]\nnot ini\n\nenabled = 2\n", 2, "malformed line");
 
-    char longline[600];
+    /* lines beyond inih's 200-byte buffer are read (cluster paths), up to 65536 characters */
+    static char longline[70100];
     memset(longline, 'a', sizeof longline);
     memcpy(longline, "[khost]\nx = ", 12);
-    memcpy(longline + 500, "\n", 2);
-    expect_error("long.ini", longline, 2, "line longer than");
+    memcpy(longline + 70050, "\n", 2);
+    expect_error("long.ini", longline, 2, "line longer than 65536");
+    static char okline[5100];
+    memset(okline, 'b', sizeof okline);
+    memcpy(okline, "[plugin x]\nopt = ", 17);
+    memcpy(okline + 17 + 5000, " ; note\n", 9);
+    kh_registry lr;
+    char lerr[1024];
+    int lrc = load_text("ok_long.ini", okline, &lr, lerr, sizeof lerr);
+    CHECK(lrc == 0, "a 5017-character key line: %s", lerr);
+    if (lrc == 0) {
+        int found = 0;
+        for (int i = 0; i < lr.n_kv; i++)
+            if (streq(lr.kv[i].key, "opt")) found = strlen(lr.kv[i].value) == 5000 && lr.kv[i].line == 2;
+        CHECK(found, "the long value is kept whole (5000 'b', comment dropped) at line 2");
+        CHECK(lr.n_modules == 1 && streq(lr.modules[0].name, "x"), "its section still registers x");
+        kh_registry_free(&lr);
+    }
 
     kh_registry r;
     char err[1024];

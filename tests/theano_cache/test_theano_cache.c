@@ -458,6 +458,13 @@ static void part_compiler(void) {
     CHECK(strstr(err, "theano: C compiler 'cc' rejects the flags '-O1 -fkhost-no-such-flag'") == err &&
               strstr(err, "khost-no-such-flag"),
           "message: '%s'", err);
+    /* the reason after the wait status is the compiler's own diagnostic, not the banner of cc -v */
+    const char *why = strstr(err, "): ");
+    CHECK(why && strstr(why, "khost-no-such-flag") && !strstr(why, "Configured with"), "reason: '%s'", why ? why : err);
+    /* a value cc1 refuses is reported after the banner of cc -v (which mentions --disable-werror) */
+    CHECK(th_toolchain_probe("cc", "-march=khostbogus", err, sizeof err) == NULL, "bad -march fails");
+    why = strstr(err, "): ");
+    CHECK(why && strstr(why, "khostbogus") && !strstr(why, "Configured with"), "reason: '%s'", why ? why : err);
 
     const char *tmp = tmpdir("thc-cc");
     char dir[512];

@@ -20,6 +20,7 @@
  */
 #define _GNU_SOURCE /* strdup, open_memstream */
 #include "results/report/report.h"
+#include "guard/outpath.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -400,7 +401,8 @@ int kh_cmd_report(int argc, char **argv) {
     }
     if (html) {
         char err[4400];
-        if (kh_report_html(&rep, host_ok ? task_info : NULL, &h, html, err, sizeof err) != 0) {
+        if (kh_outpath_check(html, err, sizeof err) != 0 ||
+            kh_report_html(&rep, host_ok ? task_info : NULL, &h, html, err, sizeof err) != 0) {
             fprintf(stderr, "khost: report: %s\n", err);
             rc = KH_EXIT_IO;
         }
@@ -413,7 +415,7 @@ int kh_cmd_report(int argc, char **argv) {
 
     if (svg) {
         char err[4400];
-        if (kh_report_svg(&rep, svg, err, sizeof err) != 0) {
+        if (kh_outpath_check(svg, err, sizeof err) != 0 || kh_report_svg(&rep, svg, err, sizeof err) != 0) {
             fprintf(stderr, "khost: report: %s\n", err);
             rc = KH_EXIT_IO;
         }

@@ -405,9 +405,15 @@ static int submit_kind(const sl_ctx *x, const char *kind, const kh_matrix_pick *
     kh_slurm_plan_free(&plan);
     if (rc != KH_EXIT_OK) return rc;
     if (o->script_only) {
-        printf("slurm: %s: %d cell(s): wrote %s/array.sh and %s/collect.sh; submit with:\n"
-               "  J=$(sbatch --parsable %s/array.sh) && sbatch --dependency=afterany:$J %s/collect.sh $J\n",
-               kind, n, dir, dir, dir, dir);
+        /* the line is meant to be pasted into a shell: the paths go in single quotes */
+        char a_sh[4400], c_sh[4400];
+        snprintf(a_sh, sizeof a_sh, "%s/array.sh", dir);
+        snprintf(c_sh, sizeof c_sh, "%s/collect.sh", dir);
+        printf("slurm: %s: %d cell(s): wrote %s and %s; submit with:\n  J=$(sbatch --parsable ", kind, n, a_sh, c_sh);
+        shq(stdout, a_sh);
+        fputs(") && sbatch --dependency=afterany:$J ", stdout);
+        shq(stdout, c_sh);
+        fputs(" \"$J\"\n", stdout);
         return KH_EXIT_OK;
     }
     char job[64], coll[64], dep[96], array_sh[4400], collect_sh[4400];

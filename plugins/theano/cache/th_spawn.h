@@ -14,6 +14,11 @@
 int th_spawn(const char *path, char *const argv[], char **out, const char *log_path, int *wstatus, char *err,
              size_t errlen);
 
+/* Every later th_spawn kills its program (its whole process group) after this many seconds and fails with
+ * errno ETIMEDOUT; 0 (the start) means no deadline. The program also gets SIGKILL when the calling thread
+ * ends (PR_SET_PDEATHSIG), so a killed khost leaves no compiler behind. */
+void th_spawn_set_timeout(double seconds);
+
 /* "exit status N" / "killed by signal N (NAME)" for a wait status. */
 void th_spawn_describe(int wstatus, char *buf, size_t buflen);
 

@@ -75,20 +75,23 @@ static char *find_program(const char *name) {
     return NULL;
 }
 
-/* The first line of text containing "error" (else the first non-blank line), at most 300 bytes, in buf. */
+/* The compiler's diagnostic, at most 300 bytes, in buf: the first line with "error:" (gcc and clang write
+ * "cc1: error: ...", "gcc: error: ..."), else the first line containing "error" that is not the "Configured
+ * with:" banner of `cc -v` (which holds --disable-werror), else the first non-blank line. */
 static void first_error_line(const char *text, char *buf, size_t buflen) {
-    const char *pick = NULL, *first = NULL;
+    const char *pick = NULL, *loose = NULL, *first = NULL;
     for (const char *l = text; l && *l;) {
         const char *nl = strchr(l, '\n');
         size_t n = nl ? (size_t)(nl - l) : strlen(l);
-        const char *e = memmem(l, n, "error", 5);
         if (!first && n > 0 && strspn(l, " \t") < n) first = l;
-        if (e) {
+        if (memmem(l, n, "error:", 6)) {
             pick = l;
             break;
         }
+        if (!loose && memmem(l, n, "error", 5) && strncmp(l, "Configured with:", 16)) loose = l;
         l = nl ? nl + 1 : NULL;
     }
+    if (!pick) pick = loose;
     if (!pick) pick = first;
     if (!pick) {
         snprintf(buf, buflen, "no output");
