@@ -33,6 +33,7 @@ typedef struct tfc_conv {
     cudnnFilterDescriptor_t wd;
     cudnnConvolutionDescriptor_t cd;
     int algo;            /* the node's one algorithm (forward, backward data or backward filter) */
+    int det;             /* 1: cuDNN reports that algorithm deterministic */
     int asym, Hp, Wp;    /* asymmetric 'same': cuDNN sees the input padded explicitly to (Hp, Wp), 'valid' */
     int64_t desc_n;      /* batch the tensor descriptors describe */
 } tfc_conv;

@@ -22,6 +22,7 @@ typedef struct th_settings {
     char cache_dir[512]; /* "" = $XDG_CACHE_HOME/khost/theano */
     char dump_dir[512];  /* "" = no dump; else each function's passes, optimised graph and source go there */
     int32_t passes;      /* 0: no graph optimisation (for measuring what the passes give) */
+    int32_t deterministic; /* GPU: 1 (default) prefer deterministic cuDNN algorithms, 0 take the fastest working */
 } th_settings;
 
 struct th_cache;
