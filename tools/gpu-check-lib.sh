@@ -15,6 +15,8 @@
 GC_RESERVE=${GC_RESERVE:-15}
 GC_MIN_STEP=${GC_MIN_STEP:-10}
 GC_KILL_GRACE=${GC_KILL_GRACE:-5}
+# every step's cap times this (GPU_CHECK_CAP_SCALE): the rehearsal's 2 loaded cores are slower than the H200's 16
+GC_CAP_SCALE=${GPU_CHECK_CAP_SCALE:-1}
 gc_nr=""
 gc_summary=()
 gc_head=""
@@ -32,7 +34,7 @@ gc_elapsed() { echo $(($(date +%s) - gc_t0)); }
 # gc_timeout WANT — seconds the next step may take (0: too little time left, skip it)
 gc_timeout() {
     local left=$((gc_limit - GC_RESERVE - GC_KILL_GRACE - $(gc_elapsed)))
-    local t=$1
+    local t=$(($1 * GC_CAP_SCALE))
     ((left < t)) && t=$left
     ((t < GC_MIN_STEP)) && t=0
     echo "$t"
