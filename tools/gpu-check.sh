@@ -252,7 +252,9 @@ build_s=$(($(date +%s) - t0))
 # plugins whose GPU path was built ("<plugin>: GPU path with ..." at configure time)
 gpu_plugins=$(grep -oE '^-- [a-z_]+: GPU path with' "$out/build.log" | awk '{print $2}' | tr -d ':' | sort -u | tr '\n' ' ')
 gpu_plugins=${gpu_plugins% }
-if ((build_rc != 0)) || [[ ! -x $khost ]]; then
+if gc_cut $build_rc; then
+    gc_not_reached "build (cut after ${build_s} s, rc $build_rc; see build.log)"
+elif ((build_rc != 0)) || [[ ! -x $khost ]]; then
     sum "build: FAILED after ${build_s} s (rc $build_rc$( ((build_rc == 124)) && echo ', time box')) — see build.log:"
     while IFS= read -r l; do sum "  $l"; done < <(grep -E 'error|Error|FATAL' "$out/build.log" | head -8)
     failed=1
@@ -468,7 +470,8 @@ if ((have_gpu)); then
     verdict=$(gc_verdict "$failed")
 else
     verdict="no CUDA device: GPU tests skipped, CPU parts built and run (rehearsal)"
-    ((failed)) && verdict="FAILED before reaching the GPU steps (no CUDA device)"
+    [[ -n $gc_nr ]] && verdict="INCOMPLETE (no CUDA device): not reached (time box): $gc_nr"
+    ((failed)) && verdict="FAILED before reaching the GPU steps (no CUDA device)${gc_nr:+; not reached: $gc_nr}"
 fi
 gc_finish "$verdict"
 {
@@ -481,5 +484,6 @@ gc_finish "$verdict"
 echo
 cat "$out/summary.txt"
 if ((have_gpu)); then exit $failed; fi
-((failed)) && exit 1
+# the rehearsal must reach every step it can run here
+((failed)) || [[ -n $gc_nr ]] && exit 1
 exit 0
