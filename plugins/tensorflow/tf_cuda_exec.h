@@ -24,6 +24,9 @@ struct tf_cuda_session {
     cudaStream_t stream;
     cublasHandle_t blas;
     cudnnHandle_t dnn;
+    /* the cuDNN algorithm of every convolution of the last compiled model's training function, for the record's
+     * environment: "L<layer>.<fwd|bwd_data|bwd_filter>=<algo>[~ when non-deterministic] ..." ("..." if cut) */
+    char conv_algos[256];
 };
 
 /* cuDNN state of one convolution node: descriptors for the current batch, algorithms chosen at compile. */

@@ -140,6 +140,16 @@ static kh_status choose_algo(tf_model *m, int f, int32_t i, tfc_conv *c) {
     c->det = 0;
     for (int k = 0; k < got; k++)
         if (cand[k].algo == c->algo) c->det = cand[k].det;
+    if (c->algo >= 0 && (f == KH_GFN_TRAIN || (f == KH_GFN_PREDICT && !G(m, KH_GFN_TRAIN)->n_nodes))) {
+        char *a = CM(m)->cs->conv_algos;
+        size_t u = strlen(a), cap = sizeof CM(m)->cs->conv_algos;
+        const char *d = op == KH_GOP_CONV2D ? "fwd" : op == KH_GOP_CONV2D_BACKPROP_INPUT ? "bwd_data" : "bwd_filter";
+        if (u + 4 < cap) {
+            int w = snprintf(a + u, cap - u, "%sL%d.%s=%d%s", u ? " " : "", g->nodes[i].attr.layer, d, c->algo,
+                             c->det ? "" : "~");
+            if (w < 0 || (size_t)w >= cap - u) memcpy(a + cap - 4, "...", 4);
+        }
+    }
     if (c->algo < 0) {
         char list[512];
         size_t u = 0;

@@ -130,6 +130,21 @@ static kh_status choose_algo(th_model *m, int f, const th_cu_launch *e, thc_conv
                           "(non-deterministic: results may differ in the last bits run to run)",
                           e->node, c->algo);
         }
+    if (c->algo >= 0) {
+        int det = 0;
+        for (int k = 0; k < got; k++)
+            if (cand[k].algo == c->algo) det = cand[k].det;
+        static const char *const dir[3] = {"fwd", "bwd_data", "bwd_filter"};
+        int d = v->op == TH_CU_CONV_FWD ? 0 : v->op == TH_CU_CONV_BWD_DATA ? 1 : 2;
+        char *a = m->cuda->cs->conv_algos;
+        size_t u = strlen(a), cap = sizeof m->cuda->cs->conv_algos;
+        const kh_graph *g = &m->fn[f].g;
+        int layer = e->node >= 0 && e->node < g->n_nodes ? g->nodes[e->node].attr.layer : -1;
+        if ((f == KH_GFN_TRAIN || (f == KH_GFN_PREDICT && !m->fn[KH_GFN_TRAIN].g.n_nodes)) && u + 4 < cap) {
+            int w = snprintf(a + u, cap - u, "%sL%d.%s=%d%s", u ? " " : "", layer, dir[d], c->algo, det ? "" : "~");
+            if (w < 0 || (size_t)w >= cap - u) memcpy(a + cap - 4, "...", 4);
+        }
+    }
     if (c->algo < 0) {
         char list[512];
         size_t u = 0;
