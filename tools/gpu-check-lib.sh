@@ -5,11 +5,19 @@
 # Time box: one GPU run is killed at 600 s. gc_timeout WANT gives a step min(WANT, what is left before
 # GPU_CHECK_LIMIT (default 560 s) minus GC_RESERVE for the final summary); a step that would get less than
 # GC_MIN_STEP seconds does not start. So the sum of the steps can never pass the limit, whatever each wants.
+# Every step runs under gc_run: `timeout -k GC_KILL_GRACE`, so a process that ignores SIGTERM inside a driver
+# call is killed GC_KILL_GRACE s later, and gc_timeout keeps that grace inside the box too.
+# A step the box cuts (gc_timeout 0, or its command killed by timeout: status 124/137) is "NOT REACHED",
+# recorded apart from failures (gc_not_reached): the verdict then says what was not reached, not FAILED.
 # Summary: gc_sum appends a line and rewrites summary.txt at once (temporary file + rename), marked "in
 # progress" until gc_finish writes the verdict — a run killed at any point leaves what it had learned.
 
 GC_RESERVE=${GC_RESERVE:-15}
 GC_MIN_STEP=${GC_MIN_STEP:-10}
+GC_KILL_GRACE=${GC_KILL_GRACE:-5}
+# every step's cap times this (GPU_CHECK_CAP_SCALE): the rehearsal's 2 loaded cores are slower than the H200's 16
+GC_CAP_SCALE=${GPU_CHECK_CAP_SCALE:-1}
+gc_nr=""
 gc_summary=()
 gc_head=""
 
@@ -25,11 +33,38 @@ gc_elapsed() { echo $(($(date +%s) - gc_t0)); }
 
 # gc_timeout WANT — seconds the next step may take (0: too little time left, skip it)
 gc_timeout() {
-    local left=$((gc_limit - GC_RESERVE - $(gc_elapsed)))
-    local t=$1
+    local left=$((gc_limit - GC_RESERVE - GC_KILL_GRACE - $(gc_elapsed)))
+    local t=$(($1 * GC_CAP_SCALE))
     ((left < t)) && t=$left
     ((t < GC_MIN_STEP)) && t=0
     echo "$t"
+}
+
+# gc_run TIMEOUT CMD... — CMD under timeout, SIGKILL GC_KILL_GRACE s after the SIGTERM it ignores
+gc_run() {
+    local to=$1
+    shift
+    timeout -k "$GC_KILL_GRACE" "$to" "$@"
+}
+
+# gc_cut RC — true when RC is timeout's (124: TERM honoured; 137: KILLed after the grace)
+gc_cut() { (($1 == 124 || $1 == 137)); }
+
+# gc_not_reached STEP — the time box cut STEP (or did not let it start): a summary line, not a failure
+gc_not_reached() {
+    gc_nr="${gc_nr:+$gc_nr, }$1"
+    gc_sum "$1: NOT REACHED (time box: $(gc_elapsed) s used of $gc_limit)"
+}
+
+# gc_verdict FAILED HAVE_GPU — PASSED, FAILED, or INCOMPLETE naming the steps not reached
+gc_verdict() {
+    if (($1)); then
+        echo "FAILED${gc_nr:+ (also not reached: $gc_nr)}"
+    elif [[ -n $gc_nr ]]; then
+        echo "INCOMPLETE: nothing failed; not reached (time box): $gc_nr"
+    else
+        echo "PASSED"
+    fi
 }
 
 gc_write() { # STATE — rewrite summary.txt atomically

@@ -23,8 +23,25 @@
 #      results.tar.gz (JSON/CSV records of khost and the reference, per-cell logs) into OUTDIR (default $OUT,
 #      else out/gpu-check), and prints the compact summary last.
 # Time box: one GPU run is killed at 600 s. Every step gets at most the time left before GPU_CHECK_LIMIT
-# (default 560 s) minus a reserve for the summary, whatever its own timeout; a step with too little time left
-# is skipped and reported. summary.txt is rewritten after every step ("in progress" until the end), so a
+# (default 560 s) minus a reserve for the summary, whatever its own timeout, and runs under `timeout -k`
+# (gc_run). A step cut by the box, or with too little time left to start, is "NOT REACHED", not a failure:
+# the verdict is then INCOMPLETE unless something failed. The steps run most valuable verdict first:
+# build, verify of every GPU backend on cuda:0 (all six tasks), the GPU tests, the short matrix, the reference.
+# Each step's cap (the timeout it asks for) and the estimated time on an H200 (16 cores), in s:
+#   step                           cap   estimate
+#   data from the carried mirror    30      5
+#   configure                       40     15
+#   build (sm_90, 16 jobs)         140     90
+#   verify x 3 plugins            3x40   3x30
+#   GPU tests (ctest -L gpu)        50     30
+#   matrix x 3 plugins            3x35   3x30
+#   reference (PyTorch, 6 tasks)  6x10     30
+#   total                          545    350   (box 560 - reserve 15 - kill grace 5 = 540 for the steps;
+#                                                 the last caps are clipped by gc_timeout)
+# The estimate is a reasoned guess (nothing here has run on a GPU yet); with the machine's start (~60 s)
+# the call takes ~410 s of device time, which leaves a rerun inside 15 minutes.
+# CPU-only work (the CPU-side tests of the GPU paths, NVRTC compiling theano's sources) runs only without a
+# GPU, in the rehearsal (tools/gpu-rehearse), never on device time. summary.txt is rewritten after every step ("in progress" until the end), so a
 # run killed at any point still leaves what it found.
 #
 # Without a usable CUDA device (any CPU machine: the rehearsal, tools/gpu-rehearse) it still builds
@@ -56,8 +73,8 @@ have_gpu=0
 say() { echo "gpu-check: $*"; }
 rep() { printf '%s\n' "$*" >>"$report"; }
 sum() { gc_sum "$@"; }
-# skipped STEP — the line for a step the time box did not allow; a failure where a GPU is there
-skipped() { sum "$1: SKIPPED (time box: $(gc_elapsed) s used of $gc_limit)"; ((have_gpu)) && failed=1; return 0; }
+# skipped STEP — the line for a step the time box did not allow: "not reached", not a failure
+skipped() { gc_not_reached "$1"; return 0; }
 
 rep "# khost GPU check"
 rep ""
@@ -184,6 +201,7 @@ if [[ -d $dd/usr ]]; then
         deps="$deps, its pkgconf"
     fi
 fi
+orig_ldp=${LD_LIBRARY_PATH-}
 export LD_LIBRARY_PATH=${ldp#:}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 rep "- build dependencies: $deps"
 sum "prerequisites: ok (build dependencies from $deps)"
@@ -193,11 +211,11 @@ for m in "$repo/.cache/gpu-data" "$repo/../shared/datasets"; do
     [[ -z $mirror && -f $m/SHA256SUMS ]] && mirror=$m
 done
 data_state="not installed"
-to=$(gc_timeout 90)
+to=$(gc_timeout 30)
 if [[ -n $mirror ]] && ((to > 0)); then
     say "installing data from $mirror into $data"
     mkdir -p "$data"
-    if KHOST_FETCH_OFFLINE=1 timeout "$to" "$repo/tools/fetch-datasets" --mirror "$mirror" --data "$data" mnist cifar10 \
+    if gc_run "$to" env KHOST_FETCH_OFFLINE=1 "$repo/tools/fetch-datasets" --mirror "$mirror" --data "$data" mnist cifar10 \
         imdb nietzsche >>"$out/build.log" 2>&1; then
         data_state="from $mirror"
     else
@@ -213,18 +231,18 @@ sum "data: $data ($data_state, $(gc_elapsed) s)"
 
 t0=$(date +%s)
 khost=$build/khost
-to_cfg=$(gc_timeout 120)
+to_cfg=$(gc_timeout 40)
 build_rc=124
 if ((to_cfg > 0)); then
     say "configuring and building in $build ($(nproc) jobs)"
     {
         echo "cmake ${cm_args[*]}"
-        timeout "$to_cfg" cmake -S "$repo" -B "$build" "${cm_args[@]}"
+        gc_run "$to_cfg" cmake -S "$repo" -B "$build" "${cm_args[@]}"
     } >>"$out/build.log" 2>&1
     build_rc=$?
-    to_bld=$(gc_timeout 330)
+    to_bld=$(gc_timeout 140)
     if ((build_rc == 0 && to_bld > 0)); then
-        timeout "$to_bld" cmake --build "$build" -j "$(nproc)" >>"$out/build.log" 2>&1
+        gc_run "$to_bld" cmake --build "$build" -j "$(nproc)" >>"$out/build.log" 2>&1
         build_rc=$?
     elif ((build_rc == 0)); then
         build_rc=124
@@ -234,7 +252,9 @@ build_s=$(($(date +%s) - t0))
 # plugins whose GPU path was built ("<plugin>: GPU path with ..." at configure time)
 gpu_plugins=$(grep -oE '^-- [a-z_]+: GPU path with' "$out/build.log" | awk '{print $2}' | tr -d ':' | sort -u | tr '\n' ' ')
 gpu_plugins=${gpu_plugins% }
-if ((build_rc != 0)) || [[ ! -x $khost ]]; then
+if gc_cut $build_rc; then
+    gc_not_reached "build (cut after ${build_s} s, rc $build_rc; see build.log)"
+elif ((build_rc != 0)) || [[ ! -x $khost ]]; then
     sum "build: FAILED after ${build_s} s (rc $build_rc$( ((build_rc == 124)) && echo ', time box')) — see build.log:"
     while IFS= read -r l; do sum "  $l"; done < <(grep -E 'error|Error|FATAL' "$out/build.log" | head -8)
     failed=1
@@ -265,13 +285,51 @@ else
     sum "device: no CUDA device — $(grep -o '(no CUDA device[^)]*)' <<<"$devices" | head -1)"
 fi
 
+# verify first: the most valuable verdict of the call
+rep ""
+rep "## khost verify --device cuda:0"
+rep '```'
+for p in $gpu_plugins; do
+    verify_line="verify $p cuda:0: skipped (no CUDA device)"
+    if ((have_gpu)); then
+        to=$(gc_timeout 40)
+        if ((to > 0)); then
+            args=(verify --plugin "$p" --device cuda:0)
+            [[ $p == tensorflow || $p == theano ]] && args+=(--task all)
+            say "khost ${args[*]}"
+            tmp=$out/verify.part
+            gc_run "$to" "$khost" "${args[@]}" >"$tmp" 2>&1
+            vrc=$?
+            { echo "== khost ${args[*]} (rc $vrc)"; cat "$tmp"; } >>"$out/verify.log"
+            vsum=$(grep -E '^summary:' "$tmp" | tail -1)
+            [[ -n $vsum ]] || vsum=$(grep -v '^ *$' "$tmp" | tail -1) # refused before comparing: its reason
+            verify_line="verify $p cuda:0: $vsum (rc $vrc)"
+            if gc_cut $vrc; then
+                gc_nr="${gc_nr:+$gc_nr, }verify $p (cut)"
+                verify_line="verify $p cuda:0: NOT REACHED to the end (time box, rc $vrc); $vsum"
+            elif ((vrc != 0)); then
+                failed=1
+            fi
+            fails=$(grep -E ' FAIL$' "$tmp" | head -6)
+            [[ -n $fails ]] && verify_line="$verify_line"$'\n'"$(sed 's/^/  /' <<<"$fails")"
+            rm -f "$tmp"
+        else
+            verify_line="verify $p cuda:0: NOT REACHED (time box)"
+            gc_nr="${gc_nr:+$gc_nr, }verify $p"
+        fi
+    fi
+    while IFS= read -r l; do sum "$l"; done <<<"$verify_line"
+    rep "$verify_line"
+done
+rep '```'
+
 # run_ctest NAME TIMEOUT ARGS... — one ctest invocation, appended to tests.log; its status alone
 run_ctest() {
     local name=$1 to=$2 rc
     shift 2
     {
         echo "== ctest $* ($name)"
-        (cd "$build" && timeout "$to" ctest "$@" --output-on-failure --timeout "$to")
+        (cd "$build" && gc_run "$to" ctest "$@" --output-on-failure --timeout "$to")
     } >>"$out/tests.log" 2>&1
     rc=$?
     echo "== rc $rc" >>"$out/tests.log"
@@ -282,10 +340,12 @@ tests_line="tests: skipped (no build)"
 if [[ -x $khost ]]; then
     : >"$out/tests.log"
     # the khost verify tests are step 3b (with their own log)
-    to=$(gc_timeout 240)
+    to=$(gc_timeout 50)
     if ((to > 0)); then
         say "ctest -L gpu (but the verify tests)"
-        run_ctest "GPU tests" "$to" -L gpu -E '_gpu_verify$' || failed=1
+        run_ctest "GPU tests" "$to" -L gpu -E '_gpu_verify$'
+        trc=$?
+        if gc_cut $trc; then gc_not_reached "GPU tests (ctest -L gpu): cut"; elif ((trc != 0)); then failed=1; fi
     else
         skipped "GPU tests (ctest -L gpu)"
     fi
@@ -293,7 +353,9 @@ if [[ -x $khost ]]; then
     # theano's launch plans and its generated CUDA C compiled by NVRTC for sm_90 (the slowest: run in parallel)
     cpu_side='test_cntk_rnnmap|test_cntk_gpu_caps|test_cntk_cpu_maps|test_cntk_gpu_half_missing|test_tf_cuda_plan|test_tf_cuda_geom|test_tf_gpu_caps|test_theano_cuda_plan|test_theano_cuda_nvrtc|test_theano_gpu_caps'
     to=$(gc_timeout 90)
-    if ((to > 0)); then
+    if ((have_gpu)); then
+        : # CPU-only: the rehearsal runs them, not device time
+    elif ((to > 0)); then
         say "ctest -R '$cpu_side'"
         run_ctest "CPU-side tests of the GPU paths" "$to" -j "$(nproc)" -R "$cpu_side" || failed=1
     else
@@ -314,38 +376,6 @@ rep ""
 rep "## Tests"
 rep "$tests_line"
 
-rep ""
-rep "## khost verify --device cuda:0"
-rep '```'
-for p in $gpu_plugins; do
-    verify_line="verify $p cuda:0: skipped (no CUDA device)"
-    if ((have_gpu)); then
-        to=$(gc_timeout 150)
-        if ((to > 0)); then
-            args=(verify --plugin "$p" --device cuda:0)
-            [[ $p == tensorflow || $p == theano ]] && args+=(--task all)
-            say "khost ${args[*]}"
-            tmp=$out/verify.part
-            timeout "$to" "$khost" "${args[@]}" >"$tmp" 2>&1
-            vrc=$?
-            { echo "== khost ${args[*]} (rc $vrc)"; cat "$tmp"; } >>"$out/verify.log"
-            vsum=$(grep -E '^summary:' "$tmp" | tail -1)
-            [[ -n $vsum ]] || vsum=$(grep -v '^ *$' "$tmp" | tail -1) # refused before comparing: its reason
-            verify_line="verify $p cuda:0: $vsum (rc $vrc)"
-            ((vrc != 0)) && failed=1
-            fails=$(grep -E ' FAIL$' "$tmp" | head -6)
-            [[ -n $fails ]] && verify_line="$verify_line"$'\n'"$(sed 's/^/  /' <<<"$fails")"
-            rm -f "$tmp"
-        else
-            verify_line="verify $p cuda:0: SKIPPED (time box)"
-            failed=1
-        fi
-    fi
-    while IFS= read -r l; do sum "$l"; done <<<"$verify_line"
-    rep "$verify_line"
-done
-rep '```'
-
 # --- 4. the short matrix and the reference on the same GPU -------------------------------------------------
 results=$build/gpu-check-results
 rm -rf "$results"
@@ -362,7 +392,7 @@ for p in $mx_plugins; do
     plt=$lt plv=$lv
     if [[ $p == tensorflow ]] && ((have_gpu)); then plt=${GPU_CHECK_TF_LIMIT_TRAIN:-2000} plv=${GPU_CHECK_TF_LIMIT_VAL:-500}; fi
     [[ -x $khost ]] || break
-    to=$(gc_timeout 150)
+    to=$(gc_timeout 35)
     if ((to <= 0)); then
         skipped "matrix $p"
         continue
@@ -371,12 +401,16 @@ for p in $mx_plugins; do
     sum "matrix $p: running since $(gc_elapsed) s (each cell is in matrix.log as soon as it ends)"
     say "khost matrix --plugins $p --tasks all --devices $mx_devices --epochs 2 --limit-train $plt --limit-val $plv"
     # each finished cell is a record and a line in matrix.log at once; --timeout bounds a hung cell
-    timeout "$to" "$khost" matrix --plugins "$p" --tasks all --devices "$mx_devices" --epochs 2 \
+    gc_run "$to" "$khost" matrix --plugins "$p" --tasks all --devices "$mx_devices" --epochs 2 \
         --limit-train "$plt" --limit-val "$plv" --timeout "$pct" --out "$results" >>"$out/matrix.log" 2>&1
     mrc=$?
-    ((have_gpu && mrc != 0)) && failed=1
+    if gc_cut $mrc; then
+        gc_nr="${gc_nr:+$gc_nr, }matrix $p (cut)"
+    elif ((have_gpu && mrc != 0)); then
+        failed=1
+    fi
     # on the GPU every cell must train: "unsupported" there means the GPU path is not usable
-    if ((have_gpu)) && ! tail -1 "$out/matrix.log" | grep -qE '^matrix: ([0-9]+) of \1 cell\(s\) done: \1 ok'; then
+    if ((have_gpu)) && ! gc_cut $mrc && ! tail -1 "$out/matrix.log" | grep -qE '^matrix: ([0-9]+) of \1 cell\(s\) done: \1 ok'; then
         failed=1
     fi
     sum "matrix $p (6 tasks x $mx_devices, 2 epochs, <= $plt train / $plv val samples): rc $mrc$( ((mrc == 124)) && echo ' (time box)')"
@@ -388,18 +422,19 @@ done
 ref_line="reference (PyTorch cuda:0): skipped (no CUDA device)"
 if ((have_gpu)); then
     py=${GPU_CHECK_PYTHON:-python3}
-    if ! "$py" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' >/dev/null 2>&1; then
+    if ! env LD_LIBRARY_PATH="$orig_ldp" "$py" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' >/dev/null 2>&1; then
         ref_line="reference (PyTorch cuda:0): skipped ($py has no PyTorch with CUDA)"
     else
         ref_ok=0 ref_n=0
         for t in mnist_mlp mnist_cnn cifar10_cnn imdb_fasttext imdb_bidirectional_lstm lstm_text_generation; do
-            to=$(gc_timeout 60)
-            ((to > 0)) || { ref_line_tail=" (time box: stopped before $t)"; break; }
+            to=$(gc_timeout 10)
+            ((to > 0)) || { ref_line_tail=" (NOT REACHED from $t on: time box)"; gc_nr="${gc_nr:+$gc_nr, }reference from $t"; break; }
             ref_n=$((ref_n + 1))
             say "reference pytorch $t on cuda:0"
             {
                 echo "== pytorch $t --device cuda:0"
-                timeout "$to" "$py" "$repo/tools/reference/pytorch/$t.py" --device cuda:0 --epochs 2 --limit-train "$lt" \
+                # torch with the loader path khost had before this script put its cuDNN/cuBLAS first
+                gc_run "$to" env LD_LIBRARY_PATH="$orig_ldp" "$py" "$repo/tools/reference/pytorch/$t.py" --device cuda:0 --epochs 2 --limit-train "$lt" \
                     --limit-val "$lv" --data "$data" --out "$results" --quiet
                 echo "== rc $?"
             } >>"$out/reference.log" 2>&1
@@ -432,10 +467,11 @@ fi
 
 # --- 5. summary -------------------------------------------------------------------------------------------
 if ((have_gpu)); then
-    verdict=$( ((failed)) && echo "FAILED" || echo "PASSED")
+    verdict=$(gc_verdict "$failed")
 else
     verdict="no CUDA device: GPU tests skipped, CPU parts built and run (rehearsal)"
-    ((failed)) && verdict="FAILED before reaching the GPU steps (no CUDA device)"
+    [[ -n $gc_nr ]] && verdict="INCOMPLETE (no CUDA device): not reached (time box): $gc_nr"
+    ((failed)) && verdict="FAILED before reaching the GPU steps (no CUDA device)${gc_nr:+; not reached: $gc_nr}"
 fi
 gc_finish "$verdict"
 {
@@ -448,5 +484,6 @@ gc_finish "$verdict"
 echo
 cat "$out/summary.txt"
 if ((have_gpu)); then exit $failed; fi
-((failed)) && exit 1
+# the rehearsal must reach every step it can run here
+((failed)) || [[ -n $gc_nr ]] && exit 1
 exit 0

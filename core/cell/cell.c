@@ -585,6 +585,16 @@ static int run(cell *c) {
         return fail_status(c, cs, "error", KH_EXIT_TRAIN, "compile", err[0] ? err : berr(c));
     }
     compile_times(c, &co, compile_wall);
+    /* again after compile: a GPU backend appends " cudnn_algos=..." (its choice per convolution layer), kept
+     * under its own key so the versions before it are not cut at the record's value length */
+    if (c->b->environment && c->b->environment(c->sess, err, sizeof err) == KH_OK) {
+        char *algos = strstr(err, " cudnn_algos=");
+        if (algos) {
+            kh_record_set_env(rec, "cudnn_algos", algos + strlen(" cudnn_algos="));
+            *algos = 0;
+        }
+        kh_record_set_env(rec, "backend_env", err);
+    }
     if (interrupted(c)) return KH_EXIT_TRAIN;
     print_compile(c);
     if (kh_cell_init_weights(c->b, c->sess, c->model, &c->spec, o->seed, err, sizeof err) != 0)

@@ -30,6 +30,7 @@ typedef struct tf_settings {
                             threads): independent expensive nodes run at once on the pool */
     int intra_op;        /* parts one kernel may split into (default: the device's threads) */
     int64_t inline_cost; /* ops estimated below this many flops run inline on the thread that readied them */
+    int deterministic;   /* GPU: 1 (default) prefer deterministic cuDNN algorithms, 0 take the fastest working */
 } tf_settings;
 
 typedef struct tf_session {

@@ -24,6 +24,9 @@ struct tf_cuda_session {
     cudaStream_t stream;
     cublasHandle_t blas;
     cudnnHandle_t dnn;
+    /* the cuDNN algorithm of every convolution of the last compiled model's training function, for the record's
+     * environment: "L<layer>.<fwd|bwd_data|bwd_filter>=<algo>[~ when non-deterministic] ..." ("..." if cut) */
+    char conv_algos[256];
 };
 
 /* cuDNN state of one convolution node: descriptors for the current batch, algorithms chosen at compile. */
@@ -33,6 +36,7 @@ typedef struct tfc_conv {
     cudnnFilterDescriptor_t wd;
     cudnnConvolutionDescriptor_t cd;
     int algo;            /* the node's one algorithm (forward, backward data or backward filter) */
+    int det;             /* 1: cuDNN reports that algorithm deterministic */
     int asym, Hp, Wp;    /* asymmetric 'same': cuDNN sees the input padded explicitly to (Hp, Wp), 'valid' */
     int64_t desc_n;      /* batch the tensor descriptors describe */
 } tfc_conv;

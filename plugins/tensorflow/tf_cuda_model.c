@@ -182,6 +182,7 @@ kh_status tf_cuda_compile(tf_model *m) {
     if (!cm) return tf_fail(s, KH_ERR_NOMEM, "compile", "out of host memory");
     m->cuda = cm;
     cm->cs = s->cuda;
+    cm->cs->conv_algos[0] = 0;
     const char *se = getenv("TF_CUDA_SYNC_EACH_OP");
     cm->sync_each = se && *se && *se != '0';
     kh_gplan plans[KH_GFN_COUNT];

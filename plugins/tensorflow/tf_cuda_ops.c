@@ -14,6 +14,7 @@
  *                own kernels: cuDNN's max-pooling backward does not promise TensorFlow's tie rule (the first
  *                maximum in row-major window order), which the CPU path and the reference kit follow
  *   everything else: own kernels (tf_cuda_kernels.cu) with the CPU kernels' semantics. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -78,44 +79,95 @@ static kh_status conv_descs(tf_model *m, int f, int32_t i, tfc_conv *c, int64_t 
     return KH_OK;
 }
 
-/* The heuristics' first algorithm that is deterministic, FMA-only, accurate and within the workspace cap. */
+/* One candidate of cuDNN's heuristics list, whatever the direction. */
+typedef struct conv_cand {
+    int algo, ok, det;
+    size_t memory;
+} conv_cand;
+
+#define CANDS(perf, n, acc)                                                                                      \
+    for (int k_ = 0; k_ < (n); k_++) {                                                                           \
+        cand[k_].algo = (int)(perf)[k_].algo;                                                                    \
+        cand[k_].det = (perf)[k_].determinism == CUDNN_DETERMINISTIC;                                            \
+        cand[k_].memory = (perf)[k_].memory;                                                                     \
+        cand[k_].ok = (perf)[k_].status == CUDNN_STATUS_SUCCESS && fma_math((perf)[k_].mathType) &&              \
+                      (perf)[k_].memory <= TFC_WS_CAP && acc((perf)[k_].algo);                                   \
+    }
+
+/* The heuristics list is ranked fastest first. With [plugin tensorflow] deterministic = 1 (the default) the first
+ * working deterministic algorithm; where cuDNN offers none (backward filter/data on some architectures), the first
+ * working one with a warning; with deterministic = 0 the first working one. "Working": status success, FMA math
+ * (no TF32), not FFT/Winograd-nonfused, workspace within the cap. None working: the candidates are logged. */
 static kh_status choose_algo(tf_model *m, int f, int32_t i, tfc_conv *c) {
     cudnnHandle_t h = CM(m)->cs->dnn;
     const kh_graph *g = G(m, f);
     uint32_t op = g->nodes[i].op;
     int got = 0;
+    conv_cand cand[CUDNN_CONVOLUTION_FWD_ALGO_COUNT + CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT +
+                   CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
     c->algo = -1;
     if (op == KH_GOP_CONV2D) {
         cudnnConvolutionFwdAlgoPerf_t p[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
         TFC_DNN(m, g, i, "compile",
                 cudnnGetConvolutionForwardAlgorithm_v7(h, c->xd, c->wd, c->cd, c->yd, CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
                                                        &got, p));
-        for (int k = 0; k < got && c->algo < 0; k++)
-            if (p[k].status == CUDNN_STATUS_SUCCESS && p[k].determinism == CUDNN_DETERMINISTIC &&
-                fma_math(p[k].mathType) && p[k].memory <= TFC_WS_CAP && accurate_fwd(p[k].algo))
-                c->algo = p[k].algo;
+        CANDS(p, got, accurate_fwd);
     } else if (op == KH_GOP_CONV2D_BACKPROP_INPUT) {
         cudnnConvolutionBwdDataAlgoPerf_t p[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
         TFC_DNN(m, g, i, "compile",
                 cudnnGetConvolutionBackwardDataAlgorithm_v7(h, c->wd, c->yd, c->cd, c->xd,
                                                             CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &got, p));
-        for (int k = 0; k < got && c->algo < 0; k++)
-            if (p[k].status == CUDNN_STATUS_SUCCESS && p[k].determinism == CUDNN_DETERMINISTIC &&
-                fma_math(p[k].mathType) && p[k].memory <= TFC_WS_CAP && accurate_bwd_data(p[k].algo))
-                c->algo = p[k].algo;
+        CANDS(p, got, accurate_bwd_data);
     } else {
         cudnnConvolutionBwdFilterAlgoPerf_t p[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
         TFC_DNN(m, g, i, "compile",
                 cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, c->xd, c->yd, c->cd, c->wd,
                                                               CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &got, p));
-        for (int k = 0; k < got && c->algo < 0; k++)
-            if (p[k].status == CUDNN_STATUS_SUCCESS && p[k].determinism == CUDNN_DETERMINISTIC &&
-                fma_math(p[k].mathType) && p[k].memory <= TFC_WS_CAP && accurate_bwd_filter(p[k].algo))
-                c->algo = p[k].algo;
+        CANDS(p, got, accurate_bwd_filter);
     }
-    if (c->algo < 0)
+    int want_det = m->s->set.deterministic != 0;
+    for (int k = 0; k < got && c->algo < 0 && want_det; k++)
+        if (cand[k].ok && cand[k].det) c->algo = cand[k].algo;
+    for (int k = 0; k < got && c->algo < 0; k++)
+        if (cand[k].ok) {
+            c->algo = cand[k].algo;
+            if (want_det && m->s->host && m->s->host->log)
+                m->s->host->log(KH_LOG_WARN, "tensorflow",
+                                "%s node %d: cuDNN offers no deterministic working algorithm; using algorithm %d "
+                                "(non-deterministic: results may differ in the last bits run to run)",
+                                kh_gop_name(op), i, c->algo);
+        }
+    c->det = 0;
+    for (int k = 0; k < got; k++)
+        if (cand[k].algo == c->algo) c->det = cand[k].det;
+    if (c->algo >= 0 && (f == KH_GFN_TRAIN || (f == KH_GFN_PREDICT && !G(m, KH_GFN_TRAIN)->n_nodes))) {
+        char *a = CM(m)->cs->conv_algos;
+        size_t u = strlen(a), cap = sizeof CM(m)->cs->conv_algos;
+        const char *d = op == KH_GOP_CONV2D ? "fwd" : op == KH_GOP_CONV2D_BACKPROP_INPUT ? "bwd_data" : "bwd_filter";
+        if (u + 4 < cap) {
+            int w = snprintf(a + u, cap - u, "%sL%d.%s=%d%s", u ? " " : "", g->nodes[i].attr.layer, d, c->algo,
+                             c->det ? "" : "~");
+            if (w < 0 || (size_t)w >= cap - u) memcpy(a + cap - 4, "...", 4);
+        }
+    }
+    if (c->algo < 0) {
+        char list[512];
+        size_t u = 0;
+        list[0] = 0;
+        for (int k = 0; k < got && u < sizeof list; k++) {
+            int w = snprintf(list + u, sizeof list - u, "%s%d(%s%s, %zu B)", k ? " " : "", cand[k].algo,
+                             cand[k].det ? "deterministic" : "non-deterministic", cand[k].ok ? "" : ", refused",
+                             cand[k].memory);
+            if (w < 0) break;
+            u += (size_t)w;
+        }
+        if (m->s->host && m->s->host->log)
+            m->s->host->log(KH_LOG_ERROR, "tensorflow", "%s node %d: cuDNN candidates: %s", kh_gop_name(op), i,
+                            got ? list : "none");
         return tfc_fail(m, g, i, "compile", KH_ERR_UNSUPPORTED,
-                        "cuDNN offers no deterministic FMA algorithm for this NHWC shape (none of %d candidates)", got);
+                        "cuDNN offers no working FMA algorithm for this NHWC shape (%d candidates: %s)", got,
+                        got ? list : "none");
+    }
     size_t ws = 0;
     kh_status st = conv_descs(m, f, i, c, c->g.N, &ws);
     if (st != KH_OK) return st;

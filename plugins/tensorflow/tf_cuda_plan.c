@@ -179,11 +179,15 @@ kh_status tf_cu_geom_of(const kh_graph *g, int32_t node, int64_t n, tf_cu_geom *
     if (xn < 0 || xn >= g->n_nodes || (wn >= g->n_nodes)) return KH_ERR_INVALID;
     const kh_gnode *X = &g->nodes[xn];
     if (X->rank != 4) return KH_ERR_INVALID;
-    int64_t KH, KW, F, SH = 1, SW = 1;
+    int64_t KH, KW, F, SH, SW;
     if (wn >= 0) {
         const kh_gnode *W = &g->nodes[wn];
         if (W->rank != 4 || W->dims[2] != X->dims[3]) return KH_ERR_INVALID;
         KH = W->dims[0], KW = W->dims[1], F = W->dims[3];
+        /* a convolution's unset stride (0) is 1, as the IR's shape inference and the reference read it; the
+         * gradient nodes carry their forward op's strides */
+        SH = nd->attr.strides[0] > 0 ? nd->attr.strides[0] : 1;
+        SW = nd->attr.strides[1] > 0 ? nd->attr.strides[1] : 1;
     } else {
         KH = nd->attr.window[0], KW = nd->attr.window[1], F = X->dims[3];
         SH = nd->attr.strides[0], SW = nd->attr.strides[1];

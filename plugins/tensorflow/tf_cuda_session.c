@@ -129,6 +129,9 @@ kh_status tf_cuda_environment(tf_session *s, char *buf, size_t n) {
              "cuda=%d.%d driver=%d.%d cudnn=%zu.%zu.%zu cublas=%d.%d.%d device=\"%s\" cc=%d.%d executor=single-stream",
              rt / 1000, (rt % 1000) / 10, drv / 1000, (drv % 1000) / 10, dnn / 10000, (dnn % 10000) / 100, dnn % 100,
              bv / 10000, (bv % 10000) / 100, bv % 100, s->dev.name, s->dev.cc_major, s->dev.cc_minor);
+    size_t u = strlen(buf);
+    if (s->cuda && s->cuda->conv_algos[0] && u < n)
+        snprintf(buf + u, n - u, " cudnn_algos=%s", s->cuda->conv_algos);
     return KH_OK;
 }
 

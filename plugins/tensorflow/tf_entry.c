@@ -7,6 +7,8 @@
  *   intra_op_parallelism  parts a big kernel (GEMM, convolution, element-wise) splits into (default: threads)
  *   inline_cost           ops estimated under this many flops run inline on the thread that readied them
  *                         (default 262144: below ~0.1 ms a hand-off to another thread costs more than it saves)
+ *   deterministic         GPU: 1 (default) prefer deterministic cuDNN algorithms (the fastest working one, with a
+ *                         warning, where none is); 0 take the fastest working one
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -92,10 +94,14 @@ static kh_status tf_open(const kh_host_api *host, const kh_device *dev, kh_bsess
         snprintf(s->dev.id, sizeof s->dev.id, dev->kind == KH_DEVICE_CUDA ? "cuda:%d" : "cpu", dev->ordinal);
     s->threads = KH_HAS_MEMBER(kh_device, dev->struct_size, threads) && dev->threads > 0 ? dev->threads : 1;
     if (dev->kind == KH_DEVICE_CUDA) s->threads = 1;
-    int64_t inter, intra, inl;
+    int64_t inter, intra, inl, det;
     kh_status st = setting(s->host, "inter_op_parallelism", s->threads, 1, &inter, err, errlen);
     if (st == KH_OK) st = setting(s->host, "intra_op_parallelism", s->threads, 1, &intra, err, errlen);
     if (st == KH_OK) st = setting(s->host, "inline_cost", 262144, 0, &inl, err, errlen);
+    if (st == KH_OK) st = setting(s->host, "deterministic", 1, 0, &det, err, errlen);
+    if (st == KH_OK && det > 1)
+        st = kh_errf(err, errlen, KH_ERR_INVALID, "tensorflow: [plugin tensorflow] deterministic = %lld: expected 0 or 1",
+                     (long long)det);
     if (st != KH_OK) {
         free(b);
         return st;
@@ -103,6 +109,7 @@ static kh_status tf_open(const kh_host_api *host, const kh_device *dev, kh_bsess
     s->set.inter_op = (int)(inter < s->threads ? inter : s->threads);
     s->set.intra_op = (int)(intra < s->threads ? intra : s->threads);
     s->set.inline_cost = inl;
+    s->set.deterministic = (int)det;
     if (dev->kind == KH_DEVICE_CUDA) {
         st = tf_cuda_open(s, err, errlen);
         if (st != KH_OK) {

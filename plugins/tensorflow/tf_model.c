@@ -401,7 +401,8 @@ kh_status tf_api_get_grad(kh_bmodel *b, int32_t layer, int32_t slot, kh_tensor *
     if (!m->have_grad) return tf_fail(m->s, KH_ERR_INVALID, "get_grad", "no backward() since the last forward()");
     int32_t node = m->mg.probe_grads[v];
     if (node < 0) {
-        memset(g->data, 0, (size_t)m->vars[v].numel * sizeof(float));
+        /* the graph's variable table, not m->vars: only the CPU path allocates that */
+        memset(g->data, 0, (size_t)m->mg.vars[v].numel * sizeof(float));
         return KH_OK;
     }
     return read_node(m, KH_GFN_PROBE, node, m->last_n, g->data);

@@ -12,7 +12,7 @@
 #include "th_sb.h"
 
 #define TH_VERSION "0.1.0"
-#define TH_GENERATOR_VERSION "theano-codegen 1" /* part of every cache key: bump when emitted code changes */
+#define TH_GENERATOR_VERSION "theano-codegen 2" /* part of every cache key: bump when emitted code changes */
 #define TH_ALIGN 64
 
 typedef struct th_settings {
@@ -21,6 +21,7 @@ typedef struct th_settings {
     char cache_dir[512]; /* "" = $XDG_CACHE_HOME/khost/theano */
     char dump_dir[512];  /* "" = no dump; else each function's passes, optimised graph and source go there */
     int32_t passes;      /* 0: no graph optimisation (for measuring what the passes give) */
+    int32_t deterministic; /* GPU: 1 (default) prefer deterministic cuDNN algorithms, 0 take the fastest working */
 } th_settings;
 
 struct th_cache;

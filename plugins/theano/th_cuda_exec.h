@@ -78,6 +78,9 @@ struct th_cuda_session {
     CUstream stream;
     cublasHandle_t blas;
     cudnnHandle_t dnn;
+    /* the cuDNN algorithm of every convolution of the last compiled model's training function, for the record's
+     * environment: "L<layer>.<fwd|bwd_data|bwd_filter>=<algo>[~ when non-deterministic] ..." ("..." if cut) */
+    char conv_algos[256];
 };
 
 /* cuDNN state of one convolution entry */

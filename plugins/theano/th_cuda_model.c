@@ -272,6 +272,7 @@ kh_status th_cuda_compile(th_model *m) {
     if (!cm) return th_fail(s, KH_ERR_NOMEM, "compile", "out of host memory");
     m->cuda = cm;
     cm->cs = s->cuda;
+    cm->cs->conv_algos[0] = 0;
     const char *se = getenv("TH_CUDA_SYNC_EACH_OP");
     cm->sync_each = se && *se && *se != '0';
     kh_status st = thc_bind(m, "compile");

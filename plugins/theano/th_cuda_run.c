@@ -5,6 +5,7 @@
  * heuristics among deterministic FMA-only algorithms, as tensorflow's GPU path chooses), a memset, or a scan loop
  * (its body once per step t, GEMM operands moved by their per-step stride). Nothing here synchronises, except
  * TH_CUDA_SYNC_EACH_OP=1, which synchronises after every entry so an asynchronous fault names its node. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -72,39 +73,95 @@ static kh_status conv_descs(th_model *m, int f, const th_cu_launch *e, thc_conv 
     return KH_OK;
 }
 
-/* The first algorithm of the heuristics' list that is deterministic, FMA-only, accurate and within the cap. */
-#define PICK(perf, cnt)                                                                                     \
-    for (int k_ = 0; k_ < (cnt) && c->algo < 0; k_++)                                                       \
-        if ((perf)[k_].status == CUDNN_STATUS_SUCCESS && (perf)[k_].determinism == CUDNN_DETERMINISTIC &&   \
-            fma_math((perf)[k_].mathType) && (perf)[k_].memory <= CONV_WS_CAP && accurate(v->op, (int)(perf)[k_].algo)) \
-            c->algo = (int)(perf)[k_].algo
+/* One candidate of cuDNN's heuristics list, whatever the direction. */
+typedef struct conv_cand {
+    int algo, ok, det;
+    size_t memory;
+} conv_cand;
 
+#define CANDS(perf, n)                                                                                           \
+    for (int k_ = 0; k_ < (n); k_++) {                                                                           \
+        cand[k_].algo = (int)(perf)[k_].algo;                                                                    \
+        cand[k_].det = (perf)[k_].determinism == CUDNN_DETERMINISTIC;                                            \
+        cand[k_].memory = (perf)[k_].memory;                                                                     \
+        cand[k_].ok = (perf)[k_].status == CUDNN_STATUS_SUCCESS && fma_math((perf)[k_].mathType) &&              \
+                      (perf)[k_].memory <= CONV_WS_CAP && accurate(v->op, (int)(perf)[k_].algo);                 \
+    }
+
+/* The heuristics list is ranked fastest first. With [plugin theano] deterministic = 1 (the default) the first
+ * working deterministic algorithm; where cuDNN offers none, the first working one with a warning; with
+ * deterministic = 0 the first working one. "Working": status success, FMA math, not FFT/Winograd-nonfused,
+ * workspace within the cap. None working: the candidates are logged and named in the error. */
 static kh_status choose_algo(th_model *m, int f, const th_cu_launch *e, thc_conv *c) {
     const th_cu_conv *v = &e->conv;
     cudnnHandle_t h = m->cuda->cs->dnn;
     int got = 0;
+    conv_cand cand[CUDNN_CONVOLUTION_FWD_ALGO_COUNT + CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT +
+                   CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
     c->algo = -1;
     if (v->op == TH_CU_CONV_FWD) {
         cudnnConvolutionFwdAlgoPerf_t p[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
         THC_DNN(m, f, e->node, "compile",
                 cudnnGetConvolutionForwardAlgorithm_v7(h, c->xd, c->wd, c->cd, c->yd, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got, p));
-        PICK(p, got);
+        CANDS(p, got);
     } else if (v->op == TH_CU_CONV_BWD_DATA) {
         cudnnConvolutionBwdDataAlgoPerf_t p[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
         THC_DNN(m, f, e->node, "compile",
                 cudnnGetConvolutionBackwardDataAlgorithm_v7(h, c->wd, c->yd, c->cd, c->xd,
                                                             CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &got, p));
-        PICK(p, got);
+        CANDS(p, got);
     } else {
         cudnnConvolutionBwdFilterAlgoPerf_t p[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
         THC_DNN(m, f, e->node, "compile",
                 cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, c->xd, c->yd, c->cd, c->wd,
                                                               CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &got, p));
-        PICK(p, got);
+        CANDS(p, got);
     }
-    if (c->algo < 0)
+    const kh_host_api *host = m->s->host;
+    int want_det = m->s->set.deterministic != 0;
+    for (int k = 0; k < got && c->algo < 0 && want_det; k++)
+        if (cand[k].ok && cand[k].det) c->algo = cand[k].algo;
+    for (int k = 0; k < got && c->algo < 0; k++)
+        if (cand[k].ok) {
+            c->algo = cand[k].algo;
+            if (want_det && host && host->log)
+                host->log(KH_LOG_WARN, "theano",
+                          "convolution node %d: cuDNN offers no deterministic working algorithm; using algorithm %d "
+                          "(non-deterministic: results may differ in the last bits run to run)",
+                          e->node, c->algo);
+        }
+    if (c->algo >= 0) {
+        int det = 0;
+        for (int k = 0; k < got; k++)
+            if (cand[k].algo == c->algo) det = cand[k].det;
+        static const char *const dir[3] = {"fwd", "bwd_data", "bwd_filter"};
+        int d = v->op == TH_CU_CONV_FWD ? 0 : v->op == TH_CU_CONV_BWD_DATA ? 1 : 2;
+        char *a = m->cuda->cs->conv_algos;
+        size_t u = strlen(a), cap = sizeof m->cuda->cs->conv_algos;
+        const kh_graph *g = &m->fn[f].g;
+        int layer = e->node >= 0 && e->node < g->n_nodes ? g->nodes[e->node].attr.layer : -1;
+        if ((f == KH_GFN_TRAIN || (f == KH_GFN_PREDICT && !m->fn[KH_GFN_TRAIN].g.n_nodes)) && u + 4 < cap) {
+            int w = snprintf(a + u, cap - u, "%sL%d.%s=%d%s", u ? " " : "", layer, dir[d], c->algo, det ? "" : "~");
+            if (w < 0 || (size_t)w >= cap - u) memcpy(a + cap - 4, "...", 4);
+        }
+    }
+    if (c->algo < 0) {
+        char list[512];
+        size_t u = 0;
+        list[0] = 0;
+        for (int k = 0; k < got && u < sizeof list; k++) {
+            int w = snprintf(list + u, sizeof list - u, "%s%d(%s%s, %zu B)", k ? " " : "", cand[k].algo,
+                             cand[k].det ? "deterministic" : "non-deterministic", cand[k].ok ? "" : ", refused",
+                             cand[k].memory);
+            if (w < 0) break;
+            u += (size_t)w;
+        }
+        if (host && host->log)
+            host->log(KH_LOG_ERROR, "theano", "convolution node %d: cuDNN candidates: %s", e->node, got ? list : "none");
         return thc_fail(m, f, e->node, "compile", KH_ERR_UNSUPPORTED,
-                        "cuDNN offers no deterministic FMA algorithm for this NHWC shape (none of %d candidates)", got);
+                        "cuDNN offers no working FMA algorithm for this NHWC shape (%d candidates: %s)", got,
+                        got ? list : "none");
+    }
     size_t ws = 0;
     kh_status st = conv_descs(m, f, e, c, m->max_batch, &ws);
     if (st == KH_OK && ws > m->cuda->ws_bytes) m->cuda->ws_bytes = ws;

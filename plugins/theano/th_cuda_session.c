@@ -230,6 +230,9 @@ kh_status th_cuda_environment(th_session *s, char *buf, size_t n) {
              th_cu.version / 1000, (th_cu.version % 1000) / 10, th_nvrtc_version(ver, sizeof ver),
              s->cuda ? s->cuda->arch : "?", dnn / 10000, (dnn % 10000) / 100, dnn % 100, bv / 10000,
              (bv % 10000) / 100, bv % 100, s->dev.name);
+    size_t u = strlen(buf);
+    if (s->cuda && s->cuda->conv_algos[0] && u < n)
+        snprintf(buf + u, n - u, " cudnn_algos=%s", s->cuda->conv_algos);
     return KH_OK;
 }
 

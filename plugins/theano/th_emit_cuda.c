@@ -322,12 +322,18 @@ static void emit_bias_grad(cctx *c) {
     const int32_t *in = IN(c, c->node);
     int64_t C = N(c, c->node)->dims[0];
     char r[64];
-    /* one thread per column, rows in order (the CPU path's summation order) */
-    kopen(c, NULL, aff(0, C), TH_CU_BLOCK_HOST, 0);
+    /* one block per column (grid-stride over columns): its 256 threads stride over the rows and reduce through
+     * warp shuffles and shared memory, so a thread adds R / 256 values, not all R (mnist_cnn: 86,528 rows) */
+    kopen(c, NULL, aff(0, C * TH_CU_BLOCK_HOST), TH_CU_BLOCK_HOST, 0);
     kptr(c, value(c, in[0]), "const float *dy");
     kptr(c, value(c, c->node), "float *db");
-    kbody(c, "    const int64_t R = %s;\n    TH_CU_LOOP(j, %lldLL) {\n        float s = 0.0f;\n"
-             "        for (int64_t r = 0; r < R; r++) s += dy[r * %lldLL + j];\n        db[j] = s;\n    }\n",
+    kbody(c, "    const int64_t R = %s;\n    __shared__ float part[32];\n"
+             "    for (int64_t j = blockIdx.x; j < %lldLL; j += gridDim.x) {\n        float s = 0.0f;\n"
+             "        for (int64_t r = threadIdx.x; r < R; r += blockDim.x) s += dy[r * %lldLL + j];\n"
+             "        s = th_warp_sum(s);\n        if ((threadIdx.x & 31) == 0) part[threadIdx.x >> 5] = s;\n"
+             "        __syncthreads();\n        if (threadIdx.x < 32) {\n"
+             "            s = threadIdx.x < (blockDim.x >> 5) ? part[threadIdx.x] : 0.0f;\n            s = th_warp_sum(s);\n"
+             "            if (threadIdx.x == 0) db[j] = s;\n        }\n        __syncthreads();\n    }\n",
           text(rows(c, in[0]), r, sizeof r), (long long)C, (long long)C);
     kclose(c);
 }

@@ -6,6 +6,8 @@
  *              -fno-trapping-math); without -fopenmp the generated loops run on one thread
  *   cache_dir  the generated-code cache (default: $XDG_CACHE_HOME/khost/theano, else ~/.cache/khost/theano)
  *   optimize   1 runs the graph passes (default), 0 compiles the graph as lowered (to measure the passes)
+ *   deterministic  GPU: 1 (default) prefers deterministic cuDNN algorithms (the fastest working one, with a
+ *              warning, where none is); 0 takes the fastest working one
  *   dump_dir   a folder: each function's passes, op counts, optimised graph and generated source are written
  *              there at compile (<function>.graph.txt, <function>.c)
  * The generated loops use OpenMP with the device's threads; idle workers spin 3000 iterations, then sleep
@@ -75,7 +77,7 @@ static kh_status th_open(const kh_host_api *host, const kh_device *dev, kh_bsess
     s->dev.struct_size = sizeof s->dev;
     if (!s->dev.id[0]) snprintf(s->dev.id, sizeof s->dev.id, "cpu");
     s->threads = KH_HAS_MEMBER(kh_device, dev->struct_size, threads) && dev->threads > 0 ? dev->threads : 1;
-    char opt[16];
+    char opt[16], det[16];
     kh_status st = text_setting(s->host, "cc", "cc", s->set.cc, sizeof s->set.cc, err, errlen);
     if (st == KH_OK) st = text_setting(s->host, "cflags", TH_DEFAULT_CFLAGS, s->set.cflags, sizeof s->set.cflags, err, errlen);
     if (st == KH_OK) st = text_setting(s->host, "cache_dir", "", s->set.cache_dir, sizeof s->set.cache_dir, err, errlen);
@@ -83,11 +85,15 @@ static kh_status th_open(const kh_host_api *host, const kh_device *dev, kh_bsess
     if (st == KH_OK) st = text_setting(s->host, "optimize", "1", opt, sizeof opt, err, errlen);
     if (st == KH_OK && strcmp(opt, "0") != 0 && strcmp(opt, "1") != 0)
         st = kh_errf(err, errlen, KH_ERR_INVALID, "theano: [plugin theano] optimize = '%s': expected 0 or 1", opt);
+    if (st == KH_OK) st = text_setting(s->host, "deterministic", "1", det, sizeof det, err, errlen);
+    if (st == KH_OK && strcmp(det, "0") != 0 && strcmp(det, "1") != 0)
+        st = kh_errf(err, errlen, KH_ERR_INVALID, "theano: [plugin theano] deterministic = '%s': expected 0 or 1", det);
     if (st != KH_OK) {
         free(b);
         return st;
     }
     s->set.passes = opt[0] == '1';
+    s->set.deterministic = det[0] == '1';
     /* the C compiler's deadline per call: a compiler that hangs must not hang the cell */
     char cct[32];
     st = text_setting(s->host, "cc_timeout", "600", cct, sizeof cct, err, errlen);

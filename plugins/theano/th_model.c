@@ -397,7 +397,8 @@ kh_status th_api_get_grad(kh_bmodel *b, int32_t layer, int32_t slot, kh_tensor *
     int32_t lowered = m->mg.probe_grads[v];
     int32_t node = lowered >= 0 ? m->fn[KH_GFN_PROBE].map[lowered] : -1;
     if (node < 0) {
-        memset(g->data, 0, (size_t)m->vars[v].numel * sizeof(float));
+        /* the graph's variable table, not m->vars: only the CPU path allocates that */
+        memset(g->data, 0, (size_t)m->mg.vars[v].numel * sizeof(float));
         return KH_OK;
     }
     return read_node(m, KH_GFN_PROBE, node, m->last_n, g->data);

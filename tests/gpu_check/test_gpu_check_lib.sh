@@ -27,10 +27,26 @@ ok '! gc_nvrtc_lib "$tmp/nv3" "$tmp/nosite" >/dev/null' "only the builtins: not 
 # the time box: a step never gets more than the limit minus the reserve minus what is used
 mkdir -p "$tmp/out"
 GPU_CHECK_LIMIT=100 GC_RESERVE=15 gc_init "$tmp/out"
-ok '[[ $(gc_timeout 300) -le 85 && $(gc_timeout 300) -ge 80 ]]' "a 300 s step is capped at what is left ($(gc_timeout 300))"
+ok '[[ $(gc_timeout 300) -le 80 && $(gc_timeout 300) -ge 75 ]]' "a 300 s step is capped at what is left less the kill grace ($(gc_timeout 300))"
 ok '[[ $(gc_timeout 30) == 30 ]]' "a short step keeps its own timeout"
 gc_t0=$(($(date +%s) - 80)) # 80 s used: 5 left, under the minimum
 ok '[[ $(gc_timeout 300) == 0 ]]' "no time left: the step does not start"
+
+# timeout -k: a command that ignores SIGTERM is killed after the grace, and its status says it was cut
+t0=$(date +%s)
+GC_KILL_GRACE=1 gc_run 1 bash -c 'trap "" TERM; sleep 20'
+rc=$?
+ok '[[ $rc == 137 ]] && gc_cut $rc' "a TERM-ignoring command is KILLed (rc $rc)"
+ok '(( $(date +%s) - t0 <= 5 ))' "and within the grace"
+ok '! gc_cut 1 && ! gc_cut 0' "an ordinary failure is not a cut"
+# "not reached" is not a failure: INCOMPLETE, unless something failed
+gc_init "$tmp/out"
+ok '[[ $(gc_verdict 0) == PASSED ]]' "nothing cut, nothing failed: PASSED"
+gc_not_reached "matrix theano"
+ok 'grep -q "^matrix theano: NOT REACHED" "$tmp/out/summary.txt"' "a step not reached is on the summary"
+ok '[[ $(gc_verdict 0) == "INCOMPLETE: nothing failed; not reached (time box): matrix theano" ]]' "not reached: INCOMPLETE ($(gc_verdict 0))"
+ok '[[ $(gc_verdict 1) == "FAILED (also not reached: matrix theano)" ]]' "a failure stays FAILED"
+gc_nr=""
 
 # the summary is on disk after every line, marked in progress until the verdict
 gc_init "$tmp/out"

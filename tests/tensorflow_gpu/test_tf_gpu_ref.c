@@ -329,18 +329,22 @@ int main(void) {
     const char *rh = getenv("TF_GPU_TEST_ON_CPU");
     int rehearsal = rh && *rh && *rh != '0';
     tfg_load_module(&GPU);
+    CPU = GPU;
+    /* The comparison side first, before the CUDA open that skips without a device: a machine where the plugin
+     * has no cpu path (built without BLAS, as the device machine is) fails here on any machine, the rehearsal
+     * included, instead of only once a GPU is there. One thread: nodes in graph order, a fixed summation order. */
+    const char *ct = getenv("TF_GPU_TEST_CPU_THREADS");
+    CPU.s = tfg_open_cpu(&CPU, ct && *ct ? atoi(ct) : 1);
+    CHECK(CPU.s != NULL, "open the comparison side, " TFG_PLUGIN " on the cpu (this test needs the plugin's cpu path)");
+    if (!CPU.s) return kh_test_finish("test_tf_gpu_ref (" TFG_PLUGIN ")");
     const char *rt = getenv("TF_GPU_TEST_ON_CPU_THREADS");
     GPU.s = rehearsal ? tfg_open_cpu(&GPU, rt && *rt ? atoi(rt) : 2) : tfg_open_cuda(&GPU); /* skips without a usable device */
     if (!GPU.s) {
         CHECK(0, "open the rehearsal's second cpu session");
+        CPU.api->close(CPU.s);
         return kh_test_finish("test_tf_gpu_ref (" TFG_PLUGIN ")");
     }
-    CPU = GPU;
-    /* one thread: nodes in graph order, a fixed summation order on the reference side */
-    const char *ct = getenv("TF_GPU_TEST_CPU_THREADS");
-    CPU.s = tfg_open_cpu(&CPU, ct && *ct ? atoi(ct) : 1);
-    CHECK(CPU.s != NULL, "open cpu");
-    if (CPU.s) {
+    {
         const kh_model_spec *small;
         int ns = kb_small_models(&small);
         for (int k = 0; k < ns; k++) one_model(&small[k], 6);

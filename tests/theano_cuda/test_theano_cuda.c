@@ -14,7 +14,9 @@
  *     one block; GEMM sizes are positive with leading dimensions that fit, and arena operands stay inside the
  *     arena at the largest batch (at the first and last step of a scan);
  *   - cuDNN geometry is consistent ((Hp + 2 pad - KH) / SH + 1 == OH);
- *   - loops hold their bodies, which run only GEMMs and kernels.
+ *   - loops hold their bodies, which run only GEMMs and kernels;
+ *   - no generated kernel (but the one-block LossSum / CorrectCount) makes a thread touch more than
+ *     TH_TEST_SERIAL_MAX elements of its largest operand at the model's batch.
  * With the argument `nvrtc` it also compiles each source once with NVRTC for sm_90 (TH_TEST_ARCH to change) to a
  * CUBIN and requires: success with an empty compile log (no warnings), every kernel of the launch plan in the
  * CUBIN, and each kernel's parameter list (count, offsets, sizes, read from the CUBIN's .nv.info) equal to the
@@ -39,6 +41,12 @@ static double g_compile_s;
 static int g_sources, g_kernels;
 static int g_op_seen[KH_GOP_END];
 static int g_wide_addn, g_pad_crop, g_loops; /* the extras exercise what the six models do not */
+/* The most elements one thread of a generated kernel may touch at the model's batch: a kernel past it runs
+ * rows in series that a reduction or more threads would spread (the bias gradient once summed every row of a
+ * column on one thread: 86,528 at mnist_cnn's batch). Grid-stride loops past TH_CU_GRID_CAP count too. */
+#define TH_TEST_SERIAL_MAX 512
+static int64_t g_serial_max;
+static char g_serial_where[200];
 
 static double now(void) {
     struct timespec ts;
@@ -155,6 +163,27 @@ static void check_plan(const fnctx *c, const char *src) {
                 CHECK(gm == TH_CU_GRID_CAP || gm * e->block >= th_cu_eval(e->threads, nmax),
                       "%s %s %s: %lld blocks for %lld threads", c->model, c->fn, e->name, (long long)gm,
                       (long long)th_cu_eval(e->threads, nmax));
+            /* serial work: the largest tensor the kernel reads or writes at max_batch, per thread launched
+             * (grid x block); LossSum and CorrectCount are one block by design and counted apart. A convolution
+             * node's kernels only transpose its filter (cuDNN does the rest): the smallest tensor; a kernel in a
+             * scan's loop handles one of its steps. */
+            int conv = op == KH_GOP_CONV2D || op == KH_GOP_CONV2D_BACKPROP_INPUT || op == KH_GOP_CONV2D_BACKPROP_FILTER;
+            int64_t work = kh_graph_numel(g, e->node, nmax);
+            for (int j = 0; j < g->nodes[e->node].n_in; j++) {
+                int64_t w = kh_graph_numel(g, kh_graph_inputs(g, e->node)[j], nmax);
+                if (conv ? w < work : w > work) work = w;
+            }
+            if (in_loop && loop_steps > 0) work = (work + loop_steps - 1) / loop_steps;
+            int64_t launched = gm * e->block, serial = launched > 0 ? (work + launched - 1) / launched : work;
+            if (op != KH_GOP_LOSS_SUM && op != KH_GOP_CORRECT_COUNT) {
+                CHECK(serial <= TH_TEST_SERIAL_MAX, "%s %s %s (%s): %lld elements per thread (%lld over %lld threads), "
+                      "bound %d", c->model, c->fn, e->name, kh_gop_name(op), (long long)serial, (long long)work,
+                      (long long)launched, TH_TEST_SERIAL_MAX);
+                if (serial > g_serial_max) {
+                    g_serial_max = serial;
+                    snprintf(g_serial_where, sizeof g_serial_where, "%s %s %s", c->model, c->fn, e->name);
+                }
+            }
             if (op == KH_GOP_ADDN && g->nodes[e->node].n_in > KH_GEXPR_MAX_IN) g_wide_addn++;
             if (strstr(e->name, "_pad") || strstr(e->name, "_crop")) g_pad_crop++;
             int n_last = e->n_args > 0 && e->args[e->n_args - 1].kind == TH_CUARG_N;
@@ -419,6 +448,8 @@ int main(int argc, char **argv) {
         seen += g_op_seen[op];
         if (!g_op_seen[op]) printf("op not exercised: %s\n", kh_gop_name(op));
     }
+    printf("most elements per thread of a generated kernel: %lld (%s), bound %d\n", (long long)g_serial_max,
+           g_serial_where, TH_TEST_SERIAL_MAX);
     printf("ops exercised: %d of %d; %d kernels generated", seen, total, g_kernels);
     if (g_nvrtc) printf("; %d sources compiled for %s in %.1f s (NVRTC)", g_sources, g_arch, g_compile_s);
     printf("; %.1f s in all\n", now() - t0);
