@@ -7,7 +7,7 @@
 #include <stddef.h>
 
 #include "khost/khost.h"
-#include "modules/loader.h"
+#include "modules/module.h"
 
 /* The element size a descriptor declares (KH_LAYER_SPEC_SIZE_1_0 before ABI 1.3 or when 0); -1 with a message
  * naming the file when it is smaller than the 1.0 layout or implausibly large. */

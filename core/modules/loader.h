@@ -15,21 +15,9 @@
 
 #include "khost/khost.h"
 #include "modules/modcache.h"
+#include "modules/module.h"
 #include "modules/registry.h"
 
-typedef struct kh_module {
-    char *path;                 /* absolute path of the .so */
-    void *handle;               /* dlopen handle */
-    const kh_module_desc *desc; /* valid while loaded */
-    int kind;                   /* kh_module_kind */
-    /* Host-owned copies of the module's api table, zero past the module's struct_size: optional members
-     * may be tested against NULL directly. */
-    const kh_backend_api *backend; /* when kind == KH_MODULE_BACKEND */
-    const kh_task_api *task;       /* when kind == KH_MODULE_TASK */
-    uint32_t layer_spec_size;   /* element size of its kh_layer_spec arrays (modules/layer_abi.h) */
-    int enabled;                /* from the registry (default 1) */
-    int from_registry;          /* 1: named in the INI; 0: discovered in a search directory */
-} kh_module;
 
 typedef struct kh_load_error {
     char *path;
@@ -46,13 +34,6 @@ typedef struct kh_modules {
     kh_modcache cache;
 } kh_modules;
 
-/* Load one module file in this process, with no inspection: for the scanner child and for tests of the
- * negotiation. On refusal returns non-zero, fills err, and leaves nothing open. */
-int kh_module_load(const char *path, const kh_host_api *host, kh_module *out, char *err, size_t errlen);
-/* The same; *no_entry tells a plain shared library (no entry symbol) apart from a broken module. */
-int kh_module_load_ex(const char *path, const kh_host_api *host, kh_module *out, int *no_entry, char *err,
-                      size_t errlen);
-void kh_module_unload(kh_module *m);
 /* Load everything the registry names or its search directories hold. Never fails as a whole. */
 void kh_modules_discover(const kh_registry *reg, const kh_host_api *host, kh_modules *out);
 /* Find by registry name ("cntk"), file name ("cntk.so") or path; kind KH_MODULE_BACKEND / _TASK.

@@ -23,7 +23,7 @@
 
 #include "cell/caps.h"
 #include "modules/host_api.h"
-#include "modules/loader.h"
+#include "modules/module.h"
 #include "sched/procguard.h"
 
 extern char **environ;

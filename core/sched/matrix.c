@@ -59,7 +59,6 @@
 #include "results/lockfile.h"
 #include "sched/procguard.h"
 #include "results/results.h"
-#include "sched/slurm/slurm.h"
 #include "khost/kit/clock.h"
 #include "khost/kit/rng.h"
 #include "cli/args.h"
@@ -750,8 +749,7 @@ static char **mx_env(const char *conf_path, const char *memory_limit) {
 }
 
 // --- the command ----------------------------------------------------------------------------------------
-int kh_cmd_matrix(kh_host *h, int argc, char **argv) {
-    if (kh_slurm_wanted(argc, argv)) return kh_cmd_matrix_slurm(h, argc, argv);
+int kh_matrix_local(kh_host *h, int argc, char **argv) {
     mx_opts o;
     int prc = mx_parse(argc, argv, &o);
     if (prc) return prc > 0 ? KH_EXIT_OK : KH_EXIT_USAGE;

@@ -1,5 +1,6 @@
 /* core/sched/matrix.h — the child-process runner behind `khost matrix`, exposed so tests can drive it directly
- * (crash, hang and exit-code classification without a full benchmark). kh_cmd_matrix is in commands.h. */
+ * (crash, hang and exit-code classification without a full benchmark). kh_cmd_matrix (cli/cmd_matrix.c) chooses
+ * between this machine (kh_matrix_local) and a Slurm array (sched/slurm). */
 #ifndef KHOST_CORE_MATRIX_H
 #define KHOST_CORE_MATRIX_H
 
@@ -34,6 +35,9 @@ int kh_child_run(char *const argv[], char *const envp[], const char *log_path, d
  * Ctrl-C reaches only us). Signals this process ignores (nohup, background jobs) stay ignored.
  * kh_matrix_interrupted() says whether one arrived since installation. */
 void kh_matrix_signals(int on);
+/* `khost matrix` on this machine: every cell (and repetition) in its own child. A KH_EXIT_ code. */
+struct kh_host;
+int kh_matrix_local(struct kh_host *h, int argc, char **argv);
 int kh_matrix_interrupted(void);
 
 /* One cell as the Slurm array task runs it (slurm_cell.c): the matrix's own record rules, one cell. */
