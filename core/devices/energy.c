@@ -86,12 +86,15 @@ static void open_rapl(kh_energy *h) {
         /* package domains only: intel-rapl:N (sub-domains intel-rapl:N:M are inside the package's count) */
         const char *p = e->d_name;
         if (strncmp(p, "intel-rapl:", 11) || !p[11] || strchr(p + 11, ':')) continue;
-        if (!(names[n] = strdup(p))) break;
+        if (!(names[n] = strdup(p))) {
+            unavailable(h, "out of memory listing %s", root);
+            break;
+        }
         n++;
     }
     closedir(d);
     qsort(names, (size_t)n, sizeof *names, cmp_names);
-    if (n == 0) unavailable(h, "no intel-rapl:N package domain in %s%s", root, "");
+    if (n == 0 && !h->source[0]) unavailable(h, "no intel-rapl:N package domain in %s%s", root, "");
     char why[256] = "";
     for (int i = 0; i < n && h->source[0] == 0; i++) {
         rapl_domain *r = &h->dom[h->n_dom];
