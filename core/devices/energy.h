@@ -28,4 +28,11 @@ void kh_energy_close(kh_energy *h);
  * is missing (negative), the counter went backwards, or seconds <= 0. */
 int kh_energy_epoch(double start_j, double end_j, double seconds, double *joules, double *watts);
 
+/* The record's `energy` member: {"source", "reason", "domain", "epoch_j": [...], "epoch_w": [...]} —
+ * "reason" empty and "domain" the counter's domains when available, "domain" empty and "reason" why not
+ * otherwise; a missing epoch figure (NaN) is null. n epochs of epoch_j and epoch_w (either may be NULL when
+ * n is 0). A cJSON object the caller adds to the record (cJSON_AddItemToObject), NULL when out of memory. */
+struct cJSON;
+struct cJSON *kh_energy_json(const kh_energy *h, const double *epoch_j, const double *epoch_w, int n);
+
 #endif

@@ -4,6 +4,7 @@
  *   nvml LIB / nvml_initfail LIB / nvml_nolib LIB: the fake NVML's scripted counter, a wrong PCI bus id, a
  *         failing nvmlInit_v2, a library that is not there. */
 #define _POSIX_C_SOURCE 200809L
+#include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,6 +40,14 @@ static void expect_unavailable(kh_energy *h, const char *needle, const char *wha
     CHECK(strstr(why, needle) != NULL, "%s: reason '%s' names '%s'", what, why, needle);
 }
 
+static void expect_json(const kh_energy *h, const double *j, const double *w, int n, const char *want) {
+    cJSON *o = kh_energy_json(h, j, w, n);
+    char *text = o ? cJSON_PrintUnformatted(o) : NULL;
+    CHECK(text && !strcmp(text, want), "energy member %s, want %s", text ? text : "(none)", want);
+    free(text);
+    cJSON_Delete(o);
+}
+
 static void test_rapl(void) {
     const char *root = kh_test_tmpdir("energy");
     setenv("KHOST_POWERCAP_ROOT", root, 1);
@@ -67,6 +76,11 @@ static void test_rapl(void) {
     CHECK_CLOSE(joules, 5.0, 0, 1e-9, "epoch joules");
     CHECK_CLOSE(watts, 2.5, 0, 1e-9, "epoch watts");
     CHECK(kh_energy_read(h, &j2) == 0 && j2 == j1, "no change, no energy (%g vs %g)", j2, j1);
+    /* the record's member: a missing epoch figure is null */
+    double ej[2] = {joules, NAN}, ew[2] = {watts, NAN};
+    expect_json(h, ej, ew, 2,
+                "{\"source\":\"rapl\",\"reason\":\"\",\"domain\":\"intel-rapl:0+intel-rapl:1\","
+                "\"epoch_j\":[5,null],\"epoch_w\":[2.5,null]}");
     /* the counter becomes unreadable mid-run: the handle says so and stays unavailable */
     char p[1024];
     snprintf(p, sizeof p, "%s/intel-rapl:1/energy_uj", root);
@@ -90,6 +104,9 @@ static void test_rapl(void) {
     kh_energy_close(h);
     setenv("KHOST_POWERCAP_ROOT", "/nonexistent/powercap", 1);
     expect_unavailable(h = open_cpu(), "no powercap folder /nonexistent/powercap", "no powercap folder");
+    expect_json(h, NULL, NULL, 0,
+                "{\"source\":\"unavailable\",\"reason\":\"no powercap folder /nonexistent/powercap (No such file "
+                "or directory)\",\"domain\":\"\",\"epoch_j\":[],\"epoch_w\":[]}");
     kh_energy_close(h);
     /* the per-epoch helper refuses what is not an epoch */
     CHECK(kh_energy_epoch(5, 4, 1, &joules, &watts) == -1 && isnan(joules) && isnan(watts), "counter backwards");
