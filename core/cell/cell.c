@@ -8,6 +8,9 @@
 #define _POSIX_C_SOURCE 200809L
 #include "cell/cell.h"
 #include "modules/layer_abi.h"
+#include "devices/energy.h"
+
+#include <cjson/cJSON.h>
 
 #include <math.h>
 #include <signal.h>
@@ -292,6 +295,18 @@ static int run_epoch(cell *c, int epoch, int epochs, int64_t *order, int64_t n_t
                  row->val_acc);
     kh_progress_end(&pr, done, row->epoch_s, line);
     return KH_EXIT_OK;
+}
+
+/* The record's energy member from the counter and the epochs so far (kh_energy_json). */
+static void set_energy(kh_cell_record *rec, const kh_energy *h, const double *epoch_j, const double *epoch_w, int n) {
+    if (!h) return;
+    cJSON *o = kh_energy_json(h, epoch_j, epoch_w, n);
+    char *t = o ? cJSON_PrintUnformatted(o) : NULL;
+    cJSON_Delete(o);
+    if (!t) return;
+    free(rec->energy_json);
+    rec->energy_json = strdup(t);
+    cJSON_free(t);
 }
 
 /* Untimed training batches before epoch 1, from their own shuffle; their metrics are discarded. They do
@@ -612,15 +627,33 @@ static int run(cell *c) {
     char started[64];
     kh_env_now_iso(started, sizeof started);
     kh_record_set_env(rec, "started_at", started);
+    /* energy per timed epoch: the counter is read around each epoch only, so compile and warm-up are outside */
+    kh_energy *energy = kh_energy_open(o->dev);
+    double *epoch_j = calloc((size_t)epochs + 1, sizeof *epoch_j), *epoch_w = calloc((size_t)epochs + 1, sizeof *epoch_w);
+    if (!epoch_j || !epoch_w) {
+        free(epoch_j), free(epoch_w), free(order);
+        kh_energy_close(energy);
+        return fail_status(c, KH_ERR_NOMEM, "error", KH_EXIT_TRAIN, "energy samples", "host allocation failed");
+    }
     double t_start = kh_now();
     int code = KH_EXIT_OK;
     for (int e = 1; e <= epochs && code == KH_EXIT_OK; e++) {
         kh_epoch_row row;
         memset(&row, 0, sizeof row);
+        double j0 = -1, j1 = -1;
+        if (energy && kh_energy_read(energy, &j0) != 0) j0 = -1;
         code = interrupted(c) ? KH_EXIT_TRAIN : run_epoch(c, e, epochs, order, n_train, per_epoch, t_start, &row);
+        if (energy && kh_energy_read(energy, &j1) != 0) j1 = -1;
         if (row.epoch > 0 && kh_record_add_row(rec, &row) != 0) code = fail(c, "error", KH_EXIT_TRAIN, "out of memory");
+        if (row.epoch > 0) {
+            kh_energy_epoch(j0, j1, row.epoch_s, &epoch_j[rec->n_rows - 1], &epoch_w[rec->n_rows - 1]);
+            set_energy(rec, energy, epoch_j, epoch_w, rec->n_rows);
+        }
         if (code == KH_EXIT_OK && o->checkpoint_dir && e < epochs) checkpoint(c, e, epochs);
     }
+    if (rec->n_rows == 0) set_energy(rec, energy, epoch_j, epoch_w, 0);
+    kh_energy_close(energy);
+    free(epoch_j), free(epoch_w);
     free(order);
     if (kh_device_mem_info(o->dev, &rec->dev_free_after, &dev_total) != 0) rec->dev_free_after = -1;
     char finished[64];

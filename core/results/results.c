@@ -33,6 +33,8 @@ void kh_record_free(kh_cell_record *r) {
     free(r->step_s);
     r->step_s = NULL;
     r->n_step_s = r->cap_step_s = 0;
+    free(r->energy_json);
+    r->energy_json = NULL;
 }
 
 int kh_record_add_step(kh_cell_record *r, double seconds) {
@@ -235,6 +237,8 @@ static void add_repeat_and_samples(cJSON *o, const kh_cell_record *r) {
         cJSON_AddItemToObject(dm, "free_after", r->dev_free_after >= 0 ? cJSON_CreateNumber((double)r->dev_free_after)
                                                                       : cJSON_CreateNull());
     }
+    cJSON *en = r->energy_json ? cJSON_Parse(r->energy_json) : NULL;
+    if (en) cJSON_AddItemToObject(o, "energy", en);
     cJSON_AddItemToObject(o, "peak_rss_bytes",
                           r->peak_rss_bytes >= 0 ? cJSON_CreateNumber((double)r->peak_rss_bytes) : cJSON_CreateNull());
 }
@@ -472,6 +476,12 @@ int kh_record_read(const char *path, kh_cell_record *r, char *err, size_t errlen
         if (isfinite(v = get_num(sm, "steps_per_epoch")) && v >= 0) r->steps_per_epoch = (int64_t)v;
     }
     if (isfinite(v = get_num(o, "peak_rss_bytes")) && v >= 0) r->peak_rss_bytes = (int64_t)v;
+    const cJSON *en = cJSON_GetObjectItemCaseSensitive(o, "energy");
+    if (cJSON_IsObject(en)) {
+        char *t = cJSON_PrintUnformatted(en);
+        if (t) r->energy_json = strdup(t);
+        cJSON_free(t);
+    }
     const cJSON *dm = cJSON_GetObjectItemCaseSensitive(o, "device_mem");
     if (cJSON_IsObject(dm)) {
         if (isfinite(v = get_num(dm, "free_before")) && v >= 0) r->dev_free_before = (int64_t)v;

@@ -30,6 +30,8 @@
  *   "samples": {"step_s": [0.0213, ...], "epoch_s": [3.4, ...], "step_sync": "device", "warmup_steps": 0,
  *               "steps_per_epoch": 469},        (6 significant digits; see kh_cell_record.step_s)
  *   "peak_rss_bytes": 812345344 | null,          (the cell process's peak resident set)
+ *   "device_mem": {"peak_bytes": null, "source": "unavailable", "reason": .., "free_before", "free_after"},
+ *   "energy": {"source": "nvml"|"rapl"|"unavailable", "reason", "domain", "epoch_j": [..], "epoch_w": [..]},
  *   "environment": { "khost_version", "git_rev", "plugin_version", "task_version", "device_name",
  *                    "device_pci_bus_id", "compute_capability", "device_memory_bytes", "driver_version",
  *                    "backend_env" (the plugin's key=value string), "cpu_model", "cpu_threads",
@@ -88,6 +90,9 @@ typedef struct kh_cell_record {
     /* CUDA devices: free device memory (cuMemGetInfo) after the session opened and after training; -1
      * unknown. The backends' own peak (arena, workspaces) has no ABI call yet: device_mem says so. */
     int64_t dev_free_before, dev_free_after;
+    /* the record's "energy" member as JSON text (kh_energy_json, core/devices/energy.h): per timed epoch
+     * joules and average watts, or "unavailable" with the reason; NULL when the cell never ran (malloc'ed) */
+    char *energy_json;
     int n_env;                 /* environment as ordered key/value strings */
     char env_key[KH_ENV_MAX][32];
     char env_val[KH_ENV_MAX][256];

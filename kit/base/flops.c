@@ -34,6 +34,18 @@ static double opt_passes(uint32_t kind) {
     }
 }
 
+/* 4-byte passes per step over an Embedding table's untouched rows that any correct backend must make:
+ * Keras's dense optimizers update every row with a zero gradient, which changes the weights and slots of
+ * RMSprop, Adam and Adadelta (read and write w and each slot) but leaves SGD's rows as they are. The
+ * gradient itself is never read or cleared outside the rows the batch touched. */
+static double table_passes(uint32_t kind) {
+    switch (kind) {
+    case KH_OPT_SGD: return 0;
+    case KH_OPT_RMSPROP: return 4;
+    default: return 6;
+    }
+}
+
 /* Multiply-adds per sample of a layer's forward: the input part and the recurrent part (LSTMs). */
 static void layer_macs(const kh_layer_spec *l, const kh_layer_shapes *s, double *in_part, double *rec_part) {
     *in_part = *rec_part = 0;
@@ -87,8 +99,10 @@ kh_status kh_spec_flops(const kh_model_spec *spec, const kh_model_shapes *sh, kh
     }
     out->params = params;
     out->optimizer = params * k;
-    /* an Embedding table is touched only where the batch points, except by the (dense) optimizer */
-    out->param_bytes_train = 4 * ((params - table_params) * 3 + params * opt_passes(spec->optimizer.kind));
+    /* an Embedding table is touched only where the batch points (the gather reads and the gradient's
+     * writes are in the activation traffic below), except by the dense optimizer over every row */
+    out->param_bytes_train = 4 * ((params - table_params) * (3 + opt_passes(spec->optimizer.kind)) +
+                                  table_params * table_passes(spec->optimizer.kind));
     out->param_bytes_eval = 4 * (params - table_params);
     /* each stored activation written once and read about twice in the forward; ~3x that in training */
     out->act_bytes_eval = 4 * 3 * act;

@@ -118,6 +118,38 @@ int main(int argc, char **argv) {
           "a crashing repetition is recorded as crashed (exit %d)", rc);
     if (rc != 0) kh_record_free(&r);
 
+    /* energy wired into the cell: a fake powercap folder with one package whose counter stands still, so every
+     * epoch reads 0 J from source "rapl" with the domain named (the counters' arithmetic: tests/core_energy) */
+    char pc[2048], dom[2100], file[2200], d4[2048];
+    snprintf(pc, sizeof pc, "%s/powercap", tmp);
+    snprintf(dom, sizeof dom, "%s/intel-rapl:0", pc);
+    snprintf(d4, sizeof d4, "%s/energy", tmp);
+    CHECK(kh_mkdirs(dom) == 0, "mkdir %s", dom);
+    snprintf(file, sizeof file, "%s/energy_uj", dom);
+    kh_test_write_file(file, "5000000\n", 8);
+    snprintf(file, sizeof file, "%s/max_energy_range_uj", dom);
+    kh_test_write_file(file, "262143328850\n", 13);
+    snprintf(file, sizeof file, "%s/name", dom);
+    kh_test_write_file(file, "package-0\n", 10);
+    snprintf(a, sizeof a, "run --plugin fixture --task fixture_blobs --device cpu --epochs 3 --out '%s'", d4);
+    char envcmd[4400];
+    snprintf(envcmd, sizeof envcmd, "env KHOST_POWERCAP_ROOT='%s' ", pc);
+    char full[8192];
+    snprintf(full, sizeof full, "%s'%s' %s", envcmd, bin, a);
+    {
+        char cmd[9000];
+        snprintf(cmd, sizeof cmd, "KHOST_CONF='%s' KHOST_LIBCUDA=/nonexistent/libcuda.so.1 %s", ini, full);
+        rc = kh_test_run(cmd, out, sizeof out);
+    }
+    kh_cell_record er;
+    char epath[4096], eerr[4400];
+    kh_record_path(epath, sizeof epath, d4, "fixture_blobs", "fixture", "cpu", "json");
+    int eok = rc == 0 && kh_record_read(epath, &er, eerr, sizeof eerr) == 0;
+    CHECK(eok && er.energy_json && strstr(er.energy_json, "\"source\":\"rapl\"") &&
+              strstr(er.energy_json, "\"epoch_j\":[0,0,0]") && strstr(er.energy_json, "intel-rapl:0"),
+          "energy per epoch from the powercap counters (exit %d): %s", rc, eok && er.energy_json ? er.energy_json : out);
+    if (eok) kh_record_free(&er);
+
     /* run --repeat: the same rules for one cell */
     snprintf(a, sizeof a, "run --plugin fixture --task fixture_blobs --device cpu --epochs 1 --repeat 2 --out '%s'", d3);
     rc = khost(a);

@@ -12,6 +12,8 @@ typedef struct want {
     double fwd, bwd, params, opt_k;
 } want;
 
+static kh_model_flops last; /* the latest check's counts, for the byte checks that follow it */
+
 static void check(const char *name, uint32_t dtype, int rank, int a, int b, int c, int onehot, const kh_layer_spec *l,
                   int n, uint32_t opt, want w) {
     kh_model_spec s = {.struct_size = sizeof s, .name = name, .input_dtype = dtype, .input_rank = rank,
@@ -33,6 +35,7 @@ static void check(const char *name, uint32_t dtype, int rank, int a, int b, int 
     double sum_f = 0, sum_b = 0;
     for (int i = 0; i < n; i++) sum_f += per[i].forward, sum_b += per[i].backward;
     CHECK(sum_f == f.forward && sum_b == f.backward, "%s per-layer counts add up", name);
+    last = f;
     kh_model_shapes_free(&sh);
 }
 
@@ -45,6 +48,7 @@ int main(void) {
                                  L(.kind = KH_LAYER_DENSE, .units = 10, .activation = KH_ACT_SOFTMAX)};
     check("mnist_mlp", KH_F32, 1, 784, 0, 0, 0, mlp, 5, KH_OPT_RMSPROP,
           (want){1337344, 1337344 + 2.0 * (262144 + 5120), 669706, 9});
+    CHECK(last.param_bytes_train == 4 * 669706.0 * (3 + 6), "mnist_mlp train bytes %.0f", last.param_bytes_train);
 
     /* mnist_cnn: 26*26*32*9 = 194,688; 24*24*64*288 = 10,616,832; 9216*128 = 1,179,648; 128*10 = 1,280 */
     const kh_layer_spec cnn[] = {
@@ -86,6 +90,12 @@ int main(void) {
                                 L(.kind = KH_LAYER_GAP1D),
                                 L(.kind = KH_LAYER_DENSE, .units = 1, .activation = KH_ACT_SIGMOID)};
     check("imdb_fasttext", KH_I32, 1, 400, 0, 0, 0, ft, 3, KH_OPT_ADAM, (want){100, 200, 1210948.0 * 50 + 51, 12});
+    /* bytes per step: the Dense's 51 parameters 3 passes (forward, input gradient, gradient write) + Adam's
+     * 8; the table only Adam's dense 6 (w, m, v read and written; the gradient exists only for touched rows) */
+    CHECK(last.param_bytes_train == 4 * (51.0 * 11 + 1210948.0 * 50 * 6), "imdb_fasttext train bytes %.0f",
+          last.param_bytes_train);
+    CHECK(last.param_bytes_eval == 4 * 51.0, "imdb_fasttext eval bytes %.0f", last.param_bytes_eval);
+    CHECK(last.act_bytes_train == 36.0 * (400 * 50 + 50 + 1), "imdb_fasttext activation bytes %.0f", last.act_bytes_train);
 
     /* lstm_text_generation: 40 x 4*128*(57+128) = 3,788,800 MACs + Dense 128*57 = 7,296; the LSTM is the first
      * layer: its input gradient is not needed, its recurrent one (40 x 4*128*128 = 2,621,440) is */

@@ -95,6 +95,17 @@ static void print_row_label(FILE *f, const kh_report_task *t, int p) {
     fprintf(f, "| %s%s |", t->plugins[p], any && kh_report_is_reference(any) ? " (reference)" : "");
 }
 
+/* A fraction above 1 is physically impossible: the FLOP or byte count overstates the work, or the peak was
+ * measured low. Said under the table rather than hidden, so that nobody reads such a row as a result. */
+static void warn_roofline(FILE *f, const kh_report_task *t) {
+    for (int i = 0; i < t->np * t->nd; i++) {
+        const kh_cell_record *r = t->cells[i];
+        if (is_ok(r) && isfinite(r->roofline_fraction) && r->roofline_fraction > 1.0)
+            fprintf(f, "\nWarning: %s on %s is at %.0f%% of the roofline, above 100%% (impossible): its FLOP or byte "
+                       "count, or the device's peak, is wrong.\n", r->plugin, r->device, 100 * r->roofline_fraction);
+    }
+}
+
 /* Achieved GFLOP/s and the fraction of the roofline, when any finished record has them. */
 static void print_throughput(FILE *f, const kh_report_task *t) {
     int any = 0;
@@ -112,6 +123,7 @@ static void print_throughput(FILE *f, const kh_report_task *t) {
         }
         fprintf(f, "\n");
     }
+    warn_roofline(f, t);
 }
 
 static void print_task(FILE *f, const kh_report_task *t) {
