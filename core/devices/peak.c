@@ -23,7 +23,7 @@
 #include "cell/env.h"
 #include "results/results.h"
 #include "khost/kit/clock.h"
-#include "guard/cachetrust.h"
+#include "khost/kit/pathtrust.h"
 #include "modules/host_api.h"
 
 // --- CUDA: published figures ---------------------------------------------------------------------------
@@ -185,11 +185,11 @@ static int cpu_peak(const kh_device *dev, kh_peak *out) {
         if (*p == '\t' || *p == '\n') *p = ' ';
     (void)dev;
     char terr[3300];
-    int trusted = kh_cachetrust_check(dir, terr, sizeof terr) == 0;
+    int trusted = kh_path_trusted(dir, terr, sizeof terr) == 0;
     static int warned;
     if (!trusted && !warned) {
         warned = 1;
-        kh_logf(KH_LOG_WARN, "CPU peak: not cached: %s (cachetrust.h)", terr);
+        kh_logf(KH_LOG_WARN, "CPU peak: not cached: %s (khost/kit/pathtrust.h)", terr);
     }
     if (trusted && cache_read(file, key, out, when, sizeof when) == 0) {
         snprintf(out->source, sizeof out->source, "calibrated %s (sgemm 1024^3, memcpy 64 MiB), cached in %s", when,

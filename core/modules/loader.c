@@ -35,7 +35,7 @@
 
 #include "modules/modperm.h"
 #include "modules/scan.h"
-#include "guard/cachetrust.h"
+#include "khost/kit/pathtrust.h"
 
 #define KH_MODULES_SPARE 8
 
@@ -320,8 +320,8 @@ void kh_modules_discover(const kh_registry *reg, const kh_host_api *host, kh_mod
     out->scan_timeout = reg->scan_timeout;
     char *cache_file = reg->module_cache ? strdup(reg->module_cache) : kh_modcache_default_path();
     char cerr[1200];
-    if (cache_file && !reg->module_cache && kh_cachetrust_check_file(cache_file, cerr, sizeof cerr) != 0) {
-        logf_host(host, KH_LOG_WARN, "module cache: not used: %s (cachetrust.h; modules are inspected every time)", cerr);
+    if (cache_file && !reg->module_cache && kh_path_trusted_file(cache_file, cerr, sizeof cerr) != 0) {
+        logf_host(host, KH_LOG_WARN, "module cache: not used: %s (khost/kit/pathtrust.h; modules are inspected every time)", cerr);
         free(cache_file);
         cache_file = NULL;
     }

@@ -357,6 +357,34 @@ static void part_unwritable(void) {
     expect_fallback(file, "Not a directory", base);
 }
 
+/* --- 3b. a folder above the cache that another user may write to -> private temporary cache ---------------- */
+static void part_ancestors(void) {
+    const char *tmp = tmpdir("thc-anc");
+    char open_dir[512], sticky[512], dir[600], sdir[600], base[512], warn[2048], err[1024];
+    snprintf(open_dir, sizeof open_dir, "%s/open", tmp);
+    snprintf(sticky, sizeof sticky, "%s/sticky", tmp);
+    snprintf(base, sizeof base, "%s/tmpbase", tmp);
+    if (mkdir(open_dir, 0700) != 0 || chmod(open_dir, 0777) != 0 || mkdir(sticky, 0700) != 0 ||
+        chmod(sticky, 01777) != 0 || mkdir(base, 0700) != 0)
+        exit(2);
+    setenv("TMPDIR", base, 1);
+    snprintf(dir, sizeof dir, "%s/khost/theano", open_dir);
+    th_cache *c = NULL;
+    int rc = th_cache_open(dir, &c, warn, sizeof warn, err, sizeof err);
+    CHECK(rc == 0 && c && th_cache_is_temporary(c), "a world-writable folder above the cache: temporary (%s)", err);
+    CHECK(strstr(warn, "is not in a safe place (") && strstr(warn, "world-writable without the sticky bit") &&
+              strstr(warn, open_dir),
+          "the warning names the folder and why: '%s'", warn);
+    CHECK(access(dir, F_OK) != 0, "nothing created under the unsafe folder");
+    if (c) th_cache_close(c);
+    snprintf(sdir, sizeof sdir, "%s/khost/theano", sticky);
+    c = NULL;
+    rc = th_cache_open(sdir, &c, warn, sizeof warn, err, sizeof err);
+    CHECK(rc == 0 && c && !th_cache_is_temporary(c) && !warn[0], "under a sticky folder (as /tmp) the cache is used: %s",
+          warn[0] ? warn : err);
+    if (c) th_cache_close(c);
+}
+
 static int eacces_checks(const char *tmp) {
     int failed = 0;
     char base[512], ro[512], sub[600], rodir[512];
@@ -731,6 +759,7 @@ int main(int argc, char **argv) {
     if (!strcmp(part, "concurrent")) part_concurrent();
     else if (!strcmp(part, "corrupt")) part_corrupt();
     else if (!strcmp(part, "unwritable")) part_unwritable();
+    else if (!strcmp(part, "ancestors")) part_ancestors();
     else if (!strcmp(part, "eacces")) part_eacces();
     else if (!strcmp(part, "refuse")) part_refuse();
     else if (!strcmp(part, "owner")) part_owner();
@@ -739,7 +768,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(part, "location")) part_location();
     else if (!strcmp(part, "prune") && argc > 2) part_prune(argv[2]);
     else {
-        fprintf(stderr, "usage: test_theano_cache concurrent|corrupt|unwritable|eacces|refuse|owner|compiler|key|"
+        fprintf(stderr, "usage: test_theano_cache concurrent|corrupt|unwritable|ancestors|eacces|refuse|owner|compiler|key|"
                         "location|prune TOOL\n");
         return 2;
     }

@@ -1,6 +1,7 @@
 /* plugins/theano/cache/th_cache.c — opening the cache folder and get-or-build (th_cache.h). */
 #define _GNU_SOURCE /* mkostemp, strerror of errno in messages */
 #include "th_cache.h"
+#include "khost/kit/pathtrust.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -143,7 +144,15 @@ int th_cache_open(const char *dir, th_cache **out, char *warn, size_t warnlen, c
     for (size_t n = strlen(c->dir); n > 1 && c->dir[n - 1] == '/'; n--) c->dir[n - 1] = 0;
 
     char why[TH_CACHE_PATH_MAX + 128];
-    if (mkdir_p(c->dir, why, sizeof why) == 0) {
+    /* the folders above it too (khost/kit/pathtrust.h): under a folder another user may write to, an entry can
+     * be renamed and replaced whatever the cache's own mode */
+    char above[TH_CACHE_PATH_MAX];
+    snprintf(above, sizeof above, "%s", c->dir);
+    char *slash = strrchr(above, '/');
+    if (slash && slash > above) *slash = 0;
+    else if (slash) slash[1] = 0;
+    int ancestors_ok = kh_path_trusted(above, why, sizeof why) == 0;
+    if (ancestors_ok && mkdir_p(c->dir, why, sizeof why) == 0) {
         if (th_cache_check_dir(c->dir, err, errlen) != 0) goto fail;
         if (probe_write(c->dir, why, sizeof why) == 0) {
             *out = c;
@@ -164,8 +173,8 @@ int th_cache_open(const char *dir, th_cache **out, char *warn, size_t warnlen, c
         rmdir(t);
         goto fail;
     }
-    snprintf(warn, warnlen, "theano: cache %s is not writable (%s); using private temporary cache %s for this "
-             "process", c->dir, why, t);
+    snprintf(warn, warnlen, "theano: cache %s is not %s (%s); using private temporary cache %s for this process",
+             c->dir, ancestors_ok ? "writable" : "in a safe place", why, t);
     memcpy(c->dir, t, sizeof t);
     c->temporary = 1;
     *out = c;

@@ -1,6 +1,6 @@
-/* core/guard/cachetrust.c — see cachetrust.h. */
+/* kit/base/pathtrust.c — see khost/kit/pathtrust.h. */
 #define _XOPEN_SOURCE 700 /* S_ISVTX */
-#include "guard/cachetrust.h"
+#include "khost/kit/pathtrust.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -12,7 +12,9 @@
 static int check_component(const char *p, char *err, size_t errlen) {
     struct stat st;
     if (stat(p, &st) != 0) {
-        if (errno == ENOENT) return 1; /* the rest does not exist yet: created private (0700) by the host */
+        /* the rest does not exist yet (created private, 0700, by its user), or cannot (a file stands where a
+         * folder would be: creating it fails and says so) */
+        if (errno == ENOENT || errno == ENOTDIR) return 1;
         snprintf(err, errlen, "%s: cannot check: %s", p, strerror(errno));
         return -1;
     }
@@ -29,7 +31,7 @@ static int check_component(const char *p, char *err, size_t errlen) {
     return 0;
 }
 
-int kh_cachetrust_check(const char *dir, char *err, size_t errlen) {
+int kh_path_trusted(const char *dir, char *err, size_t errlen) {
     if (!dir || dir[0] != '/') {
         snprintf(err, errlen, "%s: not an absolute path", dir ? dir : "(null)");
         return -1;
@@ -52,7 +54,7 @@ int kh_cachetrust_check(const char *dir, char *err, size_t errlen) {
     return rc < 0 ? -1 : 0;
 }
 
-int kh_cachetrust_check_file(const char *file, char *err, size_t errlen) {
+int kh_path_trusted_file(const char *file, char *err, size_t errlen) {
     char *d = strdup(file ? file : "");
     if (!d) {
         snprintf(err, errlen, "out of memory");
@@ -61,7 +63,7 @@ int kh_cachetrust_check_file(const char *file, char *err, size_t errlen) {
     char *slash = strrchr(d, '/');
     if (slash == d) slash[1] = 0;
     else if (slash) *slash = 0;
-    int rc = kh_cachetrust_check(d, err, errlen);
+    int rc = kh_path_trusted(d, err, errlen);
     free(d);
     return rc;
 }
