@@ -24,6 +24,7 @@
 
 #include "results/cellstats.h"
 #include "cli/commands.h"
+#include "results/report/report.h"
 #include "cli/exitcodes.h"
 #include "results/results.h"
 #include "results/stats.h"
@@ -303,19 +304,6 @@ static char *to_json(const char *bdir, const char *ndir, const row *rows, int nr
     return s;
 }
 
-static void hesc(FILE *f, const char *s) {
-    for (; s && *s; s++) {
-        switch (*s) {
-        case '&': fputs("&amp;", f); break;
-        case '<': fputs("&lt;", f); break;
-        case '>': fputs("&gt;", f); break;
-        case '"': fputs("&quot;", f); break;
-        default:
-            if ((unsigned char)*s >= 0x20) fputc(*s, f);
-        }
-    }
-}
-
 static int write_html(const char *path, const char *bdir, const char *ndir, const row *rows, int nr, double noise,
                       const int *count, char *err, size_t errlen) {
     char *buf = NULL;
@@ -330,11 +318,11 @@ static int write_html(const char *path, const char *bdir, const char *ndir, cons
           "td,th{border:1px solid #ccc;padding:.3em .6em}td.n{text-align:right}"
           ".faster{background:#d8f3dc}.slower{background:#ffd6d6}.missing,.inconclusive{background:#eee}"
           "</style></head><body>\n<h1>khost compare</h1>\n<p>BASE: ", f);
-    hesc(f, bdir);
+    kh_report_esc(f, bdir);
     fputs("; NEW: ", f);
-    hesc(f, ndir);
+    kh_report_esc(f, ndir);
     fprintf(f, ".</p>\n<p>");
-    hesc(f, method_note);
+    kh_report_esc(f, method_note);
     fprintf(f, ", %d resamples, seed %llu; noise threshold %g %%.</p>\n<p>", KH_STATS_RESAMPLES,
             (unsigned long long)KH_STATS_SEED, noise);
     for (int v = 0; v < V_N; v++) fprintf(f, "%s%s %d", v ? ", " : "", verdict_name[v], count[v]);
@@ -348,14 +336,14 @@ static int write_html(const char *path, const char *bdir, const char *ndir, cons
         fmt_time(r->mn, tn, sizeof tn);
         fmt_change(r, chg, sizeof chg, ci, sizeof ci);
         fprintf(f, "<tr class=\"%s\"><td>", verdict_name[r->v]);
-        hesc(f, r->task);
+        kh_report_esc(f, r->task);
         fputs("</td><td>", f);
-        hesc(f, plugin);
+        kh_report_esc(f, plugin);
         fputs("</td><td>", f);
-        hesc(f, device);
+        kh_report_esc(f, device);
         fprintf(f, "</td><td>%s</td><td class=\"n\">%s (n=%d)</td><td class=\"n\">%s (n=%d)</td><td class=\"n\">%s</td>"
                    "<td class=\"n\">%s</td><td title=\"", r->kind ? "step" : "epoch", tb, r->nb, tn, r->nn, chg, ci);
-        hesc(f, r->why);
+        kh_report_esc(f, r->why);
         fprintf(f, "\">%s%s</td></tr>\n", verdict_name[r->v], r->fails ? " (fails)" : "");
     }
     fputs("</tbody></table>\n</body></html>\n", f);

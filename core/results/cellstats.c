@@ -45,43 +45,8 @@ static int cmp_rep(const void *a, const void *b) {
 
 /* One record file into rep. -1 with err naming the file and field. */
 static int read_rep(const char *path, kh_rep *rep, char *step_sync, size_t sslen, char *err, size_t errlen) {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
-        return -1;
-    }
-    char *buf = NULL;
-    size_t len = 0, cap = 0;
-    for (;;) {
-        if (len + 65536 + 1 > cap) {
-            cap = cap ? cap * 2 : 131072;
-            char *nb = realloc(buf, cap);
-            if (!nb) {
-                free(buf);
-                fclose(f);
-                snprintf(err, errlen, "%s: out of memory", path);
-                return -1;
-            }
-            buf = nb;
-        }
-        size_t got = fread(buf + len, 1, 65536, f);
-        len += got;
-        if (got < 65536) break;
-    }
-    int read_err = ferror(f);
-    fclose(f);
-    if (read_err) {
-        free(buf);
-        snprintf(err, errlen, "%s: read error", path);
-        return -1;
-    }
-    buf[len] = 0;
-    cJSON *o = cJSON_Parse(buf);
-    free(buf);
-    if (!o) {
-        snprintf(err, errlen, "%s: not valid JSON", path);
-        return -1;
-    }
+    cJSON *o = kh_json_read_file(path, err, errlen);
+    if (!o) return -1;
     int rc = -1;
     const cJSON *st = cJSON_GetObjectItemCaseSensitive(o, "status");
     if (!cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(o, "khost_record")) || !cJSON_IsString(st)) {

@@ -366,39 +366,48 @@ static int get_str(const cJSON *o, const char *key, char *dst, size_t n) {
     return 0;
 }
 
-int kh_record_read(const char *path, kh_cell_record *r, char *err, size_t errlen) {
-    kh_record_init(r);
+cJSON *kh_json_read_file(const char *path, char *err, size_t errlen) {
     FILE *f = fopen(path, "rb");
     if (!f) {
         snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
-        return -1;
+        return NULL;
     }
     char *buf = NULL;
     size_t len = 0, cap = 0;
     for (;;) {
-        if (len + 4096 + 1 > cap) {
-            cap = cap ? cap * 2 : 65536;
+        if (len + 65536 + 1 > cap) {
+            cap = cap ? cap * 2 : 131072;
             char *nb = realloc(buf, cap);
             if (!nb) {
                 free(buf);
                 fclose(f);
                 snprintf(err, errlen, "%s: out of memory", path);
-                return -1;
+                return NULL;
             }
             buf = nb;
         }
-        size_t got = fread(buf + len, 1, 4096, f);
+        size_t got = fread(buf + len, 1, 65536, f);
         len += got;
-        if (got < 4096) break;
+        if (got < 65536) break;
     }
+    int read_err = ferror(f);
     fclose(f);
+    if (read_err) {
+        free(buf);
+        snprintf(err, errlen, "%s: read error", path);
+        return NULL;
+    }
     buf[len] = 0;
     cJSON *o = cJSON_Parse(buf);
     free(buf);
-    if (!o) {
-        snprintf(err, errlen, "%s: not valid JSON", path);
-        return -1;
-    }
+    if (!o) snprintf(err, errlen, "%s: not valid JSON", path);
+    return o;
+}
+
+int kh_record_read(const char *path, kh_cell_record *r, char *err, size_t errlen) {
+    kh_record_init(r);
+    cJSON *o = kh_json_read_file(path, err, errlen);
+    if (!o) return -1;
     int rc = -1;
     const char *missing = NULL;
     if (!cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(o, "khost_record"))) missing = "khost_record";

@@ -119,6 +119,10 @@ int kh_record_write(const kh_cell_record *r, const char *out_dir, char *err, siz
 char *kh_record_to_json(const kh_cell_record *r, int compact);
 /* Parse a JSON record file; err names the file and the field. */
 int kh_record_read(const char *path, kh_cell_record *r, char *err, size_t errlen);
+/* A JSON file parsed (cJSON_Delete it); NULL with err naming the file: cannot open, read error, out of
+ * memory, not valid JSON. */
+struct cJSON;
+struct cJSON *kh_json_read_file(const char *path, char *err, size_t errlen);
 /* Atomically replace path with data (temp + fsync + rename). 0 ok. */
 int kh_write_atomic(const char *path, const void *data, size_t n, char *err, size_t errlen);
 /* mkdir -p; 0 ok. */

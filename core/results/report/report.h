@@ -75,6 +75,8 @@ int kh_report_load(const char *dir, kh_report *rep, int *skipped);
 void kh_report_free(kh_report *rep);
 /* The index of string x in v[0..n), -1 when absent. */
 int kh_report_index(const char **v, int n, const char *x);
+/* s written as XML/HTML text or attribute content (& < > " ' escaped, control characters dropped but tab). */
+void kh_report_esc(FILE *f, const char *s);
 /* A row of tools/reference (environment key "reference"), not a khost backend. */
 int kh_report_is_reference(const kh_cell_record *r);
 #endif

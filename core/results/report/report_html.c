@@ -20,26 +20,12 @@ static const char *const palette[] = {"#0072b2", "#e69f00", "#009e73", "#cc79a7"
                                       "#7f7f7f", "#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#9c755f"};
 #define N_PALETTE (sizeof palette / sizeof palette[0])
 
-static void esc(FILE *f, const char *s) {
-    for (; s && *s; s++) {
-        switch (*s) {
-        case '&': fputs("&amp;", f); break;
-        case '<': fputs("&lt;", f); break;
-        case '>': fputs("&gt;", f); break;
-        case '"': fputs("&quot;", f); break;
-        case '\'': fputs("&#39;", f); break;
-        default:
-            if ((unsigned char)*s >= 0x20 || *s == '\t') fputc(*s, f);
-        }
-    }
-}
-
 static int is_ok(const kh_cell_record *r) { return r && !strcmp(r->status, "ok"); }
 
 static void row_label(FILE *f, const kh_report_task *t, int p) {
     const kh_cell_record *any = NULL;
     for (int d = 0; d < t->nd && !any; d++) any = t->cells[p * t->nd + d];
-    esc(f, t->plugins[p]);
+    kh_report_esc(f, t->plugins[p]);
     if (any && kh_report_is_reference(any)) fputs(" <span class=\"ref\">(reference)</span>", f);
 }
 
@@ -47,7 +33,7 @@ static void header(FILE *f, const kh_report_task *t, const char *first) {
     fprintf(f, "<thead><tr><th>%s</th>", first);
     for (int d = 0; d < t->nd; d++) {
         fputs("<th>", f);
-        esc(f, t->devices[d]);
+        kh_report_esc(f, t->devices[d]);
         fputs("</th>", f);
     }
     fputs("</tr></thead>\n", f);
@@ -74,11 +60,11 @@ static void compile_cell(FILE *f, const kh_cell_record *r) {
     fputs("<td class=\"compile\"", f);
     if (detail[0]) {
         fputs(" title=\"", f);
-        esc(f, detail);
+        kh_report_esc(f, detail);
         fputs("\"", f);
     }
     fputs(">", f);
-    esc(f, text);
+    kh_report_esc(f, text);
     fputs("</td>", f);
 }
 
@@ -100,7 +86,7 @@ static void tables(FILE *f, const kh_report_task *t) {
             if (is_ok(r) && isfinite(r->metric_value)) fprintf(f, "<td>%.4f</td>", r->metric_value);
             else {
                 fputs("<td class=\"dnf\">", f);
-                esc(f, r ? (is_ok(r) ? "n/a" : r->status) : "");
+                kh_report_esc(f, r ? (is_ok(r) ? "n/a" : r->status) : "");
                 fputs("</td>", f);
             }
         }
@@ -117,11 +103,11 @@ static void tables(FILE *f, const kh_report_task *t) {
     fputs("<thead><tr><th>backend</th>", f);
     for (int d = 0; d < t->nd; d++) {
         fputs("<th>", f);
-        esc(f, t->devices[d]);
+        kh_report_esc(f, t->devices[d]);
         fputs("</th>", f);
         if (kh_report_has_compile(t, d)) {
             fputs("<th class=\"compile\">", f);
-            esc(f, t->devices[d]);
+            kh_report_esc(f, t->devices[d]);
             fputs(" compile cold/warm</th>", f);
         }
     }
@@ -134,7 +120,7 @@ static void tables(FILE *f, const kh_report_task *t) {
             const kh_cell_record *r = t->cells[p * t->nd + d];
             if (!is_ok(r) || !isfinite(r->mean_epoch_s) || r->mean_epoch_s <= 0) {
                 fputs("<td class=\"dnf\">", f);
-                esc(f, r ? (is_ok(r) ? "n/a" : r->status) : "");
+                kh_report_esc(f, r ? (is_ok(r) ? "n/a" : r->status) : "");
                 fputs("</td>", f);
                 if (kh_report_has_compile(t, d)) compile_cell(f, r);
                 continue;
@@ -148,10 +134,10 @@ static void tables(FILE *f, const kh_report_task *t) {
                 s[sl - 4] = 0;
             }
             fprintf(f, "<td%s>", best ? " class=\"best\"" : "");
-            esc(f, s);
+            kh_report_esc(f, s);
             if (isfinite(r->gflops)) {
                 fputs("<br/><span class=\"gflops\" title=\"", f);
-                esc(f, r->peak_source);
+                kh_report_esc(f, r->peak_source);
                 fprintf(f, "\">%.3g GFLOP/s", r->gflops);
                 if (isfinite(r->roofline_fraction)) fprintf(f, ", %.1f%% of roofline", 100 * r->roofline_fraction);
                 fputs("</span>", f);
@@ -164,7 +150,7 @@ static void tables(FILE *f, const kh_report_task *t) {
     fputs("</tbody></table>\n", f);
     if (any_compile) {
         fputs("<p class=\"compile-note\">", f);
-        esc(f, kh_report_compile_note);
+        kh_report_esc(f, kh_report_compile_note);
         fputs("</p>\n", f);
     }
 }
@@ -205,9 +191,9 @@ static void time_chart(FILE *f, const kh_report_task *t) {
             char s[32];
             kh_report_fmt_seconds(r->mean_epoch_s, s, sizeof s);
             fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">", left - 6, y + 13);
-            esc(f, t->plugins[p]);
+            kh_report_esc(f, t->plugins[p]);
             fputs(" @ ", f);
-            esc(f, t->devices[d]);
+            kh_report_esc(f, t->devices[d]);
             fprintf(f, "</text><rect class=\"bar\" x=\"%d\" y=\"%d\" width=\"%.1f\" height=\"%d\" fill=\"%s\"/>"
                        "<text x=\"%.1f\" y=\"%d\">%s s</text>\n",
                     left, y, w, bar, palette[(size_t)p % N_PALETTE], left + w + 4, y + 13, s);
@@ -284,9 +270,9 @@ static void curve_chart(FILE *f, const kh_report_task *t) {
                 int ly = top + 12 + k * 16;
                 fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"12\" height=\"4\" fill=\"%s\"/><text x=\"%d\" y=\"%d\">",
                         left + width + 10, ly - 4, col, left + width + 28, ly);
-                esc(f, t->plugins[p]);
+                kh_report_esc(f, t->plugins[p]);
                 fputs(" @ ", f);
-                esc(f, t->devices[d]);
+                kh_report_esc(f, t->devices[d]);
                 fputs("</text>\n", f);
                 k++;
             }
@@ -309,9 +295,9 @@ static void published(FILE *f, const kh_task_info *info) {
         const kh_published *p = &info->published[i];
         if (!p->backend || !p->device) continue;
         fputs("<tr><th>", f);
-        esc(f, p->backend);
+        kh_report_esc(f, p->backend);
         fputs("</th><td>", f);
-        esc(f, p->device);
+        kh_report_esc(f, p->device);
         if (p->metric >= 0) fprintf(f, "</td><td>%.4f", p->metric);
         else fputs("</td><td>-", f);
         if (p->s_per_epoch >= 0) fprintf(f, "</td><td>%.1f</td></tr>\n", p->s_per_epoch);
@@ -327,9 +313,9 @@ static void environment(FILE *f, const kh_report_task *t) {
             const kh_cell_record *r = t->cells[p * t->nd + d];
             if (!r) continue;
             fputs("<table class=\"env\"><caption>", f);
-            esc(f, r->plugin);
+            kh_report_esc(f, r->plugin);
             fputs(" @ ", f);
-            esc(f, r->device);
+            kh_report_esc(f, r->device);
             fputs("</caption><tbody>\n", f);
             fprintf(f, "<tr><th>epochs / batch / seed</th><td>%d / %d / %llu</td></tr>\n", r->n_rows, r->batch_size,
                     (unsigned long long)r->seed);
@@ -340,10 +326,10 @@ static void environment(FILE *f, const kh_report_task *t) {
                 kh_report_fmt_compile(r, text, sizeof text);
                 compile_detail(r, detail, sizeof detail);
                 fputs("<tr><th>compile (s)</th><td>", f);
-                esc(f, text);
+                kh_report_esc(f, text);
                 if (detail[0]) {
                     fputs(" (", f);
-                    esc(f, detail);
+                    kh_report_esc(f, detail);
                     fputs(")", f);
                 }
                 fputs("</td></tr>\n", f);
@@ -353,14 +339,14 @@ static void environment(FILE *f, const kh_report_task *t) {
                 if (isfinite(r->peak_gflops)) fprintf(f, "%.4g GFLOP/s", r->peak_gflops);
                 if (isfinite(r->peak_gbps)) fprintf(f, ", %.4g GB/s", r->peak_gbps);
                 fputs(" — ", f);
-                esc(f, r->peak_source);
+                kh_report_esc(f, r->peak_source);
                 fputs("</td></tr>\n", f);
             }
             for (int i = 0; i < r->n_env; i++) {
                 fputs("<tr><th>", f);
-                esc(f, r->env_key[i]);
+                kh_report_esc(f, r->env_key[i]);
                 fputs("</th><td>", f);
-                esc(f, r->env_val[i]);
+                kh_report_esc(f, r->env_val[i]);
                 fputs("</td></tr>\n", f);
             }
             fputs("</tbody></table>\n", f);
@@ -377,16 +363,16 @@ static void unfinished(FILE *f, const kh_report_task *t) {
             if (!any) fputs("<h3>Did not finish</h3>\n<ul class=\"dnf\">\n", f);
             any = 1;
             fputs("<li><b>", f);
-            esc(f, t->plugins[p]);
+            kh_report_esc(f, t->plugins[p]);
             fputs("</b> on ", f);
-            esc(f, t->devices[d]);
+            kh_report_esc(f, t->devices[d]);
             fputs(": ", f);
             size_t sl = strlen(r->status);
             if (!(r->reason[0] && !strncmp(r->reason, r->status, sl) && r->reason[sl] == ':')) {
-                esc(f, r->status);
+                kh_report_esc(f, r->status);
                 if (r->reason[0]) fputs(": ", f);
             }
-            esc(f, r->reason);
+            kh_report_esc(f, r->reason);
             fputs("</li>\n", f);
         }
     if (any) fputs("</ul>\n", f);
@@ -420,9 +406,9 @@ int kh_report_html(const kh_report *rep, kh_report_info_fn info_of, void *ctx, c
                "<style>%s</style></head>\n<body>\n<h1>khost benchmark report</h1>\n<nav><ul>", css);
     for (int i = 0; i < rep->n_tasks; i++) {
         fputs("<li><a href=\"#task-", f);
-        esc(f, rep->tasks[i].name);
+        kh_report_esc(f, rep->tasks[i].name);
         fputs("\">", f);
-        esc(f, rep->tasks[i].name);
+        kh_report_esc(f, rep->tasks[i].name);
         fputs("</a></li>", f);
     }
     fputs("</ul></nav>\n<p>Time per epoch is wall time from epoch start to the end of its validation pass, after "
@@ -432,9 +418,9 @@ int kh_report_html(const kh_report *rep, kh_report_info_fn info_of, void *ctx, c
     for (int i = 0; i < rep->n_tasks; i++) {
         const kh_report_task *t = &rep->tasks[i];
         fputs("<section class=\"task\" id=\"task-", f);
-        esc(f, t->name);
+        kh_report_esc(f, t->name);
         fputs("\"><h2>", f);
-        esc(f, t->name);
+        kh_report_esc(f, t->name);
         fputs("</h2>\n", f);
         fputs("<div class=\"row\"><div>", f);
         tables(f, t);

@@ -14,6 +14,20 @@
 
 #include "sched/slurm/slurm.h"
 
+void kh_report_esc(FILE *f, const char *s) {
+    for (; s && *s; s++) {
+        switch (*s) {
+        case '&': fputs("&amp;", f); break;
+        case '<': fputs("&lt;", f); break;
+        case '>': fputs("&gt;", f); break;
+        case '"': fputs("&quot;", f); break;
+        case '\'': fputs("&#39;", f); break;
+        default:
+            if ((unsigned char)*s >= 0x20 || *s == '\t') fputc(*s, f);
+        }
+    }
+}
+
 int kh_report_is_reference(const kh_cell_record *r) {
     const char *v = kh_record_get_env(r, "reference");
     return v && *v;

@@ -13,19 +13,6 @@
 
 #define KH_STRIP_MAX 2000 /* dots per backend: enough to show the shape, the page stays small */
 
-static void xesc(FILE *f, const char *s) {
-    for (; s && *s; s++) {
-        switch (*s) {
-        case '&': fputs("&amp;", f); break;
-        case '<': fputs("&lt;", f); break;
-        case '>': fputs("&gt;", f); break;
-        case '"': fputs("&quot;", f); break;
-        default:
-            if ((unsigned char)*s >= 0x20) fputc(*s, f);
-        }
-    }
-}
-
 static const char *const colour[] = {"#0072b2", "#e69f00", "#009e73", "#cc79a7", "#56b4e9", "#d55e00"};
 
 void kh_report_html_strips(FILE *f, const kh_report_task *t) {
@@ -54,7 +41,7 @@ void kh_report_html_strips(FILE *f, const kh_report_task *t) {
         double span = hi - lo;
         fputs("<figure><svg class=\"chart strip-chart\" xmlns=\"http://www.w3.org/2000/svg\"", f);
         fprintf(f, " width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" role=\"img\"><title>Time per step on ", W, H, W, H);
-        xesc(f, t->devices[d]);
+        kh_report_esc(f, t->devices[d]);
         fputs(" (ms), every recorded step</title>\n", f);
         int row = 0;
         for (int p = 0; p < t->np; p++) {
@@ -68,7 +55,7 @@ void kh_report_html_strips(FILE *f, const kh_report_task *t) {
             int stride = total > KH_STRIP_MAX ? (total + KH_STRIP_MAX - 1) / KH_STRIP_MAX : 1;
             double y0 = TOP + row * RH;
             fprintf(f, "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\" font-size=\"12\">", L - 6, y0 + RH / 2.0 + 4);
-            xesc(f, t->plugins[p]);
+            kh_report_esc(f, t->plugins[p]);
             fputs("</text>\n", f);
             const char *c = colour[row % (int)(sizeof colour / sizeof colour[0])];
             int seen = 0;
@@ -101,7 +88,7 @@ void kh_report_html_strips(FILE *f, const kh_report_task *t) {
         fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\" font-size=\"11\">ms per step</text>\n",
                 (L + W - R) / 2, TOP + rows * RH + 30);
         fputs("</svg><figcaption>Time per step on ", f);
-        xesc(f, t->devices[d]);
+        kh_report_esc(f, t->devices[d]);
         fputs(": one dot per recorded step, a bar at each repetition's median</figcaption></figure>\n", f);
     }
 }
@@ -119,20 +106,20 @@ void kh_report_html_steps(FILE *f, const kh_report_task *t) {
               "\xe2\x89\x88 = not significant])</caption>\n<thead><tr><th>backend</th>", f);
         for (int d = 0; d < t->nd; d++) {
             fputs("<th>", f);
-            xesc(f, t->devices[d]);
+            kh_report_esc(f, t->devices[d]);
             fputs("</th>", f);
         }
         fputs("</tr></thead>\n<tbody>\n", f);
         for (int p = 0; p < t->np; p++) {
             fputs("<tr><th>", f);
-            xesc(f, t->plugins[p]);
+            kh_report_esc(f, t->plugins[p]);
             fputs("</th>", f);
             for (int d = 0; d < t->nd; d++) {
                 const kh_cell_stats *s = t->stats ? t->stats[p * t->nd + d] : NULL;
                 const kh_cell_record *r = t->cells[p * t->nd + d];
                 if (!r || strcmp(r->status, "ok") || !s || !s->step.n) {
                     fputs("<td class=\"dnf\">", f);
-                    xesc(f, !r ? "" : strcmp(r->status, "ok") ? r->status : "\xe2\x80\x94");
+                    kh_report_esc(f, !r ? "" : strcmp(r->status, "ok") ? r->status : "\xe2\x80\x94");
                     fputs("</td>", f);
                     continue;
                 }
@@ -145,7 +132,7 @@ void kh_report_html_steps(FILE *f, const kh_report_task *t) {
                     cell[n - 4] = 0;
                 }
                 fprintf(f, "<td%s>", best ? " class=\"best\"" : "");
-                xesc(f, cell);
+                kh_report_esc(f, cell);
                 fputs("</td>", f);
             }
             fputs("</tr>\n", f);
@@ -169,7 +156,7 @@ void kh_report_html_steps(FILE *f, const kh_report_task *t) {
         if (strncmp(line, "- ", 2)) continue;
         if (!listed) fputs("<p class=\"warnings\">Measurement warnings:</p>\n<ul class=\"warnings\">\n", f), listed = 1;
         fputs("<li>", f);
-        xesc(f, line + 2);
+        kh_report_esc(f, line + 2);
         fputs("</li>\n", f);
     }
     if (listed) fputs("</ul>\n", f);
