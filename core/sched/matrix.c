@@ -58,6 +58,7 @@
 #include "modules/host_api.h"
 #include "results/lockfile.h"
 #include "sched/procguard.h"
+#include "sched/refcell.h"
 #include "results/results.h"
 #include "khost/kit/clock.h"
 #include "khost/kit/rng.h"
@@ -237,6 +238,7 @@ typedef struct mx_opts {
     const char *plugins, *tasks, *devices, *out;
     const char *epochs, *batch_size, *limit_train, *limit_val, *seed; /* passed through as given */
     const char *steps, *warmup_steps;                                  /* likewise */
+    const char *references;  /* --references: frameworks of tools/reference run as cells (refcell.h) */
     int repeat;          /* repetitions of every cell, each its own child process (default 1) */
     uint64_t order_seed; /* the rounds' orders are drawn from it */
     int order_seed_set;
@@ -250,8 +252,8 @@ static void mx_usage(FILE *f) {
             "usage: khost matrix [--plugins LIST|all] [--tasks LIST|all] [--devices LIST|all]\n"
             "                    [--epochs N] [--batch-size N] [--limit-train N] [--limit-val N] [--seed N]\n"
             "                    [--steps N] [--warmup-steps N] [--repeat N] [--order-seed S]\n"
-            "                    [--out DIR] [--timeout SECONDS] [--memory-limit BYTES[K|M|G]] [--resume]\n"
-            "                    [--quiet]\n"
+            "                    [--references LIST|all] [--out DIR] [--timeout SECONDS]\n"
+            "                    [--memory-limit BYTES[K|M|G]] [--resume] [--quiet]\n"
             "Runs every plugin x task x device cell in its own child process (khost run).\n"
             "  LIST            comma-separated names; all = every enabled module / every device\n"
             "                  (defaults: plugins all, tasks all, devices = the registry's default_device)\n"
@@ -262,6 +264,9 @@ static void mx_usage(FILE *f) {
             "  --repeat N      run every cell N times, each a fresh child, in rounds: within a round the cells\n"
             "                  run in an order shuffled from --order-seed (default: from the clock; recorded)\n"
             "                  and repetition k is written as <task>/<plugin>__<device>.rep<k>.json\n"
+            "  --references L  also run these frameworks of tools/reference as cells, in the same rounds and with the\n"
+            "                  same options: pytorch, keras3-jax, keras3-tensorflow, keras3-torch, or all\n"
+            "                  (tools/reference/setup installs them; --plugins none runs only the references)\n"
             "  --resume        skip cells (repetitions) already recorded as ok or unsupported; rerun the others\n"
             "  --quiet         print only failed cells and the summary\n"
             "  --slurm ...     submit the cells as a Slurm job array instead (khost matrix --slurm --help)\n"
@@ -313,7 +318,7 @@ static int mx_parse(int argc, char **argv, mx_opts *o) {
                                                  "--epochs",      "--batch-size", "--limit-train",
                                                  "--limit-val",   "--seed",      "--timeout",
                                                  "--memory-limit", "--steps",    "--warmup-steps",
-                                                 "--repeat",      "--order-seed"};
+                                                 "--repeat",      "--order-seed", "--references"};
         size_t k;
         for (k = 0; k < sizeof with_value / sizeof with_value[0]; k++)
             if (!strcmp(name, with_value[k])) break;
@@ -332,6 +337,7 @@ static int mx_parse(int argc, char **argv, mx_opts *o) {
         else if (!strcmp(name, "--tasks")) o->tasks = val;
         else if (!strcmp(name, "--devices")) o->devices = val;
         else if (!strcmp(name, "--out")) o->out = val;
+        else if (!strcmp(name, "--references")) o->references = val;
         else if (!strcmp(name, "--timeout")) {
             char *end = NULL;
             errno = 0;
@@ -393,7 +399,40 @@ static int cmp_mod(const void *a, const void *b) {
 }
 
 static void mx_pin(kh_host *h, mx_mod *v, int n) {
-    for (int i = 0; i < n; i++) v[i].m = &h->mods.v[v[i].idx];
+    for (int i = 0; i < n; i++) v[i].m = v[i].idx >= 0 ? &h->mods.v[v[i].idx] : NULL; /* NULL: a reference */
+}
+
+static int mx_add_ref(mx_mod **v, int *n, const char *name) {
+    for (int k = 0; k < *n; k++)
+        if ((*v)[k].idx < 0 && !strcmp((*v)[k].name, name)) return 0;
+    mx_mod *nv = realloc(*v, (size_t)(*n + 1) * sizeof *nv);
+    if (!nv) return -1;
+    *v = nv;
+    nv[(*n)++] = (mx_mod){-1, NULL, name, name};
+    return 0;
+}
+
+/* Appends the reference frameworks of `list` ("all" or a comma list) as plugins without a module; the
+ * names point into kh_refcell_all. Returns a KH_EXIT_ code. */
+static int mx_references(const char *list, mx_mod **v, int *n) {
+    char *copy = strdup(list), *save = NULL;
+    int rc = copy ? KH_EXIT_OK : KH_EXIT_IO;
+    for (char *tok = copy ? strtok_r(copy, ",", &save) : NULL; tok && rc == KH_EXIT_OK; tok = strtok_r(NULL, ",", &save)) {
+        char err[256];
+        int all = !strcmp(tok, "all"), known = all;
+        for (int i = 0; kh_refcell_all[i] && rc == KH_EXIT_OK; i++)
+            if (all || !strcmp(tok, kh_refcell_all[i])) {
+                known = 1;
+                if (mx_add_ref(v, n, kh_refcell_all[i]) != 0) rc = KH_EXIT_IO;
+            }
+        if (!known && kh_refcell_check(tok, err, sizeof err) != 0) {
+            kh_logf(KH_LOG_ERROR, "matrix: --references: %s", err);
+            rc = KH_EXIT_USAGE;
+        }
+    }
+    if (rc == KH_EXIT_IO) kh_logf(KH_LOG_ERROR, "matrix: out of memory");
+    free(copy);
+    return rc;
 }
 
 static int mx_add_mod(mx_mod **v, int *n, kh_host *h, kh_module *m) {
@@ -618,7 +657,10 @@ static void mx_fill_record(kh_cell_record *r, const mx_cell *c, const char *stat
         if (c->info && c->info->metric) snprintf(r->metric, sizeof r->metric, "%s", c->info->metric);
         kh_record_set_env(r, "khost_version", KHOST_VERSION);
         kh_record_set_env(r, "git_rev", kh_git_rev());
-        kh_record_set_env(r, "plugin_version", c->plugin->m->desc->version ? c->plugin->m->desc->version : "");
+        if (c->plugin->m)
+            kh_record_set_env(r, "plugin_version", c->plugin->m->desc->version ? c->plugin->m->desc->version : "");
+        else /* the report labels reference rows by this member, failed ones too */
+            kh_record_set_env(r, "reference", c->plugin->name);
         kh_record_set_env(r, "task_version", c->task->m->desc->version ? c->task->m->desc->version : "");
         kh_record_set_env(r, "device_name", c->dev->name);
         kh_record_set_env(r, "device_pci_bus_id", c->dev->pci_bus_id);
@@ -759,7 +801,23 @@ int kh_matrix_local(kh_host *h, int argc, char **argv) {
     int np = 0, nt = 0, nd = 0, rc;
     char **envp = NULL, err0[1200];
     kh_lock lock = {-1, NULL};
-    if ((rc = mx_modules(h, KH_MODULE_BACKEND, o.plugins, &plugins, &np)) != KH_EXIT_OK) goto done;
+    char ref_runner[4200] = "";
+    if (o.references || strcmp(o.plugins, "none") != 0) {
+        if (strcmp(o.plugins, "none") != 0 &&
+            (rc = mx_modules(h, KH_MODULE_BACKEND, o.plugins, &plugins, &np)) != KH_EXIT_OK) goto done;
+    } else {
+        kh_logf(KH_LOG_ERROR, "matrix: --plugins none needs --references (there is nothing to run)");
+        rc = KH_EXIT_USAGE;
+        goto done;
+    }
+    if (o.references) {
+        if ((rc = mx_references(o.references, &plugins, &np)) != KH_EXIT_OK) goto done;
+        if (kh_refcell_runner(h->exe_path, ref_runner, sizeof ref_runner, err0, sizeof err0) != 0) {
+            kh_logf(KH_LOG_ERROR, "matrix: --references: %s", err0);
+            rc = KH_EXIT_USAGE;
+            goto done;
+        }
+    }
     if ((rc = mx_modules(h, KH_MODULE_TASK, o.tasks, &tasks, &nt)) != KH_EXIT_OK) goto done;
     mx_pin(h, plugins, np);
     mx_pin(h, tasks, nt);
@@ -864,7 +922,7 @@ int kh_matrix_local(kh_host *h, int argc, char **argv) {
             if (kh_mkdirs(dir) != 0)
                 kh_logf(KH_LOG_WARN, "matrix: %s: cannot create: %s", dir, strerror(errno));
 
-            if (kh_cell_device_unavailable(c.plugin->m->backend, c.dev->kind, err, sizeof err)) {
+            if (c.plugin->m && kh_cell_device_unavailable(c.plugin->m->backend, c.dev->kind, err, sizeof err)) {
                 kh_record_init(&r); /* not scheduled: the plugin cannot use this device kind */
                 mx_fill_record(&r, &c, "unsupported", err, NULL, 1);
                 if (kh_record_write(&r, out_dir, err, sizeof err) != 0)
@@ -877,12 +935,18 @@ int kh_matrix_local(kh_host *h, int argc, char **argv) {
             }
             char *args[24];
             int a = 0;
-            args[a++] = h->exe_path;
-            args[a++] = "run";
-            args[a++] = "--plugin";
-            args[a++] = (char *)c.plugin->arg;
-            args[a++] = "--task";
-            args[a++] = (char *)c.task->arg;
+            if (c.plugin->m) {
+                args[a++] = h->exe_path;
+                args[a++] = "run";
+                args[a++] = "--plugin";
+                args[a++] = (char *)c.plugin->arg;
+                args[a++] = "--task";
+                args[a++] = (char *)c.task->arg;
+            } else { /* tools/reference/run FRAMEWORK TASK: the same options follow */
+                args[a++] = ref_runner;
+                args[a++] = (char *)c.plugin->name;
+                args[a++] = (char *)c.task->name;
+            }
             args[a++] = "--device";
             args[a++] = (char *)c.dev->id;
             args[a++] = "--out";

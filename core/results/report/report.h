@@ -36,6 +36,9 @@ void kh_report_fmt_time_ci(double v, const kh_ci *ci, double scale, char *buf, s
 /* The factor of cell (p, d) to the fastest cell of device d by value kind (0 epoch, 1 step) and its bootstrap
  * CI paired by round; returns 1 when the cell is the fastest, 0 otherwise, -1 when it has no value. */
 int kh_report_factor(const kh_report_task *t, int p, int d, int kind, double *factor, kh_ci *ci);
+/* Row p's time on device d against the fastest reference row there (kh_report_is_reference), with the CI
+ * paired by round: returns that reference's row, or -1 when p is a reference, has no value or there is none. */
+int kh_report_vs_reference(const kh_report_task *t, int p, int d, int kind, double *factor, kh_ci *ci);
 /* A time-table cell of kind 0 (epoch, s) or 1 (step, ms): time [CI] (factor [CI], "≈" when not significant),
  * bold for the fastest. */
 void kh_report_fmt_time_cell(const kh_report_task *t, int p, int d, int kind, char *buf, size_t n);

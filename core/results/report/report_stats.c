@@ -35,25 +35,18 @@ void kh_report_fmt_time_ci(double v, const kh_ci *ci, double scale, char *buf, s
     snprintf(buf, n, "%s [%s, %s]", a, lo, hi);
 }
 
-int kh_report_factor(const kh_report_task *t, int p, int d, int kind, double *factor, kh_ci *ci) {
-    int me = p * t->nd + d, best = -1;
-    double v = cell_value(t, me, kind), bv = INFINITY;
+/* The ratio of cell me's value to cell other's (same kind) with its CI paired by round; NAN bounds when
+ * either has fewer than two repetitions. */
+static void ratio_ci(const kh_report_task *t, int me, int other, int kind, double *factor, kh_ci *ci) {
     ci->lo = ci->hi = NAN;
     ci->resamples = KH_STATS_RESAMPLES;
     ci->seed = KH_STATS_SEED;
     ci->level = KH_STATS_LEVEL;
-    *factor = NAN;
-    if (!isfinite(v)) return -1;
-    for (int q = 0; q < t->np; q++) {
-        double x = cell_value(t, q * t->nd + d, kind);
-        if (isfinite(x) && x < bv) bv = x, best = q * t->nd + d;
-    }
-    *factor = v / bv;
-    if (best == me || v == bv) return 1;
-    const kh_cell_stats *a = t->stats ? t->stats[me] : NULL, *b = t->stats ? t->stats[best] : NULL;
-    if (!a || !b) return 0;
+    *factor = cell_value(t, me, kind) / cell_value(t, other, kind);
+    const kh_cell_stats *a = t->stats ? t->stats[me] : NULL, *b = t->stats ? t->stats[other] : NULL;
+    if (!a || !b) return;
     int cap = a->n_reps; /* at most one pair per repetition of a, even when rounds repeat */
-    if (cap < 2 || b->n_reps < 2) return 0;
+    if (cap < 2 || b->n_reps < 2) return;
     double *x = malloc((size_t)cap * sizeof *x), *y = malloc((size_t)cap * sizeof *y);
     if (x && y) {
         int n = kh_cell_stats_pairs(a, b, kind, x, y);
@@ -64,7 +57,40 @@ int kh_report_factor(const kh_report_task *t, int p, int d, int kind, double *fa
     }
     free(x);
     free(y);
+}
+
+/* The fastest row of device d with a value of this kind (only reference rows when refs_only); -1 if none. */
+static int fastest_row(const kh_report_task *t, int d, int kind, int refs_only) {
+    int best = -1;
+    double bv = INFINITY;
+    for (int q = 0; q < t->np; q++) {
+        int i = q * t->nd + d;
+        double x = cell_value(t, i, kind); /* finite only for a finished record */
+        if (!isfinite(x) || (refs_only && !kh_report_is_reference(t->cells[i]))) continue;
+        if (x < bv) bv = x, best = i;
+    }
+    return best;
+}
+
+int kh_report_factor(const kh_report_task *t, int p, int d, int kind, double *factor, kh_ci *ci) {
+    int me = p * t->nd + d, best = fastest_row(t, d, kind, 0);
+    ratio_ci(t, me, me, kind, factor, ci); /* NAN interval; factor 1 or NAN */
+    if (!isfinite(cell_value(t, me, kind)) || best < 0) return -1;
+    if (best == me || cell_value(t, me, kind) == cell_value(t, best, kind)) {
+        *factor = 1;
+        return 1;
+    }
+    ratio_ci(t, me, best, kind, factor, ci);
     return 0;
+}
+
+int kh_report_vs_reference(const kh_report_task *t, int p, int d, int kind, double *factor, kh_ci *ci) {
+    int me = p * t->nd + d, ref = fastest_row(t, d, kind, 1);
+    ratio_ci(t, me, me, kind, factor, ci);
+    *factor = NAN;
+    if (ref < 0 || !isfinite(cell_value(t, me, kind)) || kh_report_is_reference(t->cells[me])) return -1;
+    ratio_ci(t, me, ref, kind, factor, ci);
+    return ref / t->nd;
 }
 
 /* "**245.5 [240.1, 250.3] (1.0x)**", "262.0 [—] (1.9x [—])", "101.3 [99.0, 104.2] (1.02x [0.97, 1.08] ≈)". */
@@ -92,6 +118,47 @@ void kh_report_fmt_time_cell(const kh_report_task *t, int p, int d, int kind, ch
     snprintf(lo, sizeof lo, "%.*f", prec, fci.lo);
     snprintf(hi, sizeof hi, "%.*f", prec, fci.hi);
     snprintf(buf, n, "%s (%sx [%s, %s]%s)", tm, f1, lo, hi, fci.lo <= 1 && 1 <= fci.hi ? " ≈" : "");
+}
+
+/* Each backend's time per step against the fastest reference row of its device (what a user would run
+ * instead), when the task has both. */
+static void print_vs_reference(FILE *f, const kh_report_task *t) {
+    int any = 0;
+    for (int p = 0; p < t->np && !any; p++)
+        for (int d = 0; d < t->nd && !any; d++) {
+            double x;
+            kh_ci c;
+            any = kh_report_vs_reference(t, p, d, 1, &x, &c) >= 0;
+        }
+    if (!any) return;
+    fprintf(f, "\nAgainst the fastest reference (time per step: ratio of medians to the fastest reference row of the "
+               "device [95 %% CI, paired by round]; below 1.00x = faster than it; ≈ = not significant):\n\n");
+    fprintf(f, "| backend |");
+    for (int d = 0; d < t->nd; d++) fprintf(f, " %s |", t->devices[d]);
+    fprintf(f, "\n|---|");
+    for (int d = 0; d < t->nd; d++) fprintf(f, "---:|");
+    fprintf(f, "\n");
+    for (int p = 0; p < t->np; p++) {
+        int row = 0;
+        for (int d = 0; d < t->nd; d++) row |= t->cells[p * t->nd + d] && !kh_report_is_reference(t->cells[p * t->nd + d]);
+        if (!row) continue;
+        fprintf(f, "| %s |", t->plugins[p]);
+        for (int d = 0; d < t->nd; d++) {
+            double x;
+            kh_ci c;
+            int ref = kh_report_vs_reference(t, p, d, 1, &x, &c);
+            if (ref < 0) {
+                fprintf(f, " — |");
+                continue;
+            }
+            if (isfinite(c.lo))
+                fprintf(f, " %.2fx [%.2f, %.2f]%s vs %s |", x, c.lo, c.hi, c.lo <= 1 && 1 <= c.hi ? " ≈" : "",
+                        t->plugins[ref]);
+            else
+                fprintf(f, " %.2fx [—] vs %s |", x, t->plugins[ref]);
+        }
+        fprintf(f, "\n");
+    }
 }
 
 /* The time-per-step table (ms) when some finished cell of the task has per-step samples. */
@@ -122,6 +189,7 @@ void kh_report_print_steps(FILE *f, const kh_report_task *t) {
         }
         fprintf(f, "\n");
     }
+    print_vs_reference(f, t);
 }
 
 /* Cells of several repetitions: repetitions that failed, cells whose repetitions vary more than KH_STATS_CV_WARN or whose first repetition

@@ -66,7 +66,24 @@ def _parser(task, framework):
                     help="'jemalloc' preloads libjemalloc.so.2 (re-exec); default: glibc malloc")
     ap.add_argument("--variant", default="", help="framework-specific implementation variant (measurements)")
     ap.add_argument("--no-write", action="store_true", help="do not write the record files")
+    ap.add_argument("--repetition", default="", metavar="K/N/ROUND/POS/SEED",
+                    help="this run is repetition K of N (khost matrix --repeat: round, position in the round's "
+                         "order, order seed); written as <task>/<framework>__<device>.repK.json")
     return ap
+
+
+def parse_repetition(text):
+    """khost's --repetition k/N/round/position/seed (core/cell/cell.c) -> dict, or None when not given."""
+    if not text:
+        return None
+    parts = text.split("/")
+    try:
+        k, n, rnd, pos, seed = (int(v) for v in parts)
+    except ValueError:
+        raise SystemExit("--repetition expects K/N/ROUND/POS/SEED (integers), got '%s'" % text)
+    if len(parts) != 5 or not (1 <= k <= n) or rnd < 1 or pos < 0 or seed < 0:
+        raise SystemExit("--repetition %s: need 1 <= K <= N, ROUND >= 1, POS >= 0, SEED >= 0" % text)
+    return dict(index=k, of=n, round=rnd, position=pos, order_seed=seed)
 
 
 JEMALLOC = "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2"
@@ -77,8 +94,10 @@ def setup(task, framework):
     theirs when their libraries are loaded)."""
     args = _parser(task, framework).parse_args()
     args.task, args.framework = task, framework
+    args.repeat = parse_repetition(args.repetition)
     if args.device != "cpu" and (framework != "pytorch" or not args.device.startswith("cuda:")):
-        sys.exit("%s: --device %s: only the PyTorch reference runs on cuda:N" % (task, args.device))
+        print("%s: --device %s: only the PyTorch reference runs on cuda:N" % (task, args.device), file=sys.stderr)
+        sys.exit(6)  # khost's KH_EXIT_UNSUPPORTED: a final answer for this cell
     if args.threads <= 0:
         args.threads = os.cpu_count() or 1
     env = os.environ
@@ -126,6 +145,21 @@ def _num(v):
     return v if v is not None and isinstance(v, (int, float)) and math.isfinite(v) else None
 
 
+def _sample(v):
+    """Six significant digits, as khost writes samples (core/results/results.c)."""
+    v = _num(v)
+    return None if v is None else float("%.6g" % v)
+
+
+def peak_rss_bytes():
+    """This process's peak resident set so far (getrusage; kilobytes on Linux), as `khost run` records it."""
+    try:
+        import resource
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    except Exception:
+        return None
+
+
 def summarise(rows, metric, target, target_is_max):
     """kh_record_summarise: mean over all epochs, median excluding the first (when more than one), the
     metric at the last epoch, the elapsed time when the target was first met."""
@@ -154,9 +188,13 @@ class Record:
         t = TASKS[args.task]
         self.args = args
         self.rows = []
+        self.step_s = []          # every timed training step's wall time (warm-up excluded)
+        self.step_sync = "none"   # how a step's end was taken: "device" (synchronised) or "host-loss" (see loop.py)
+        self.steps_per_epoch = 0
+        self.repeat = getattr(args, "repeat", None) or dict(index=1, of=1, round=1, position=0, order_seed=0)
         self.env = {}
         self.status, self.reason = "error", ""
-        self.head = {"khost_record": 1, "plugin": args.framework, "task": args.task, "device": getattr(args, "device", "cpu"),
+        self.head = {"khost_record": 2, "plugin": args.framework, "task": args.task, "device": getattr(args, "device", "cpu"),
                      "epochs_requested": args.epochs, "batch_size": args.batch_size, "seed": args.seed,
                      "train_samples": train_samples, "val_samples": val_samples, "metric": t["metric"]}
         self.target, self.target_is_max = t.get("target", 0), t.get("target_is_max", False)
@@ -174,6 +212,9 @@ class Record:
             os.path.dirname(os.path.dirname(data_info.get("path", "")))
         e["dataset_bytes"] = str(data_info.get("dataset_bytes", ""))
         e["threads"] = str(args.threads)
+        for k in ("limit_train", "limit_val"):  # as khost's cell records them: --resume compares them
+            if getattr(args, k, 0):
+                e[k] = str(getattr(args, k))
         for k in ("OMP_NUM_THREADS", "OMP_WAIT_POLICY", "OPENBLAS_NUM_THREADS", "LD_PRELOAD", "GOMP_SPINCOUNT"):
             e[k] = os.environ.get(k, "(unset)")
         e["allocator"] = "jemalloc (LD_PRELOAD)" if "jemalloc" in os.environ.get("LD_PRELOAD", "") else "glibc malloc"
@@ -201,6 +242,12 @@ class Record:
         out["epochs"] = [{k: (r["epoch"] if k == "epoch" else _num(r.get(k))) for k in
                           ("epoch", "elapsed", "loss", "acc", "val_loss", "val_acc", "train_s", "val_s", "epoch_s")}
                          for r in self.rows]
+        out["repeat"] = dict(self.repeat)
+        out["samples"] = {"step_s": [_sample(v) for v in self.step_s],
+                          "epoch_s": [_sample(r.get("epoch_s")) for r in self.rows],
+                          "step_sync": self.step_sync, "warmup_steps": self.args.warmup_steps,
+                          "steps_per_epoch": self.steps_per_epoch}
+        out["peak_rss_bytes"] = peak_rss_bytes()
         out["environment"] = dict(self.env)
         return out
 
@@ -209,6 +256,8 @@ class Record:
         d = os.path.join(out_dir, self.head["task"])
         os.makedirs(d, exist_ok=True)
         base = os.path.join(d, "%s__%s" % (self.head["plugin"], self.head["device"]))
+        if self.repeat["of"] > 1:  # khost's kh_record_rep_path
+            base += ".rep%d" % self.repeat["index"]
         rec = self.to_dict()
         lines = ["epoch,elapsed,loss,acc,val_loss,val_acc,train_s,val_s"]
         for r in rec["epochs"]:

@@ -1,4 +1,4 @@
-"""khref.keraskit — Keras 3 (JAX or TensorFlow backend, CPU) with Keras 2 semantics where Keras 3 changed
+"""khref.keraskit — Keras 3 (JAX, TensorFlow or PyTorch backend, CPU) with Keras 2 semantics where Keras 3 changed
 them: RMSprop puts epsilon outside the square root again (Keras 3 moved it inside), `decay` becomes
 InverseTimeDecay(lr, 1, decay) (lr / (1 + decay * iterations), Keras 2's rule). Adam and Adadelta are
 Keras 2's update rules already; initialisers, clipping in the losses, inverted dropout and the LSTM's
@@ -6,6 +6,7 @@ sigmoid recurrent activation are Keras 3 defaults equal to what khost runs. Trai
 (model.fit / model.evaluate over the epoch's batch stream), so Keras runs as its users run it.
 Import only after cli.setup(); set KERAS_BACKEND before (the launcher does)."""
 import os
+import time
 
 os.environ.setdefault("KERAS_BACKEND", "jax")
 import keras  # noqa: E402
@@ -61,6 +62,20 @@ def tokens_prepare(x, train, rng):
     return x.astype(np.int32)
 
 
+class StepEnds(keras.callbacks.Callback):
+    """The end of every training step: the callback converts the step's loss to a Python float first, which
+    waits until the backend has computed it (JAX and TensorFlow dispatch asynchronously)."""
+
+    def __init__(self):
+        super().__init__()
+        self.ends = []
+
+    def on_train_batch_end(self, batch, logs=None):
+        if logs and "loss" in logs:
+            float(logs["loss"])
+        self.ends.append(time.perf_counter())
+
+
 class Runner:
     """Drives Keras's own fit/evaluate loop with the shared loop's batch stream (one fit call per epoch)."""
 
@@ -74,11 +89,15 @@ class Runner:
             box[0] += len(y)
             yield x, y
 
-    def train_epoch(self, stream, steps):
+    def train_epoch(self, stream, steps, timed=False):
+        """One fit over the stream; with timed, returns each step's end (perf_counter) as StepEnds took it."""
         box = [0]
-        h = self.model.fit(self._counted(stream, box), steps_per_epoch=steps, epochs=1, verbose=0, shuffle=False)
+        cb = [StepEnds()] if timed else []
+        h = self.model.fit(self._counted(stream, box), steps_per_epoch=steps, epochs=1, verbose=0, shuffle=False,
+                           callbacks=cb)
         n = box[0]
         self.sums["train"] = (h.history["loss"][-1] * n, round(h.history["accuracy"][-1] * n), n)
+        return cb[0].ends if timed else None
 
     def eval_epoch(self, stream, steps):
         box = [0]
@@ -108,7 +127,13 @@ def environment(args):
         e["backend_env"] = "tensorflow %s; intra-op %d, inter-op %d" % (
             tf.__version__, tf.config.threading.get_intra_op_parallelism_threads(),
             tf.config.threading.get_inter_op_parallelism_threads())
+    elif b == "torch":
+        import torch
+        from . import torchkit_env
+        e["backend_env"] = "torch %s; %s" % (torch.__version__, torchkit_env.libraries(torch))
     e["XLA_FLAGS"] = os.environ.get("XLA_FLAGS", "(unset)")
+    if b == "tensorflow":
+        e["TF_ENABLE_ONEDNN_OPTS"] = os.environ.get("TF_ENABLE_ONEDNN_OPTS", "(unset: oneDNN on, TF's default on x86)")
     return e
 
 
@@ -120,6 +145,9 @@ def main(args, build, loss, prepare):
         import tensorflow as tf
         tf.config.threading.set_intra_op_parallelism_threads(args.threads)
         tf.config.threading.set_inter_op_parallelism_threads(1)
+    elif keras.backend.backend() == "torch":
+        import torch
+        torch.set_num_threads(args.threads)
 
     def go():
         data = loop.load_task_data(args)

@@ -75,6 +75,12 @@ def run(args, data, runner, prepare, extra_env=None):
         steps = min(args.steps, steps)
         per_epoch = min(per_epoch, steps * B)
     rec.set_env("steps_per_epoch", steps)
+    rec.steps_per_epoch = steps
+    # Per-step samples, the way core/cell/cell.c takes them: from the previous step's end to this one's, after
+    # the runner's sync. Eager runners (PyTorch) are synchronised per step ("device"); a framework whose own
+    # loop drives the epoch (Keras's fit) reports each step's end from its batch callback once the step's loss
+    # has reached the host ("host-loss": the step's whole computation has run, its dispatch overlap is not cut).
+    rec.step_sync = "host-loss" if hasattr(runner, "train_epoch") else "device"
     facts = ["%s %s" % (k, data.info[k]) for k in ("max_features", "n_bigrams", "vocab_size", "n_distinct", "n_windows")
              if k in data.info]
     if facts:
@@ -109,10 +115,19 @@ def run(args, data, runner, prepare, extra_env=None):
         order = rng.permutation(n_train)
         t0 = time.perf_counter()
         if whole_epochs:
-            runner.train_epoch(train_stream(order, per_epoch), steps)
+            ends = runner.train_epoch(train_stream(order, per_epoch), steps, timed=True)
+            prev = t0
+            for e in ends:
+                rec.step_s.append(e - prev)
+                prev = e
         else:
+            prev = t0
             for x, y in train_stream(order, per_epoch):
                 runner.train_batch(x, y)
+                runner.sync()
+                now = time.perf_counter()
+                rec.step_s.append(now - prev)
+                prev = now
         runner.sync()
         t1 = time.perf_counter()
         ls, cor, ns = runner.take_metrics("train")

@@ -11,6 +11,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from . import cli
+from . import torchkit_env
 from . import loop
 
 EPS = 1e-7  # K.epsilon()
@@ -321,18 +322,11 @@ class Runner:
             torch.cuda.synchronize(self.device)
 
 
-def blas_name():
-    try:
-        return os.path.realpath("/usr/lib/x86_64-linux-gnu/libblas.so.3").split("/")[-2]
-    except Exception:
-        return "unknown"
-
-
 def environment(args, extra=None):
     e = {"framework_version": "torch %s" % torch.__version__,
          "torch_threads": "intra-op %d, inter-op %d" % (torch.get_num_threads(), torch.get_num_interop_threads()),
          "parallel_backend": "OpenMP (libgomp)" if "OpenMP" in torch.__config__.parallel_info() else "native",
-         "blas": "%s (libblas.so.3 alternative)" % blas_name(),
+         "blas": torchkit_env.libraries(torch),
          "numpy": np.__version__,
          "backend_env": "torch %s; mkldnn %s; %s" % (torch.__version__, torch.backends.mkldnn.is_available(),
                                                      platform.machine())}
