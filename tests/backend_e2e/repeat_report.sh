@@ -50,5 +50,10 @@ if n_factor != 4: bad.append('%d factors with intervals, expected 4' % n_factor)
 print('\n'.join('FAIL: ' + b for b in bad) or 'time rows: %d, factors: %d, of which not significant: %d' % (len(rows), n_factor, n_approx))
 sys.exit(1 if bad else 0)
 PY
+# the charts draw the same median with its interval: one whisker per repeated cell (4 cells) in the page's
+# time charts, and in the SVG
+"$khost" report "$tmp" --html "$tmp/r.html" --svg "$tmp/r.svg" >/dev/null 2>&1 || { echo "FAIL: report --html --svg"; fail=1; }
+[ "$(grep -o '<line class="ci"' "$tmp/r.html" | wc -l)" -eq 4 ] || { echo "FAIL: CI whiskers in the HTML time charts: $(grep -o '<line class="ci"' "$tmp/r.html" | wc -l)"; fail=1; }
+[ "$(grep -c '^<path d="M[0-9.]* [0-9.]*V' "$tmp/r.svg")" -eq 4 ] || { echo "FAIL: CI whiskers in the SVG: $(grep -c '^<path d="M' "$tmp/r.svg")"; fail=1; }
 [ $fail -eq 0 ] && echo "repeat_report: passed" || { echo "repeat_report: FAILED"; cat "$tmp/report.md" | head -60; }
 exit $fail

@@ -91,7 +91,7 @@ grep -Eq '"status":\s+"error"' "$tmp/e/mnist_mlp/keras3-torch__cpu.json" 2>/dev/
 # 4. a real reference cell when the environment is installed (tools/reference/setup)
 if [ -x "$src/.venv-ref/bin/python" ]; then
     "$khost" matrix --plugins none --references pytorch "${common[@]}" --out "$tmp/t" >"$tmp/t.out" 2>&1 &&
-        grep -q '"framework_version": "torch 2' "$tmp/t/mnist_mlp/pytorch__cpu.json" && ok ||
+        grep -Eq '"framework_version":\s+"torch 2' "$tmp/t/mnist_mlp/pytorch__cpu.json" && ok ||
         bad "PyTorch cell: $(cat "$tmp/t.out") $(tail -5 "$tmp/t/mnist_mlp/pytorch__cpu.log" 2>/dev/null)"
 else
     echo "note: $src/.venv-ref not installed (tools/reference/setup): the real PyTorch cell was not run"

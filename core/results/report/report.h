@@ -31,6 +31,9 @@ typedef struct kh_report {
     kh_report_cstats *cstats; int n_cstats;
 } kh_report;
 
+/* Cell i's time of kind 0 (epoch, s) or 1 (step, s) as the tables give it — the median over its repetitions —
+ * and its bootstrap CI in *ci (NAN bounds for one repetition); NAN when the cell did not finish. */
+double kh_report_cell_time(const kh_report_task *t, int i, int kind, kh_ci *ci);
 /* A time with its interval, as the tables print it: "245.5 [240.1, 250.3]", "[—]" without one. */
 void kh_report_fmt_time_ci(double v, const kh_ci *ci, double scale, char *buf, size_t n);
 /* The factor of cell (p, d) to the fastest cell of device d by value kind (0 epoch, 1 step) and its bootstrap

@@ -156,16 +156,19 @@ static void tables(FILE *f, const kh_report_task *t) {
 }
 
 // --- charts ----------------------------------------------------------------------------------------------
-/* Horizontal bars of mean time per epoch, one per finished (backend, device); log axis past a 20x span. */
+/* Horizontal bars of time per epoch (the tables' median over repetitions), a whisker over its 95 % CI where
+ * the cell was repeated, one per finished (backend, device); log axis past a 20x span. */
 static void time_chart(FILE *f, const kh_report_task *t) {
     int n = 0;
     double lo = INFINITY, hi = 0;
+    kh_ci ci;
     for (int i = 0; i < t->np * t->nd; i++) {
-        const kh_cell_record *r = t->cells[i];
-        if (!is_ok(r) || !(r->mean_epoch_s > 0)) continue;
+        double v = kh_report_cell_time(t, i, 0, &ci);
+        if (!(v > 0)) continue;
         n++;
-        if (r->mean_epoch_s < lo) lo = r->mean_epoch_s;
-        if (r->mean_epoch_s > hi) hi = r->mean_epoch_s;
+        double top = isfinite(ci.hi) && ci.hi > v ? ci.hi : v;
+        if (v < lo) lo = v;
+        if (top > hi) hi = top;
     }
     if (!n) {
         fputs("<p class=\"nochart\">No finished cell: no time chart.</p>\n", f);
@@ -180,30 +183,41 @@ static void time_chart(FILE *f, const kh_report_task *t) {
                "viewBox=\"0 0 %d %d\" role=\"img\"><title>Time per epoch (s%s)</title>\n",
             left + width + 80, h, left + width + 80, h, logx ? ", log axis" : "");
     int k = 0;
+#define XPOS(v) (((logx ? log10(v) : (v)) - x0) / (x1 - x0) * width)
     for (int p = 0; p < t->np; p++)
         for (int d = 0; d < t->nd; d++) {
-            const kh_cell_record *r = t->cells[p * t->nd + d];
-            if (!is_ok(r) || !(r->mean_epoch_s > 0)) continue;
-            double v = logx ? log10(r->mean_epoch_s) : r->mean_epoch_s;
-            double w = (v - x0) / (x1 - x0) * width;
+            double v = kh_report_cell_time(t, p * t->nd + d, 0, &ci);
+            if (!(v > 0)) continue;
+            double w = XPOS(v);
             if (w < 1) w = 1;
             int y = top + k * (bar + gap);
             char s[32];
-            kh_report_fmt_seconds(r->mean_epoch_s, s, sizeof s);
+            kh_report_fmt_seconds(v, s, sizeof s);
             fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">", left - 6, y + 13);
             kh_report_esc(f, t->plugins[p]);
             fputs(" @ ", f);
             kh_report_esc(f, t->devices[d]);
-            fprintf(f, "</text><rect class=\"bar\" x=\"%d\" y=\"%d\" width=\"%.1f\" height=\"%d\" fill=\"%s\"/>"
-                       "<text x=\"%.1f\" y=\"%d\">%s s</text>\n",
-                    left, y, w, bar, palette[(size_t)p % N_PALETTE], left + w + 4, y + 13, s);
+            fprintf(f, "</text><rect class=\"bar\" x=\"%d\" y=\"%d\" width=\"%.1f\" height=\"%d\" fill=\"%s\"/>",
+                    left, y, w, bar, palette[(size_t)p % N_PALETTE]);
+            double tx = left + w + 4;
+            if (isfinite(ci.lo) && isfinite(ci.hi) && ci.lo > 0) { /* the interval as a whisker across the bar's end */
+                double a = left + XPOS(ci.lo), b = left + XPOS(ci.hi);
+                fprintf(f, "<line class=\"ci\" x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#222\"/>"
+                           "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#222\"/>"
+                           "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#222\"/>",
+                        a, y + bar / 2, b, y + bar / 2, a, y + 4, a, y + bar - 4, b, y + 4, b, y + bar - 4);
+                if (b + 4 > tx) tx = b + 4;
+            }
+            fprintf(f, "<text x=\"%.1f\" y=\"%d\">%s s</text>\n", tx, y + 13, s);
             k++;
         }
+#undef XPOS
     int ya = top + n * (bar + gap);
     fprintf(f, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#333\"/>", left, ya, left + width, ya);
     fprintf(f, "<text x=\"%d\" y=\"%d\">%s</text><text x=\"%d\" y=\"%d\" text-anchor=\"end\">%.3g s</text>\n", left,
             ya + 16, logx ? "" : "0", left + width, ya + 16, logx ? pow(10, x1) : x1);
-    fputs("</svg><figcaption>Time per epoch per backend and device</figcaption></figure>\n", f);
+    fputs("</svg><figcaption>Time per epoch per backend and device: the median over repetitions; the whisker is its "
+          "95 % bootstrap CI (repeated cells only)</figcaption></figure>\n", f);
 }
 
 /* Learning curves: the task's metric per epoch, one line per cell with epochs. */

@@ -23,6 +23,15 @@ static double cell_value(const kh_report_task *t, int i, int kind) {
     return kind == 0 && isfinite(r->mean_epoch_s) && r->mean_epoch_s > 0 ? r->mean_epoch_s : NAN;
 }
 
+double kh_report_cell_time(const kh_report_task *t, int i, int kind, kh_ci *ci) {
+    const kh_cell_stats *s = t->stats ? t->stats[i] : NULL;
+    const kh_rep_stats *rs = s ? (kind ? &s->step : &s->epoch) : NULL;
+    double v = cell_value(t, i, kind);
+    ci->lo = ci->hi = NAN;
+    if (isfinite(v) && rs && rs->n > 0) *ci = rs->ci;
+    return v;
+}
+
 void kh_report_fmt_time_ci(double v, const kh_ci *ci, double scale, char *buf, size_t n) {
     char a[32], lo[32], hi[32];
     kh_report_fmt_seconds(v * scale, a, sizeof a);

@@ -78,9 +78,11 @@ int kh_report_svg(const kh_report *rep, const char *path, char *err, size_t errl
                 slots[t]++;
                 if (find_series(sv, ns, k->plugins[p], k->devices[d]) < 0 && ns < cap)
                     sv[ns++] = (series){k->plugins[p], k->devices[d]};
-                if (bar_ok(r)) {
-                    if (r->mean_epoch_s < lo) lo = r->mean_epoch_s;
-                    if (r->mean_epoch_s > hi) hi = r->mean_epoch_s;
+                kh_ci ci;
+                double v = bar_ok(r) ? kh_report_cell_time(k, p * k->nd + d, 0, &ci) : NAN;
+                if (v > 0) {
+                    if (v < lo) lo = v;
+                    if ((isfinite(ci.hi) && ci.hi > v ? ci.hi : v) > hi) hi = isfinite(ci.hi) && ci.hi > v ? ci.hi : v;
                 }
             }
     }
@@ -129,8 +131,8 @@ int kh_report_svg(const kh_report *rep, const char *path, char *err, size_t errl
             "font-family=\"DejaVu Sans, Arial, sans-serif\" font-size=\"11\">\n",
             width, height, width, height);
     fprintf(f, "<title>khost: time per epoch</title>\n<rect width=\"100%%\" height=\"100%%\" fill=\"#ffffff\"/>\n");
-    fprintf(f, "<text x=\"%.0f\" y=\"22\" font-size=\"15\" font-weight=\"bold\">Time per epoch (s%s; lower is "
-               "better)</text>\n", left, logscale ? ", log scale" : "");
+    fprintf(f, "<text x=\"%.0f\" y=\"22\" font-size=\"15\" font-weight=\"bold\">Time per epoch (s%s; median over "
+               "repetitions, whisker: 95 %% CI; lower is better)</text>\n", left, logscale ? ", log scale" : "");
 
     /* Axis, grid and tick labels. */
     fprintf(f, "<g stroke=\"#dddddd\" stroke-width=\"1\">\n");
@@ -176,11 +178,13 @@ int kh_report_svg(const kh_report *rep, const char *path, char *err, size_t errl
                 if (!strcmp(k->devices[i], sv[s].device)) d = i;
             const kh_cell_record *r = p >= 0 && d >= 0 ? k->cells[p * k->nd + d] : NULL;
             if (!r) continue;
-            if (bar_ok(r)) {
-                double y = YPOS(r->mean_epoch_s);
+            kh_ci ci;
+            double tv = bar_ok(r) ? kh_report_cell_time(k, p * k->nd + d, 0, &ci) : NAN;
+            if (tv > 0) {
+                double y = YPOS(tv);
                 if (y > bottom - 1) y = bottom - 1; /* a value at the bottom of the scale stays visible */
                 char v[32];
-                kh_report_fmt_seconds(r->mean_epoch_s, v, sizeof v);
+                kh_report_fmt_seconds(tv, v, sizeof v);
                 fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\"><title>", x, y,
                         bar_w, bottom - y, palette[s % N_PALETTE]);
                 xml_text(f, k->name);
@@ -189,8 +193,16 @@ int kh_report_svg(const kh_report *rep, const char *path, char *err, size_t errl
                 fputs(" on ", f);
                 xml_text(f, sv[s].device);
                 fprintf(f, ", %s s per epoch</title></rect>\n", v);
+                double ytext = y;
+                if (isfinite(ci.lo) && isfinite(ci.hi) && ci.lo > 0) { /* the 95 % CI as a whisker */
+                    double ya = YPOS(ci.hi), yb = YPOS(ci.lo), xm = x + bar_w / 2;
+                    if (yb > bottom) yb = bottom;
+                    fprintf(f, "<path d=\"M%.1f %.1fV%.1fM%.1f %.1fH%.1fM%.1f %.1fH%.1f\" stroke=\"#222222\" fill=\"none\"/>\n",
+                            xm, ya, yb, xm - 4, ya, xm + 4, xm - 4, yb, xm + 4);
+                    if (ya < ytext) ytext = ya;
+                }
                 fprintf(f, "<text transform=\"translate(%.1f %.1f) rotate(-90)\" font-size=\"9\">%s</text>\n",
-                        x + bar_w / 2 + 3, y - 3, v);
+                        x + bar_w / 2 + 3, ytext - 3, v);
             } else { /* did not finish: a grey mark where the bar would be, the reason on hover */
                 fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" fill=\"#999999\">x<title>", x + bar_w / 2,
                         bottom - 4);
