@@ -113,34 +113,101 @@ static void zeros(th_emitter *em, th_cu_affine elements) {
 }
 
 // --- the ops lowered to runtime helpers (rt/th_rt.h) ------------------------------------------------------------
-#define NODE th_em_node(em, em->node)
-#define IN th_em_in(em)
+/* A call's arguments: the node's value and its inputs', literals, sizes of the node or of in[0] / in[1]
+ * (rows as a matrix, elements, dimensions, (outer, len, inner) around the axis), the window constant. */
+enum {
+    A_END = 0, A_CTX, A_N, A_NULL, A_ZERO, A_ONE, A_SCRATCH, A_GEOM, A_OUT, A_IN0, A_IN1, A_IN2,
+    A_ROWS, A_ROWS0, A_NUMEL0, A_NUMEL1, A_LAST, A_LAST0, A_DIM0, A_DIM1, A_DIM3, A_IN0_DIM0, A_IN0_DIM1,
+    A_IN0_DIM3, A_OUTER, A_LEN, A_INNER, A_OUTER0, A_LEN0, A_INNER0, A_BEGIN, A_SIZE
+};
+/* what a call is assigned to: nothing, `if (...) return 1;` (a helper that fails on bad input), or the node's
+ * value and a metric of the context */
+enum { L_NONE = 0, L_CHECKED, L_LOSS, L_CORRECT };
+/* the scratch floats a helper needs: a bias gradient's partial sums, a convolution's im2col patches and partial
+ * filter gradient, an LSTM scan's gates, its gradient's state */
+enum { S_NONE = 0, S_BIAS, S_CONV, S_SCAN, S_SCAN_GRAD };
 
-static void fill_batch(th_emitter *em) {
-    th_em_put(em, "    for (int64_t k = 0; k < n; k++) v%d[k] = 1.0f / (float)n;\n", em->node);
+typedef struct c_call {
+    const char *fn;
+    uint8_t args[9];
+    uint8_t lhs, scratch;
+} c_call;
+
+static const c_call calls[KH_GOP_END] = {
+    [KH_GOP_BIAS_ADD_GRAD] = {"th_bias_grad", {A_CTX, A_IN0, A_OUT, A_ROWS0, A_DIM0}, L_NONE, S_BIAS},
+    [KH_GOP_SOFTMAX] = {"th_softmax", {A_IN0, A_OUT, A_ROWS, A_LAST}},
+    [KH_GOP_SOFTMAX_GRAD] = {"th_softmax_grad", {A_IN0, A_IN1, A_OUT, A_ROWS, A_LAST}},
+    /* Conv2D (x, w) -> y; its input gradient (w, dy) -> dx; its filter gradient (x, dy) -> dw */
+    [KH_GOP_CONV2D] = {"th_conv2d", {A_CTX, A_GEOM, A_IN0, A_IN1, A_OUT, A_N}, L_NONE, S_CONV},
+    [KH_GOP_CONV2D_BACKPROP_INPUT] = {"th_conv2d_bwd_input", {A_CTX, A_GEOM, A_IN0, A_IN1, A_OUT, A_N}, L_NONE, S_CONV},
+    [KH_GOP_CONV2D_BACKPROP_FILTER] = {"th_conv2d_bwd_filter", {A_CTX, A_GEOM, A_IN0, A_IN1, A_OUT, A_N}, L_NONE, S_CONV},
+    [KH_GOP_MAXPOOL] = {"th_maxpool", {A_CTX, A_GEOM, A_IN0, A_OUT, A_N, A_ZERO, A_NULL, A_NULL}},
+    [KH_GOP_MAXPOOL_GRAD] = {"th_maxpool", {A_CTX, A_GEOM, A_IN0, A_NULL, A_N, A_ONE, A_IN1, A_OUT}}, /* (x, dy) */
+    [KH_GOP_SLICE] = {"th_slice", {A_IN0, A_OUT, A_OUTER0, A_LEN0, A_BEGIN, A_SIZE, A_INNER0}},
+    [KH_GOP_REVERSE] = {"th_reverse", {A_IN0, A_OUT, A_OUTER0, A_LEN0, A_INNER0}},
+    [KH_GOP_MEAN] = {"th_mean", {A_IN0, A_OUT, A_OUTER0, A_LEN0, A_INNER0}},
+    [KH_GOP_MEAN_GRAD] = {"th_mean_grad", {A_IN0, A_OUT, A_OUTER, A_LEN, A_INNER}},
+    [KH_GOP_GATHER] = {"th_gather", {A_CTX, A_IN0, A_IN1, A_OUT, A_NUMEL1, A_IN0_DIM0, A_IN0_DIM1}, L_CHECKED},
+    [KH_GOP_GATHER_GRAD] = {"th_gather_grad", {A_IN0, A_IN1, A_OUT, A_NUMEL0, A_DIM1}},
+    /* the losses: (logits, labels, probs) -> loss; their gradients (probs, labels, dloss) -> dlogits */
+    [KH_GOP_SOFTMAX_XENT] = {"th_softmax_xent", {A_IN2, A_IN1, A_OUT, A_N, A_IN0_DIM1}},
+    [KH_GOP_SIGMOID_XENT] = {"th_sigmoid_xent", {A_IN2, A_IN1, A_OUT, A_N}},
+    [KH_GOP_SOFTMAX_XENT_GRAD] = {"th_softmax_xent_grad", {A_IN0, A_IN1, A_IN2, A_OUT, A_N, A_DIM1}},
+    [KH_GOP_SIGMOID_XENT_GRAD] = {"th_sigmoid_xent_grad", {A_IN0, A_IN1, A_IN2, A_OUT, A_N}},
+    [KH_GOP_LOSS_SUM] = {"th_sum", {A_IN0, A_NUMEL0}, L_LOSS},
+    [KH_GOP_CORRECT_COUNT] = {"th_correct", {A_IN0, A_IN1, A_N, A_LAST0}, L_CORRECT},
+    /* the LSTM scans: (xw (N,T,4U), U) -> S (N,T,6,U); (S, U, dS) -> dXW; (S, dXW) -> dU */
+    [KH_GOP_LSTM_SCAN] = {"th_lstm_scan", {A_CTX, A_IN0, A_IN1, A_OUT, A_SCRATCH, A_N, A_DIM1, A_DIM3}, L_NONE, S_SCAN},
+    [KH_GOP_LSTM_SCAN_GRAD] = {"th_lstm_scan_grad", {A_CTX, A_IN0, A_IN1, A_IN2, A_OUT, A_SCRATCH, A_N, A_IN0_DIM1,
+                                                     A_IN0_DIM3}, L_NONE, S_SCAN_GRAD},
+    [KH_GOP_LSTM_SCAN_GRAD_U] = {"th_lstm_scan_grad_u", {A_CTX, A_IN0, A_IN1, A_OUT, A_N, A_IN0_DIM1, A_IN0_DIM3}},
+};
+
+/* one argument's text */
+static const char *arg_text(th_emitter *em, int kind, char *buf, size_t len) {
+    static const char *const fixed[] = {[A_CTX] = "c", [A_N] = "n", [A_NULL] = "NULL", [A_ZERO] = "0", [A_ONE] = "1",
+                                        [A_SCRATCH] = "c->scratch"};
+    const kh_gnode *nd = th_em_node(em, em->node);
+    const int32_t *in = th_em_in(em);
+    const kh_gnode *x = nd->n_in > 0 ? th_em_node(em, in[0]) : nd;
+    int64_t alen, inner;
+    switch (kind) {
+    case A_CTX: case A_N: case A_NULL: case A_ZERO: case A_ONE: case A_SCRATCH: return fixed[kind];
+    case A_GEOM: snprintf(buf, len, "&g%d", em->node); return buf;
+    case A_OUT: snprintf(buf, len, "v%d", em->node); return buf;
+    case A_IN0: case A_IN1: case A_IN2: snprintf(buf, len, "v%d", in[kind - A_IN0]); return buf;
+    case A_ROWS: return th_em_size(em, th_em_rows(em, em->node), buf, len);
+    case A_ROWS0: return th_em_size(em, th_em_rows(em, in[0]), buf, len);
+    case A_NUMEL0: case A_NUMEL1: return th_em_size(em, th_em_numel(em, in[kind - A_NUMEL0]), buf, len);
+    case A_OUTER: case A_OUTER0: {
+        th_cu_affine o = th_em_around(em, kind == A_OUTER ? em->node : in[0], nd->attr.axis, &alen, &inner);
+        return th_em_size(em, o, buf, len);
+    }
+    case A_BEGIN: snprintf(buf, len, "%d", nd->attr.begin); return buf;
+    case A_SIZE: snprintf(buf, len, "%d", nd->attr.size); return buf;
+    default: break;
+    }
+    int64_t v = 0;
+    switch (kind) {
+    case A_LAST: v = th_last_dim(nd); break;
+    case A_LAST0: v = th_last_dim(x); break;
+    case A_DIM0: v = nd->dims[0]; break;
+    case A_DIM1: v = nd->dims[1]; break;
+    case A_DIM3: v = nd->dims[3]; break;
+    case A_IN0_DIM0: v = x->dims[0]; break;
+    case A_IN0_DIM1: v = x->dims[1]; break;
+    case A_IN0_DIM3: v = x->dims[3]; break;
+    case A_LEN: case A_INNER: case A_LEN0: case A_INNER0:
+        th_em_around(em, kind == A_LEN || kind == A_INNER ? em->node : in[0], nd->attr.axis, &alen, &inner);
+        v = kind == A_LEN || kind == A_LEN0 ? alen : inner;
+        break;
+    default: break;
+    }
+    snprintf(buf, len, "%lld", (long long)v);
+    return buf;
 }
 
-static void bias_add_grad(th_emitter *em) {
-    char r[64];
-    scratch(em, NODE->dims[0]);
-    th_em_put(em, "    th_bias_grad(c, v%d, v%d, %s, %lld);\n", IN[0], em->node, SZ(th_em_rows(em, IN[0]), r),
-              (long long)NODE->dims[0]);
-}
-
-static void softmax(th_emitter *em) {
-    char r[64];
-    th_em_put(em, "    th_softmax(v%d, v%d, %s, %lld);\n", IN[0], em->node, SZ(th_em_rows(em, em->node), r),
-              (long long)th_last_dim(NODE));
-}
-
-static void softmax_grad(th_emitter *em) {
-    char r[64];
-    th_em_put(em, "    th_softmax_grad(v%d, v%d, v%d, %s, %lld);\n", IN[0], IN[1], em->node,
-              SZ(th_em_rows(em, em->node), r), (long long)th_last_dim(NODE));
-}
-
-/* the geometry constant g<node> of a convolution or pooling node; convolutions claim their im2col patches and a
- * partial filter gradient */
+/* the geometry constant g<node> of a convolution or pooling node (and the convolution's scratch) */
 static int window(th_emitter *em, int conv) {
     kh_conv2d_dims d;
     if (!th_em_window(em, &d)) return 0;
@@ -152,111 +219,43 @@ static int window(th_emitter *em, int conv) {
     return 1;
 }
 
-/* Conv2D (x, w) -> y; its input gradient (w, dy) -> dx; its filter gradient (x, dy) -> dw */
-static void conv(th_emitter *em) {
-    static const char *const fn[3] = {"th_conv2d", "th_conv2d_bwd_input", "th_conv2d_bwd_filter"};
-    uint32_t op = NODE->op;
-    int k = op == KH_GOP_CONV2D ? 0 : op == KH_GOP_CONV2D_BACKPROP_INPUT ? 1 : 2;
-    if (window(em, 1))
-        th_em_put(em, "    %s(c, &g%d, v%d, v%d, v%d, n);\n", fn[k], em->node, IN[0], IN[1], em->node);
+/* an op of the call table: its scratch, its window constant, the statement */
+static int lower(th_emitter *em) {
+    const kh_gnode *nd = th_em_node(em, em->node);
+    const c_call *k = nd->op < KH_GOP_END ? &calls[nd->op] : NULL;
+    if (!k || !k->fn) return 0;
+    if (k->scratch == S_BIAS) scratch(em, nd->dims[0]);
+    else if (k->scratch == S_SCAN) scratch(em, em->g->max_batch * 4 * nd->dims[3]);
+    else if (k->scratch == S_SCAN_GRAD) scratch(em, (em->g->max_batch * 2 + 1) * th_em_node(em, th_em_in(em)[0])->dims[3]);
+    for (int j = 0; j < (int)sizeof k->args && k->args[j]; j++)
+        if (k->args[j] == A_GEOM && !window(em, k->scratch == S_CONV)) return 1;
+    static const char *const lhs[] = {[L_NONE] = "", [L_CHECKED] = "if (", [L_LOSS] = "c->loss_sum = ",
+                                      [L_CORRECT] = "c->correct = "};
+    if (k->lhs == L_LOSS || k->lhs == L_CORRECT) th_em_put(em, "    v%d[0] = %s%s(", em->node, lhs[k->lhs], k->fn);
+    else th_em_put(em, "    %s%s(", lhs[k->lhs], k->fn);
+    char buf[64];
+    for (int j = 0; j < (int)sizeof k->args && k->args[j]; j++)
+        th_em_put(em, "%s%s", j ? ", " : "", arg_text(em, k->args[j], buf, sizeof buf));
+    th_em_put(em, "%s;\n", k->lhs == L_CHECKED ? ")) return 1" : ")");
+    return 1;
 }
 
-static void maxpool(th_emitter *em) {
-    if (window(em, 0)) th_em_put(em, "    th_maxpool(c, &g%d, v%d, v%d, n, 0, NULL, NULL);\n", em->node, IN[0], em->node);
-}
-
-static void maxpool_grad(th_emitter *em) { /* (x, dy) */
-    if (window(em, 0))
-        th_em_put(em, "    th_maxpool(c, &g%d, v%d, NULL, n, 1, v%d, v%d);\n", em->node, IN[0], IN[1], em->node);
-}
-
-/* Slice, Reverse, Mean: (outer, len, inner) around the axis of the input; MeanGrad: of the output */
-static void along(th_emitter *em) {
-    const kh_gattr *a = &NODE->attr;
-    uint32_t op = NODE->op;
-    int64_t len, inner;
-    char o[64];
-    SZ(th_em_around(em, op == KH_GOP_MEAN_GRAD ? em->node : IN[0], a->axis, &len, &inner), o);
-    if (op == KH_GOP_SLICE)
-        th_em_put(em, "    th_slice(v%d, v%d, %s, %lld, %d, %d, %lld);\n", IN[0], em->node, o, (long long)len, a->begin,
-                  a->size, (long long)inner);
-    else
-        th_em_put(em, "    %s(v%d, v%d, %s, %lld, %lld);\n",
-                  op == KH_GOP_REVERSE ? "th_reverse" : op == KH_GOP_MEAN ? "th_mean" : "th_mean_grad", IN[0], em->node,
-                  o, (long long)len, (long long)inner);
+static void fill_batch(th_emitter *em) {
+    th_em_put(em, "    for (int64_t k = 0; k < n; k++) v%d[k] = 1.0f / (float)n;\n", em->node);
 }
 
 static void concat(th_emitter *em) {
-    const kh_gnode *nd = NODE;
+    const kh_gnode *nd = th_em_node(em, em->node);
+    const int32_t *in = th_em_in(em);
     int64_t len, inner, pos = 0;
     char o[64];
     SZ(th_em_around(em, em->node, nd->attr.axis, &len, &inner), o);
     for (int j = 0; j < nd->n_in; j++) {
-        int64_t lj = th_em_node(em, IN[j])->dims[nd->attr.axis];
-        th_em_put(em, "    th_concat_part(v%d, v%d, %s, %lld, %lld, %lld, %lld);\n", IN[j], em->node, o, (long long)len,
+        int64_t lj = th_em_node(em, in[j])->dims[nd->attr.axis];
+        th_em_put(em, "    th_concat_part(v%d, v%d, %s, %lld, %lld, %lld, %lld);\n", in[j], em->node, o, (long long)len,
                   (long long)pos, (long long)lj, (long long)inner);
         pos += lj;
     }
-}
-
-static void gather(th_emitter *em) {
-    const kh_gnode *T = th_em_node(em, IN[0]);
-    char ni[64];
-    th_em_put(em, "    if (th_gather(c, v%d, v%d, v%d, %s, %lld, %lld)) return 1;\n", IN[0], IN[1], em->node,
-              SZ(th_em_numel(em, IN[1]), ni), (long long)T->dims[0], (long long)T->dims[1]);
-}
-
-static void gather_grad(th_emitter *em) {
-    char ni[64];
-    th_em_put(em, "    th_gather_grad(v%d, v%d, v%d, %s, %lld);\n", IN[0], IN[1], em->node, SZ(th_em_numel(em, IN[0]), ni),
-              (long long)NODE->dims[1]);
-}
-
-static void softmax_xent(th_emitter *em) {
-    th_em_put(em, "    th_softmax_xent(v%d, v%d, v%d, n, %lld);\n", IN[2], IN[1], em->node,
-              (long long)th_em_node(em, IN[0])->dims[1]);
-}
-
-static void sigmoid_xent(th_emitter *em) { th_em_put(em, "    th_sigmoid_xent(v%d, v%d, v%d, n);\n", IN[2], IN[1], em->node); }
-
-static void softmax_xent_grad(th_emitter *em) {
-    th_em_put(em, "    th_softmax_xent_grad(v%d, v%d, v%d, v%d, n, %lld);\n", IN[0], IN[1], IN[2], em->node,
-              (long long)NODE->dims[1]);
-}
-
-static void sigmoid_xent_grad(th_emitter *em) {
-    th_em_put(em, "    th_sigmoid_xent_grad(v%d, v%d, v%d, v%d, n);\n", IN[0], IN[1], IN[2], em->node);
-}
-
-static void loss_sum(th_emitter *em) {
-    char na[64];
-    th_em_put(em, "    v%d[0] = c->loss_sum = th_sum(v%d, %s);\n", em->node, IN[0], SZ(th_em_numel(em, IN[0]), na));
-}
-
-static void correct_count(th_emitter *em) {
-    th_em_put(em, "    v%d[0] = c->correct = th_correct(v%d, v%d, n, %lld);\n", em->node, IN[0], IN[1],
-              (long long)th_last_dim(th_em_node(em, IN[0])));
-}
-
-/* the LSTM scans: (xw (N,T,4U), U) -> S (N,T,6,U); (S, U, dS) -> dXW; (S, dXW) -> dU */
-static void lstm_scan(th_emitter *em) {
-    int64_t T = NODE->dims[1], U = NODE->dims[3];
-    scratch(em, em->g->max_batch * 4 * U);
-    th_em_put(em, "    th_lstm_scan(c, v%d, v%d, v%d, c->scratch, n, %lld, %lld);\n", IN[0], IN[1], em->node,
-              (long long)T, (long long)U);
-}
-
-static void lstm_scan_grad(th_emitter *em) {
-    const kh_gnode *S = th_em_node(em, IN[0]);
-    scratch(em, (em->g->max_batch * 2 + 1) * S->dims[3]);
-    th_em_put(em, "    th_lstm_scan_grad(c, v%d, v%d, v%d, v%d, c->scratch, n, %lld, %lld);\n", IN[0], IN[1], IN[2],
-              em->node, (long long)S->dims[1], (long long)S->dims[3]);
-}
-
-static void lstm_scan_grad_u(th_emitter *em) {
-    const kh_gnode *S = th_em_node(em, IN[0]);
-    th_em_put(em, "    th_lstm_scan_grad_u(c, v%d, v%d, v%d, n, %lld, %lld);\n", IN[0], IN[1], em->node,
-              (long long)S->dims[1], (long long)S->dims[3]);
 }
 
 static kh_status prelude(th_sb *b, char *err, size_t errlen) { return th_prelude(b, err, errlen); }
@@ -281,31 +280,6 @@ const th_dialect th_dialect_c = {
     .loop_close = loop_close,
     .gemm = gemm,
     .zeros = zeros,
-    .ops = {
-        [KH_GOP_FILL_BATCH] = fill_batch,
-        [KH_GOP_BIAS_ADD_GRAD] = bias_add_grad,
-        [KH_GOP_SOFTMAX] = softmax,
-        [KH_GOP_SOFTMAX_GRAD] = softmax_grad,
-        [KH_GOP_CONV2D] = conv,
-        [KH_GOP_CONV2D_BACKPROP_INPUT] = conv,
-        [KH_GOP_CONV2D_BACKPROP_FILTER] = conv,
-        [KH_GOP_MAXPOOL] = maxpool,
-        [KH_GOP_MAXPOOL_GRAD] = maxpool_grad,
-        [KH_GOP_SLICE] = along,
-        [KH_GOP_REVERSE] = along,
-        [KH_GOP_MEAN] = along,
-        [KH_GOP_MEAN_GRAD] = along,
-        [KH_GOP_CONCAT] = concat,
-        [KH_GOP_GATHER] = gather,
-        [KH_GOP_GATHER_GRAD] = gather_grad,
-        [KH_GOP_SOFTMAX_XENT] = softmax_xent,
-        [KH_GOP_SIGMOID_XENT] = sigmoid_xent,
-        [KH_GOP_SOFTMAX_XENT_GRAD] = softmax_xent_grad,
-        [KH_GOP_SIGMOID_XENT_GRAD] = sigmoid_xent_grad,
-        [KH_GOP_LOSS_SUM] = loss_sum,
-        [KH_GOP_CORRECT_COUNT] = correct_count,
-        [KH_GOP_LSTM_SCAN] = lstm_scan,
-        [KH_GOP_LSTM_SCAN_GRAD] = lstm_scan_grad,
-        [KH_GOP_LSTM_SCAN_GRAD_U] = lstm_scan_grad_u,
-    },
+    .ops = {[KH_GOP_FILL_BATCH] = fill_batch, [KH_GOP_CONCAT] = concat},
+    .lower = lower,
 };

@@ -214,6 +214,7 @@ static void emit_node(th_emitter *em) {
         f(em);
         return;
     }
+    if (em->d->lower && em->d->lower(em)) return;
     kh_gexpr e;
     if (nd->op == KH_GOP_ADDN && nd->n_in > KH_GEXPR_MAX_IN) emit_addn_wide(em);
     else if (kh_gop_elementwise(nd->op) && th_expr_single(nd, &e)) emit_program(em, &e, th_em_in(em));

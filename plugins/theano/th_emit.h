@@ -54,8 +54,10 @@ typedef struct th_dialect {
     /* library calls: a GEMM, and zeroing a node's `elements` floats */
     void (*gemm)(th_emitter *em, const th_em_gemm *g);
     void (*zeros)(th_emitter *em, th_cu_affine elements);
-    /* the ops this dialect lowers its own way (NULL: the walk's, or unsupported) */
+    /* the ops this dialect lowers its own way (NULL: the walk's, or unsupported), and then its table-driven ones
+     * (NULL, or 0: not one of them) */
     th_op_emit ops[KH_GOP_END];
+    int (*lower)(th_emitter *em);
 } th_dialect;
 
 extern const th_dialect th_dialect_c, th_dialect_cuda;
