@@ -1,4 +1,4 @@
-/* th_expr_text.c — an Elemwise program as straight-line expressions, shared by the C and CUDA emitters:
+/* th_expr_text.c — an Elemwise program as straight-line expressions, shared by the C and CUDA dialects:
  * `t<k>` temporaries over the inputs `i<j>[index]` (vectors over the last axis at `vec_index`), each op's text
  * from one table over the element-wise formulas of khost/kit/formulas.h. Dropout reads the per-instruction key
  * `<key_prefix><k>`. Also the one-instruction programs of primitive element-wise ops and the optimizer updates. */

@@ -1,4 +1,4 @@
-/* th_sb.h — a growing text buffer for generated sources. A failed allocation latches `oom`, so emitters
+/* th_sb.h — a growing text buffer for generated sources. A failed allocation latches `oom`, so the code generator
  * write freely and check once at the end. */
 #ifndef TH_SB_H
 #define TH_SB_H
