@@ -19,6 +19,7 @@
 
 #define N(c, i) th_em_node(c, i)
 #define IN(c, i) kh_graph_inputs((c)->g, i)
+#define SZ(x, buf) th_em_size(c, (x), buf, sizeof buf) /* a size as text, into a local buffer */
 
 static th_cu_ref value(th_emitter *c, int32_t i) {
     th_cu_ref r;
@@ -155,13 +156,13 @@ static void emit_bias_grad(th_emitter *c) {
     kptr(c, value(c, in[0]), "const float *dy");
     kptr(c, value(c, c->node), "float *db");
     th_em_put(c, "    const int64_t R = %s;\n    __shared__ float part[32];\n"
-             "    for (int64_t j = blockIdx.x; j < %lldLL; j += gridDim.x) {\n        float s = 0.0f;\n"
-             "        for (int64_t r = threadIdx.x; r < R; r += blockDim.x) s += dy[r * %lldLL + j];\n"
-             "        s = th_warp_sum(s);\n        if ((threadIdx.x & 31) == 0) part[threadIdx.x >> 5] = s;\n"
-             "        __syncthreads();\n        if (threadIdx.x < 32) {\n"
-             "            s = threadIdx.x < (blockDim.x >> 5) ? part[threadIdx.x] : 0.0f;\n            s = th_warp_sum(s);\n"
-             "            if (threadIdx.x == 0) db[j] = s;\n        }\n        __syncthreads();\n    }\n",
-          th_em_size(c, th_em_rows(c, in[0]), r, sizeof r), (long long)C, (long long)C);
+                 "    for (int64_t j = blockIdx.x; j < %lldLL; j += gridDim.x) {\n        float s = 0.0f;\n"
+                 "        for (int64_t r = threadIdx.x; r < R; r += blockDim.x) s += dy[r * %lldLL + j];\n"
+                 "        s = th_warp_sum(s);\n        if ((threadIdx.x & 31) == 0) part[threadIdx.x >> 5] = s;\n"
+                 "        __syncthreads();\n        if (threadIdx.x < 32) {\n"
+                 "            s = threadIdx.x < (blockDim.x >> 5) ? part[threadIdx.x] : 0.0f;\n            s = th_warp_sum(s);\n"
+                 "            if (threadIdx.x == 0) db[j] = s;\n        }\n        __syncthreads();\n    }\n",
+              SZ(th_em_rows(c, in[0]), r), (long long)C, (long long)C);
     kclose(c);
 }
 
@@ -183,21 +184,21 @@ static void emit_softmax(th_emitter *c) {
         kptr(c, value(c, c->node), "float *dx");
     }
     th_em_put(c, "    const int64_t row = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32;\n"
-             "    const int lane = threadIdx.x %% 32;\n    if (row >= %s) return;\n", th_em_size(c, R, r, sizeof r));
+                 "    const int lane = threadIdx.x %% 32;\n    if (row >= %s) return;\n", SZ(R, r));
     if (!grad)
         th_em_put(c, "    const float *a = x + row * %1$lldLL;\n    float *o = y + row * %1$lldLL;\n"
-                 "    float mx = -3.402823466e38f;\n"
-                 "    for (int64_t j = lane; j < %1$lldLL; j += 32) mx = fmaxf(mx, a[j]);\n    mx = th_warp_max(mx);\n"
-                 "    float s = 0.0f;\n"
-                 "    for (int64_t j = lane; j < %1$lldLL; j += 32) {\n        const float e = expf(a[j] - mx);\n"
-                 "        o[j] = e;\n        s += e;\n    }\n    s = th_warp_sum(s);\n    const float inv = 1.0f / s;\n"
-                 "    for (int64_t j = lane; j < %1$lldLL; j += 32) o[j] *= inv;\n",
-              (long long)C);
+                     "    float mx = -3.402823466e38f;\n"
+                     "    for (int64_t j = lane; j < %1$lldLL; j += 32) mx = fmaxf(mx, a[j]);\n    mx = th_warp_max(mx);\n"
+                     "    float s = 0.0f;\n"
+                     "    for (int64_t j = lane; j < %1$lldLL; j += 32) {\n        const float e = expf(a[j] - mx);\n"
+                     "        o[j] = e;\n        s += e;\n    }\n    s = th_warp_sum(s);\n    const float inv = 1.0f / s;\n"
+                     "    for (int64_t j = lane; j < %1$lldLL; j += 32) o[j] *= inv;\n",
+                  (long long)C);
     else
         th_em_put(c, "    const float *yr = y + row * %1$lldLL, *dr = dy + row * %1$lldLL;\n    float s = 0.0f;\n"
-                 "    for (int64_t j = lane; j < %1$lldLL; j += 32) s += yr[j] * dr[j];\n    s = th_warp_sum(s);\n"
-                 "    for (int64_t j = lane; j < %1$lldLL; j += 32) dx[row * %1$lldLL + j] = yr[j] * (dr[j] - s);\n",
-              (long long)C);
+                     "    for (int64_t j = lane; j < %1$lldLL; j += 32) s += yr[j] * dr[j];\n    s = th_warp_sum(s);\n"
+                     "    for (int64_t j = lane; j < %1$lldLL; j += 32) dx[row * %1$lldLL + j] = yr[j] * (dr[j] - s);\n",
+                  (long long)C);
     kclose(c);
 }
 
@@ -226,9 +227,9 @@ static void emit_xent_grad(th_emitter *c) { /* (probs, labels, dloss) -> dlogits
     if (sigmoid) th_em_put(c, "    TH_CU_LOOP(r, n) dx[r] = dl[r] * kh_sigmoid_bce_grad(p[r], (float)lab[r], 1.0f);\n");
     else
         th_em_put(c, "    TH_CU_LOOP(i, n * %1$lldLL) {\n        const int64_t r = i / %1$lldLL, j = i %% %1$lldLL;\n"
-                 "        dx[i] = dl[r] * kh_softmax_cce_grad(p[i], j == lab[r], p[r * %1$lldLL + lab[r]], 1.0f);\n"
-                 "    }\n",
-              (long long)C);
+                     "        dx[i] = dl[r] * kh_softmax_cce_grad(p[i], j == lab[r], p[r * %1$lldLL + lab[r]], 1.0f);\n"
+                     "    }\n",
+                  (long long)C);
     kclose(c);
 }
 
@@ -251,7 +252,7 @@ static void emit_metric(th_emitter *c) {
         kptr(c, value(c, c->node), "float *y");
         kptr(c, metric(c, 0), "double *met");
         th_em_put(c, "    double v = 0.0;\n    for (int64_t k = threadIdx.x; k < %s; k += TH_CU_BLOCK) v += a[k];\n",
-              th_em_size(c, th_em_numel(c, in[0]), t, sizeof t));
+                  SZ(th_em_numel(c, in[0]), t));
     } else {
         const kh_gnode *P = N(c, in[0]);
         int64_t C = th_last_dim(P);
@@ -263,13 +264,13 @@ static void emit_metric(th_emitter *c) {
         if (C == 1) th_em_put(c, "        v += (p[r] > 0.5f ? 1 : 0) == lab[r];\n");
         else
             th_em_put(c, "        int64_t best = 0;\n        for (int64_t j = 1; j < %1$lldLL; j++)\n"
-                     "            if (p[r * %1$lldLL + j] > p[r * %1$lldLL + best]) best = j;\n"
-                     "        v += best == lab[r];\n",
-                  (long long)C);
+                         "            if (p[r * %1$lldLL + j] > p[r * %1$lldLL + best]) best = j;\n"
+                         "        v += best == lab[r];\n",
+                      (long long)C);
         th_em_put(c, "    }\n");
     }
     th_em_put(c, "    const double s = th_block_sum(v);\n    if (threadIdx.x == 0) {\n        y[0] = (float)s;\n"
-             "        if (met) *met += s;\n    }\n");
+                 "        if (met) *met += s;\n    }\n");
     kclose(c);
 }
 
@@ -285,8 +286,8 @@ static void emit_slice(th_emitter *c) {
     kptr(c, value(c, in[0]), "const float *x");
     kptr(c, value(c, c->node), "float *y");
     th_em_put(c, "    TH_CU_LOOP(i, %s) y[i] = x[(i / %lldLL) * %lldLL + %lldLL + i %% %lldLL];\n",
-          th_em_size(c, th_aff_scale(outer, blk), t, sizeof t), (long long)blk, (long long)(len * inner), (long long)(a->begin * inner),
-          (long long)blk);
+              SZ(th_aff_scale(outer, blk), t), (long long)blk, (long long)(len * inner), (long long)(a->begin * inner),
+              (long long)blk);
     kclose(c);
 }
 
@@ -303,8 +304,8 @@ static void emit_concat(th_emitter *c) {
         kptr(c, value(c, in[j]), "const float *x");
         kptr(c, value(c, c->node), "float *y");
         th_em_put(c, "    TH_CU_LOOP(i, %s) y[(i / %lldLL) * %lldLL + %lldLL + i %% %lldLL] = x[i];\n",
-              th_em_size(c, th_aff_scale(outer, blk), t, sizeof t), (long long)blk, (long long)(len * inner), (long long)(pos * inner),
-              (long long)blk);
+                  SZ(th_aff_scale(outer, blk), t), (long long)blk, (long long)(len * inner), (long long)(pos * inner),
+                  (long long)blk);
         kclose(c);
         pos += lj;
     }
@@ -319,9 +320,9 @@ static void emit_reverse(th_emitter *c) {
     kptr(c, value(c, in[0]), "const float *x");
     kptr(c, value(c, c->node), "float *y");
     th_em_put(c, "    TH_CU_LOOP(i, %s) {\n        const int64_t k = i %% %lldLL, l = (i / %lldLL) %% %lldLL, o = i / %lldLL;\n"
-             "        y[i] = x[(o * %lldLL + %lldLL - l) * %lldLL + k];\n    }\n",
-          th_em_size(c, th_aff_scale(outer, len * inner), t, sizeof t), (long long)inner, (long long)inner, (long long)len,
-          (long long)(len * inner), (long long)len, (long long)(len - 1), (long long)inner);
+                 "        y[i] = x[(o * %lldLL + %lldLL - l) * %lldLL + k];\n    }\n",
+              SZ(th_aff_scale(outer, len * inner), t), (long long)inner, (long long)inner, (long long)len,
+              (long long)(len * inner), (long long)len, (long long)(len - 1), (long long)inner);
     kclose(c);
 }
 
@@ -336,14 +337,14 @@ static void emit_mean(th_emitter *c) {
     kptr(c, value(c, c->node), grad ? "float *dx" : "float *y");
     if (!grad) /* in l order, as the CPU sums */
         th_em_put(c, "    TH_CU_LOOP(i, %s) {\n        const int64_t o = i / %lldLL, k = i %% %lldLL;\n        float s = 0.0f;\n"
-                 "        for (int64_t l = 0; l < %lldLL; l++) s += x[(o * %lldLL + l) * %lldLL + k];\n"
-                 "        y[i] = s * (1.0f / %lld.0f);\n    }\n",
-              th_em_size(c, th_aff_scale(outer, inner), t, sizeof t), (long long)inner, (long long)inner, (long long)len, (long long)len,
-              (long long)inner, (long long)len);
+                     "        for (int64_t l = 0; l < %lldLL; l++) s += x[(o * %lldLL + l) * %lldLL + k];\n"
+                     "        y[i] = s * (1.0f / %lld.0f);\n    }\n",
+                  SZ(th_aff_scale(outer, inner), t), (long long)inner, (long long)inner, (long long)len, (long long)len,
+                  (long long)inner, (long long)len);
     else
         th_em_put(c, "    TH_CU_LOOP(i, %s) dx[i] = dy[(i / %lldLL) * %lldLL + i %% %lldLL] * (1.0f / %lld.0f);\n",
-              th_em_size(c, th_aff_scale(outer, len * inner), t, sizeof t), (long long)(len * inner), (long long)inner,
-              (long long)inner, (long long)len);
+                  SZ(th_aff_scale(outer, len * inner), t), (long long)(len * inner), (long long)inner,
+                  (long long)inner, (long long)len);
     kclose(c);
 }
 
@@ -360,13 +361,13 @@ static void emit_gather(th_emitter *c) {
         kptr(c, value(c, in[1]), "const int32_t *idx");
         kptr(c, value(c, c->node), "float *y");
         th_em_put(c, "    TH_CU_LOOP(i, %s) y[i] = table[(int64_t)idx[i / %lldLL] * %lldLL + i %% %lldLL];\n",
-              th_em_size(c, cnt, t, sizeof t), (long long)D, (long long)D, (long long)D);
+                  SZ(cnt, t), (long long)D, (long long)D, (long long)D);
     } else { /* into the persistent accumulator; the order of the additions is not fixed */
         kptr(c, value(c, in[0]), "const int32_t *idx");
         kptr(c, value(c, in[1]), "const float *dy");
         kptr(c, value(c, c->node), "float *acc");
         th_em_put(c, "    TH_CU_LOOP(i, %s) atomicAdd(&acc[(int64_t)idx[i / %lldLL] * %lldLL + i %% %lldLL], dy[i]);\n",
-              th_em_size(c, cnt, t, sizeof t), (long long)D, (long long)D, (long long)D);
+                  SZ(cnt, t), (long long)D, (long long)D, (long long)D);
     }
     kclose(c);
 }
@@ -387,9 +388,9 @@ static int geometry(th_emitter *c, geom *q) {
 
 static void pool_const(th_emitter *c, const geom *q) {
     th_em_put(c, "    const th_cu_pool g = {%lldLL, %lldLL, %lldLL, %lldLL, %lldLL, %lldLL, %lldLL, %lldLL, %lldLL, %lldLL, %lldLL};\n",
-          (long long)q->d.H, (long long)q->d.W, (long long)q->d.C, (long long)q->d.KH, (long long)q->d.KW,
-          (long long)q->d.OH, (long long)q->d.OW, (long long)q->d.SH, (long long)q->d.SW, (long long)q->d.pad_top,
-          (long long)q->d.pad_left);
+              (long long)q->d.H, (long long)q->d.W, (long long)q->d.C, (long long)q->d.KH, (long long)q->d.KW,
+              (long long)q->d.OH, (long long)q->d.OW, (long long)q->d.SH, (long long)q->d.SW, (long long)q->d.pad_top,
+              (long long)q->d.pad_left);
 }
 
 static void emit_pool(th_emitter *c) {
@@ -406,9 +407,9 @@ static void emit_pool(th_emitter *c) {
         kptr(c, value(c, c->node), "float *y");
         pool_const(c, &q);
         th_em_put(c, "    TH_CU_LOOP(i, %s) {\n        const int64_t ch = i %% g.C, ow = (i / g.C) %% g.OW, oh = (i / (g.C * g.OW)) %% g.OH;\n"
-                 "        const int64_t at = th_pool_argmax(x, g, i / (g.C * g.OW * g.OH), oh, ow, ch);\n"
-                 "        y[i] = at >= 0 ? x[at] : 0.0f;\n    }\n",
-              th_em_size(c, cnt, t, sizeof t));
+                     "        const int64_t at = th_pool_argmax(x, g, i / (g.C * g.OW * g.OH), oh, ow, ch);\n"
+                     "        y[i] = at >= 0 ? x[at] : 0.0f;\n    }\n",
+                  SZ(cnt, t));
     } else { /* dx at each input element: the sum of dy over the windows whose first maximum it is (no atomics) */
         th_cu_affine cnt = th_aff(q.d.H * q.d.W * C, 0);
         kloop_open(c, NULL, cnt);
@@ -417,15 +418,15 @@ static void emit_pool(th_emitter *c) {
         kptr(c, value(c, c->node), "float *dx");
         pool_const(c, &q);
         th_em_put(c, "    TH_CU_LOOP(i, %s) {\n        const int64_t ch = i %% g.C, iw = (i / g.C) %% g.W, ih = (i / (g.C * g.W)) %% g.H;\n"
-                 "        const int64_t s = i / (g.C * g.W * g.H);\n"
-                 "        int64_t oh0 = ih + g.PT - (g.KH - 1), ow0 = iw + g.PL - (g.KW - 1);\n"
-                 "        oh0 = oh0 > 0 ? (oh0 + g.SH - 1) / g.SH : 0;\n        ow0 = ow0 > 0 ? (ow0 + g.SW - 1) / g.SW : 0;\n"
-                 "        float v = 0.0f;\n"
-                 "        for (int64_t oh = oh0; oh < g.OH && oh * g.SH - g.PT <= ih; oh++)\n"
-                 "            for (int64_t ow = ow0; ow < g.OW && ow * g.SW - g.PL <= iw; ow++)\n"
-                 "                if (th_pool_argmax(x, g, s, oh, ow, ch) == i) v += dy[((s * g.OH + oh) * g.OW + ow) * g.C + ch];\n"
-                 "        dx[i] = v;\n    }\n",
-              th_em_size(c, cnt, t, sizeof t));
+                     "        const int64_t s = i / (g.C * g.W * g.H);\n"
+                     "        int64_t oh0 = ih + g.PT - (g.KH - 1), ow0 = iw + g.PL - (g.KW - 1);\n"
+                     "        oh0 = oh0 > 0 ? (oh0 + g.SH - 1) / g.SH : 0;\n        ow0 = ow0 > 0 ? (ow0 + g.SW - 1) / g.SW : 0;\n"
+                     "        float v = 0.0f;\n"
+                     "        for (int64_t oh = oh0; oh < g.OH && oh * g.SH - g.PT <= ih; oh++)\n"
+                     "            for (int64_t ow = ow0; ow < g.OW && ow * g.SW - g.PL <= iw; ow++)\n"
+                     "                if (th_pool_argmax(x, g, s, oh, ow, ch) == i) v += dy[((s * g.OH + oh) * g.OW + ow) * g.C + ch];\n"
+                     "        dx[i] = v;\n    }\n",
+                  SZ(cnt, t));
     }
     kclose(c);
 }
@@ -436,7 +437,7 @@ static void emit_transpose(th_emitter *c, const char *sfx, th_cu_ref src, th_cu_
     kptr(c, src, "const float *src");
     kptr(c, dst, "float *dst");
     th_em_put(c, "    TH_CU_LOOP(i, %lldLL) dst[(i %% %lldLL) * %lldLL + i / %lldLL] = src[i];\n", (long long)(R * C),
-          (long long)C, (long long)R, (long long)C);
+              (long long)C, (long long)R, (long long)C);
     kclose(c);
 }
 
@@ -450,16 +451,16 @@ static void emit_pad(th_emitter *c, int pad, th_cu_ref from, th_cu_ref to, const
     kptr(c, to, "float *b");
     if (pad)
         th_em_put(c, "    TH_CU_LOOP(i, %s) {\n        const int64_t ch = i %% %lldLL, w = (i / %lldLL) %% %lldLL, h = (i / %lldLL) %% %lldLL, s = i / %lldLL;\n"
-                 "        const int64_t ih = h - %lldLL, iw = w - %lldLL;\n"
-                 "        b[i] = ih >= 0 && ih < %lldLL && iw >= 0 && iw < %lldLL ? a[((s * %lldLL + ih) * %lldLL + iw) * %lldLL + ch] : 0.0f;\n    }\n",
-              th_em_size(c, cnt, t, sizeof t), (long long)C, (long long)C, (long long)Wp, (long long)(C * Wp), (long long)Hp,
-              (long long)(C * Wp * Hp), (long long)PT, (long long)PL, (long long)H, (long long)W, (long long)Hp,
-              (long long)Wp, (long long)C);
+                     "        const int64_t ih = h - %lldLL, iw = w - %lldLL;\n"
+                     "        b[i] = ih >= 0 && ih < %lldLL && iw >= 0 && iw < %lldLL ? a[((s * %lldLL + ih) * %lldLL + iw) * %lldLL + ch] : 0.0f;\n    }\n",
+                  SZ(cnt, t), (long long)C, (long long)C, (long long)Wp, (long long)(C * Wp), (long long)Hp,
+                  (long long)(C * Wp * Hp), (long long)PT, (long long)PL, (long long)H, (long long)W, (long long)Hp,
+                  (long long)Wp, (long long)C);
     else
         th_em_put(c, "    TH_CU_LOOP(i, %s) {\n        const int64_t ch = i %% %lldLL, w = (i / %lldLL) %% %lldLL, h = (i / %lldLL) %% %lldLL, s = i / %lldLL;\n"
-                 "        b[i] = a[((s * %lldLL + h + %lldLL) * %lldLL + w + %lldLL) * %lldLL + ch];\n    }\n",
-              th_em_size(c, cnt, t, sizeof t), (long long)C, (long long)C, (long long)W, (long long)(C * W), (long long)H,
-              (long long)(C * W * H), (long long)Hp, (long long)PT, (long long)Wp, (long long)PL, (long long)C);
+                     "        b[i] = a[((s * %lldLL + h + %lldLL) * %lldLL + w + %lldLL) * %lldLL + ch];\n    }\n",
+                  SZ(cnt, t), (long long)C, (long long)C, (long long)W, (long long)(C * W), (long long)H,
+                  (long long)(C * W * H), (long long)Hp, (long long)PT, (long long)Wp, (long long)PL, (long long)C);
     kclose(c);
 }
 
@@ -539,16 +540,16 @@ static void emit_scan(th_emitter *c) {
         kptr(c, Sref, "float *S");
         kscalar(c, TH_CUARG_STEP);
         th_em_put(c, "    TH_CU_LOOP(k, %s) {\n        const int64_t r = k / %lldLL, u = k %% %lldLL;\n"
-                 "        const float *x = xw + (r * %lldLL + t) * %lldLL, *zr = z + r * %lldLL;\n"
-                 "        float *s = S + (r * %lldLL + t) * %lldLL;\n"
-                 "        const float cp = t > 0 ? s[u - %lldLL + %lldLL] : 0.0f;\n"
-                 "        float zz[4];\n"
-                 "        for (int q = 0; q < 4; q++) zz[q] = x[q * %lldLL + u] + (t > 0 ? zr[q * %lldLL + u] : 0.0f);\n"
-                 "        kh_lstm_cell(zz[0], zz[1], zz[2], zz[3], cp, &s[2 * %lldLL + u], &s[3 * %lldLL + u], &s[4 * %lldLL + u],\n"
-                 "                     &s[5 * %lldLL + u], &s[%lldLL + u], &s[u]);\n    }\n",
-              th_em_size(c, nU, t, sizeof t), (long long)U, (long long)U, (long long)T, (long long)G, (long long)G, (long long)T,
-              (long long)(6 * U), (long long)(6 * U), (long long)U, (long long)U, (long long)U, (long long)U,
-              (long long)U, (long long)U, (long long)U, (long long)U);
+                     "        const float *x = xw + (r * %lldLL + t) * %lldLL, *zr = z + r * %lldLL;\n"
+                     "        float *s = S + (r * %lldLL + t) * %lldLL;\n"
+                     "        const float cp = t > 0 ? s[u - %lldLL + %lldLL] : 0.0f;\n"
+                     "        float zz[4];\n"
+                     "        for (int q = 0; q < 4; q++) zz[q] = x[q * %lldLL + u] + (t > 0 ? zr[q * %lldLL + u] : 0.0f);\n"
+                     "        kh_lstm_cell(zz[0], zz[1], zz[2], zz[3], cp, &s[2 * %lldLL + u], &s[3 * %lldLL + u], &s[4 * %lldLL + u],\n"
+                     "                     &s[5 * %lldLL + u], &s[%lldLL + u], &s[u]);\n    }\n",
+                  SZ(nU, t), (long long)U, (long long)U, (long long)T, (long long)G, (long long)G, (long long)T,
+                  (long long)(6 * U), (long long)(6 * U), (long long)U, (long long)U, (long long)U, (long long)U,
+                  (long long)U, (long long)U, (long long)U, (long long)U);
         kclose(c);
     } else if (nd->op == KH_GOP_LSTM_SCAN_GRAD) { /* (S, U, dS) -> dXW */
         th_cu_ref dh = scratch(c, c->g->max_batch * U * 4), dc = scratch(c, c->g->max_batch * U * 4);
@@ -562,20 +563,20 @@ static void emit_scan(th_emitter *c) {
         kptr(c, dxw, "float *dxw");
         kscalar(c, TH_CUARG_STEP);
         th_em_put(c, "    TH_CU_LOOP(k, %s) {\n        const int64_t r = k / %lldLL, u = k %% %lldLL;\n"
-                 "        const int64_t at = (r * %lldLL + t) * %lldLL;\n"
-                 "        const float *s = S + at, *ds = dS + at;\n"
-                 "        const float cp = t > 0 ? s[u - %lldLL + %lldLL] : 0.0f;\n"
-                 "        const float dhv = ds[u] + (t < %lldLL ? dh[k] : 0.0f);\n"
-                 "        const float dcv = ds[%lldLL + u] + (t < %lldLL ? dc[k] : 0.0f);\n"
-                 "        float *dz = dxw + (r * %lldLL + t) * %lldLL;\n        float dcp;\n"
-                 "        kh_lstm_cell_backward(s[2 * %lldLL + u], s[3 * %lldLL + u], s[4 * %lldLL + u], s[5 * %lldLL + u],\n"
-                 "                              s[%lldLL + u], cp, dhv, dcv, &dz[u], &dz[%lldLL + u], &dz[2 * %lldLL + u],\n"
-                 "                              &dz[3 * %lldLL + u], &dcp);\n"
-                 "        dc[k] = dcp;\n    }\n",
-              th_em_size(c, nU, t, sizeof t), (long long)U, (long long)U, (long long)T, (long long)(6 * U), (long long)(6 * U),
-              (long long)U, (long long)(T - 1), (long long)U, (long long)(T - 1), (long long)T, (long long)G,
-              (long long)U, (long long)U, (long long)U, (long long)U, (long long)U, (long long)U, (long long)U,
-              (long long)U);
+                     "        const int64_t at = (r * %lldLL + t) * %lldLL;\n"
+                     "        const float *s = S + at, *ds = dS + at;\n"
+                     "        const float cp = t > 0 ? s[u - %lldLL + %lldLL] : 0.0f;\n"
+                     "        const float dhv = ds[u] + (t < %lldLL ? dh[k] : 0.0f);\n"
+                     "        const float dcv = ds[%lldLL + u] + (t < %lldLL ? dc[k] : 0.0f);\n"
+                     "        float *dz = dxw + (r * %lldLL + t) * %lldLL;\n        float dcp;\n"
+                     "        kh_lstm_cell_backward(s[2 * %lldLL + u], s[3 * %lldLL + u], s[4 * %lldLL + u], s[5 * %lldLL + u],\n"
+                     "                              s[%lldLL + u], cp, dhv, dcv, &dz[u], &dz[%lldLL + u], &dz[2 * %lldLL + u],\n"
+                     "                              &dz[3 * %lldLL + u], &dcp);\n"
+                     "        dc[k] = dcp;\n    }\n",
+                  SZ(nU, t), (long long)U, (long long)U, (long long)T, (long long)(6 * U), (long long)(6 * U),
+                  (long long)U, (long long)(T - 1), (long long)U, (long long)(T - 1), (long long)T, (long long)G,
+                  (long long)U, (long long)U, (long long)U, (long long)U, (long long)U, (long long)U, (long long)U,
+                  (long long)U);
         kclose(c);
         /* dh_{t-1} (n, U) = dZ_t (n, 4U; row stride T*4U) U^T: not needed after t = 0 */
         th_cu_ref dz = dxw;
@@ -587,8 +588,8 @@ static void emit_scan(th_emitter *c) {
         kptr(c, value(c, in[0]), "const float *S");
         kptr(c, hp, "float *hp");
         th_em_put(c, "    TH_CU_LOOP(k, %s) {\n        const int64_t u = k %% %lldLL, rt = k / %lldLL, t = rt %% %lldLL;\n"
-                 "        hp[k] = t > 0 ? S[(rt - 1) * %lldLL + u] : 0.0f;\n    }\n",
-              th_em_size(c, th_aff(T * U, 0), t, sizeof t), (long long)U, (long long)U, (long long)T, (long long)(6 * U));
+                     "        hp[k] = t > 0 ? S[(rt - 1) * %lldLL + u] : 0.0f;\n    }\n",
+                  SZ(th_aff(T * U, 0), t), (long long)U, (long long)U, (long long)T, (long long)(6 * U));
         kclose(c);
         gemm(c, 1, 0, th_aff(0, U), th_aff(0, G), th_aff(T, 0), hp, U, value(c, in[1]), G, value(c, i), G, 0.0f, 0);
     }
@@ -609,7 +610,7 @@ static void arg_ptr(th_emitter *c, int32_t node, th_cu_ref var, const char *decl
 
 static void loop_open(th_emitter *c, th_cu_affine count) {
     char t[64];
-    th_em_put(c, "    TH_CU_LOOP(k, %s) {\n", th_em_size(c, count, t, sizeof t));
+    th_em_put(c, "    TH_CU_LOOP(k, %s) {\n", SZ(count, t));
 }
 
 /* one grid-stride index; the column by division only where a vector input needs it */
