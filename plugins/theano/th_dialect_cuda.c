@@ -602,8 +602,6 @@ static void node_open(th_emitter *c) { (void)c; } /* a plan entry records its no
 
 static void fn_close(th_emitter *c) { (void)c; }
 
-static void kernel_open(th_emitter *c, const char *suffix, th_cu_affine threads) { kloop_open(c, suffix, threads); }
-
 static void arg_ptr(th_emitter *c, int32_t node, th_cu_ref var, const char *decl) {
     kptr(c, node >= 0 ? value(c, node) : var, decl);
 }
@@ -646,7 +644,7 @@ const th_dialect th_dialect_cuda = {
     .fn_open = fn_open,
     .node_open = node_open,
     .fn_close = fn_close,
-    .kernel_open = kernel_open,
+    .kernel_open = kloop_open,
     .arg_ptr = arg_ptr,
     .arg_scalar = kscalar,
     .kernel_close = kclose,
