@@ -13,13 +13,15 @@ kh_status kh_conv2d_geometry(kh_conv2d_dims *d, int64_t B, int64_t H, int64_t W,
         d->OH = (H + SH - 1) / SH;
         d->OW = (W + SW - 1) / SW;
         int64_t ph = (d->OH - 1) * SH + KH - H, pw = (d->OW - 1) * SW + KW - W;
-        d->pad_top = (ph > 0 ? ph : 0) / 2;
-        d->pad_left = (pw > 0 ? pw : 0) / 2;
+        ph = ph > 0 ? ph : 0;
+        pw = pw > 0 ? pw : 0;
+        d->pad_top = ph / 2, d->pad_bottom = ph - ph / 2;
+        d->pad_left = pw / 2, d->pad_right = pw - pw / 2;
     } else if (padding == KH_PAD_VALID) {
         if (KH > H || KW > W) return KH_ERR_INVALID;
         d->OH = (H - KH) / SH + 1;
         d->OW = (W - KW) / SW + 1;
-        d->pad_top = d->pad_left = 0;
+        d->pad_top = d->pad_left = d->pad_bottom = d->pad_right = 0;
     } else {
         return KH_ERR_INVALID;
     }

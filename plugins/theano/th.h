@@ -1,5 +1,5 @@
 /* th.h — the theano backend: the model's graph is optimised (passes/), emitted as one C source per function
- * (th_emit_c.c), compiled by the system C compiler through the generated-code cache and dlopen'ed; the
+ * (th_emit.c in the C dialect, th_dialect_c.c), compiled by the system C compiler through the generated-code cache and dlopen'ed; the
  * generated functions run over a static arena laid out by the shared memory plan. */
 #ifndef TH_H
 #define TH_H
@@ -12,7 +12,7 @@
 #include "th_sb.h"
 
 #define TH_VERSION "0.1.0"
-#define TH_GENERATOR_VERSION "theano-codegen 2" /* part of every cache key: bump when emitted code changes */
+#define TH_GENERATOR_VERSION "theano-codegen 3" /* part of every cache key: bump when emitted code changes */
 #define TH_ALIGN 64
 
 typedef struct th_settings {
@@ -109,7 +109,8 @@ void th_dump_fn(th_session *s, const char *fn_name, const kh_graph *lowered, con
 kh_status th_prelude(th_sb *b, char *err, size_t errlen);
 kh_status th_prelude_cuda(th_sb *b, char *err, size_t errlen);
 
-/* th_emit_c.c: the C source of one function; *scratch_floats grows to the im2col scratch it needs. */
+/* th_emit.c: the C source of one function (the C dialect); *scratch_floats grows to the scratch its runtime
+ * helpers need (im2col patches, partial sums, scan state). */
 typedef struct th_emit_env {
     const kh_graph *g;
     const kh_gplan *plan;
@@ -119,14 +120,15 @@ typedef struct th_emit_env {
 } th_emit_env;
 kh_status th_emit_c(const th_emit_env *env, th_sb *out, char *err, size_t errlen);
 
-/* th_expr_text.c: the text of one element of an Elemwise program, as C expressions over i<j>[k] */
+/* th_expr_text.c: the text of one element of an Elemwise program, as C expressions over i<j>[k] (one op->text
+ * table for both dialects) */
 void th_expr_text(th_sb *b, const kh_gexpr *e, const char *index, const char *vec_index, const char *key_prefix,
                   const char *ftype);
 /* A primitive element-wise op (Add, BiasAdd, Relu, Dropout, AddN of up to KH_GEXPR_MAX_IN inputs, ...) as a one-
- * (or few-) instruction program, so both emitters generate every element-wise loop one way; 0 when it has none. */
+ * (or few-) instruction program, so both dialects generate every element-wise loop one way; 0 when it has none. */
 int th_expr_single(const kh_gnode *nd, kh_gexpr *e);
 /* The update of one element k by an Apply op (kh_adam_update(&w[k], &s1[k], &s2[k], gk, lr, ...) or the plain
- * step) over w, s1, s2, the gradient element gk and the step's lr, for both emitters. */
+ * step) over w, s1, s2, the gradient element gk and the step's lr, for both dialects. */
 const char *th_update_text(uint32_t op, const kh_optimizer_spec *o, char *buf, size_t n);
 
 /* th_build.c: compile a source into a loaded function (through the cache) */

@@ -1,5 +1,5 @@
 /* th_cuda_plan.h — theano's GPU path as the code generator leaves it: one CUDA C source per graph function
- * (th_emit_cuda.c) and its launch plan, the table the host runs the function by. Plain C, no CUDA headers: the
+ * (th_emit.c in the CUDA dialect, th_dialect_cuda.c) and its launch plan, the table the host runs the function by. Plain C, no CUDA headers: the
  * generator, the NVRTC compile and the plan are built and tested on machines without a GPU.
  *
  * A function runs as its plan's entries in order on one stream: a generated kernel (by name, with its grid,
@@ -130,6 +130,7 @@ typedef struct th_cu_plan {
     int32_t n_gemm, n_conv;  /* library calls per run (a loop's body counted once) */
 } th_cu_plan;
 
+/* th_cu_plan.c */
 void th_cu_plan_free(th_cu_plan *p);
 /* Grid of a kernel entry for a batch of n (0: nothing to do). */
 int64_t th_cu_grid(const th_cu_launch *e, int64_t n);
@@ -140,8 +141,8 @@ const char *th_cu_entry_library(uint32_t kind);
  * reuses, then the memory plan's store. KH_ERR_INTERNAL for a node without storage. */
 kh_status th_cu_value(const th_emit_env *env, int32_t i, th_cu_ref *r);
 
-/* The CUDA C source of one optimised graph function (the support code of th_rt_cuda.h first) and its launch
- * plan. env->scratch_floats is not used. */
+/* th_emit.c: the CUDA C source of one optimised graph function (the support code of th_rt_cuda.h first) and its
+ * launch plan (the CUDA dialect). env->scratch_floats is not used. */
 kh_status th_emit_cuda(const th_emit_env *env, th_sb *src, th_cu_plan *plan, char *err, size_t errlen);
 
 /* --- NVRTC (th_nvrtc.c: libnvrtc loaded with dlopen, so every build has it) ---------------------------------- */

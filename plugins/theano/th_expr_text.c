@@ -1,10 +1,29 @@
-/* th_expr_text.c — an Elemwise program as straight-line expressions, shared by the C and CUDA emitters:
- * `t<k>` temporaries over the inputs `i<j>[index]` (vectors over the last axis at `vec_index`), with the
- * element-wise formulas of khost/kit/formulas.h. Dropout reads the per-instruction key `<key_prefix><k>`. */
+/* th_expr_text.c — an Elemwise program as straight-line expressions, shared by the C and CUDA dialects:
+ * `t<k>` temporaries over the inputs `i<j>[index]` (vectors over the last axis at `vec_index`), each op's text
+ * from one table over the element-wise formulas of khost/kit/formulas.h. Dropout reads the per-instruction key
+ * `<key_prefix><k>`. Also the one-instruction programs of primitive element-wise ops and the optimizer updates. */
 #include <stdio.h>
 #include <string.h>
 
 #include "th.h"
+
+/* The text of each element-wise op over its operands, as data for both dialects (the formulas of formulas.h
+ * compile as C and as CUDA device code): $a and $b the operands, $k the instruction's dropout key, $i the
+ * element's index, $r the drop rate and $s the scale of a kept element (float literals). */
+static const char *const op_text[KH_GOP_END] = {
+    [KH_GOP_ADD] = "$a + $b",
+    [KH_GOP_SUB] = "$a - $b",
+    [KH_GOP_MUL] = "$a * $b",
+    [KH_GOP_NEG] = "-$a",
+    [KH_GOP_RELU] = "kh_relu($a)",
+    [KH_GOP_SIGMOID] = "kh_sigmoid($a)",
+    [KH_GOP_TANH] = "TH_TANH($a)",
+    [KH_GOP_RELU_GRAD] = "$b * kh_relu_grad_y($a)",
+    [KH_GOP_SIGMOID_GRAD] = "$b * kh_sigmoid_grad_y($a)",
+    [KH_GOP_TANH_GRAD] = "$b * kh_tanh_grad_y($a)",
+    [KH_GOP_DROPOUT] = "kh_dropout_keep($k, (uint64_t)($i), $r) ? $a * $s : 0.0f",
+    [KH_GOP_DROPOUT_GRAD] = "kh_dropout_keep($k, (uint64_t)($i), $r) ? $a * $s : 0.0f",
+};
 
 static void operand(th_sb *b, const kh_gexpr *e, int32_t r, const char *index, const char *vec_index) {
     if (r >= 0) th_sb_printf(b, "t%d", r);
@@ -16,37 +35,21 @@ void th_expr_text(th_sb *b, const kh_gexpr *e, const char *index, const char *ve
     for (int k = 0; k < e->n_ops; k++) {
         const kh_gexpr_op *o = &e->ops[k];
         th_sb_printf(b, "            const %s t%d = ", ftype, k);
-        const char *fn = NULL, *infix = NULL;
-        switch (o->op) {
-        case KH_GOP_ADD: infix = " + "; break;
-        case KH_GOP_SUB: infix = " - "; break;
-        case KH_GOP_MUL: infix = " * "; break;
-        case KH_GOP_NEG: th_sb_printf(b, "-"); break;
-        case KH_GOP_RELU: fn = "kh_relu"; break;
-        case KH_GOP_SIGMOID: fn = "kh_sigmoid"; break;
-        case KH_GOP_TANH: fn = "TH_TANH"; break;
-        default: break;
-        }
-        if (infix) {
-            operand(b, e, o->a, index, vec_index);
-            th_sb_printf(b, "%s", infix);
-            operand(b, e, o->b, index, vec_index);
-        } else if (fn) {
-            th_sb_printf(b, "%s(", fn);
-            operand(b, e, o->a, index, vec_index);
-            th_sb_printf(b, ")");
-        } else if (o->op == KH_GOP_NEG) {
-            operand(b, e, o->a, index, vec_index);
-        } else if (o->op == KH_GOP_RELU_GRAD || o->op == KH_GOP_SIGMOID_GRAD || o->op == KH_GOP_TANH_GRAD) {
-            operand(b, e, o->b, index, vec_index);
-            th_sb_printf(b, " * %s(", o->op == KH_GOP_RELU_GRAD ? "kh_relu_grad_y"
-                                      : o->op == KH_GOP_SIGMOID_GRAD ? "kh_sigmoid_grad_y" : "kh_tanh_grad_y");
-            operand(b, e, o->a, index, vec_index);
-            th_sb_printf(b, ")");
-        } else if (o->op == KH_GOP_DROPOUT || o->op == KH_GOP_DROPOUT_GRAD) {
-            th_sb_printf(b, "kh_dropout_keep(%s%d, (uint64_t)(%s), %#.9gf) ? ", key_prefix, k, index, (double)o->rate);
-            operand(b, e, o->a, index, vec_index);
-            th_sb_printf(b, " * %#.9gf : 0.0f", 1.0 / (1.0 - (double)o->rate));
+        const char *t = o->op < KH_GOP_END ? op_text[o->op] : NULL;
+        for (; t && *t; t++) {
+            if (*t != '$' || !t[1]) {
+                th_sb_put(b, t, 1);
+                continue;
+            }
+            switch (*++t) {
+            case 'a': operand(b, e, o->a, index, vec_index); break;
+            case 'b': operand(b, e, o->b, index, vec_index); break;
+            case 'k': th_sb_printf(b, "%s%d", key_prefix, k); break;
+            case 'i': th_sb_printf(b, "%s", index); break;
+            case 'r': th_sb_printf(b, "%#.9gf", (double)o->rate); break;
+            case 's': th_sb_printf(b, "%#.9gf", 1.0 / (1.0 - (double)o->rate)); break;
+            default: th_sb_put(b, t - 1, 2); break;
+            }
         }
         th_sb_printf(b, ";\n");
     }

@@ -28,16 +28,22 @@ void th_sb_put(th_sb *b, const char *text, size_t len) {
     b->s[b->len] = 0;
 }
 
+void th_sb_vprintf(th_sb *b, const char *fmt, va_list ap) {
+    va_list again;
+    va_copy(again, ap);
+    int k = vsnprintf(NULL, 0, fmt, ap);
+    if (k >= 0 && reserve(b, (size_t)k)) {
+        vsnprintf(b->s + b->len, (size_t)k + 1, fmt, again);
+        b->len += (size_t)k;
+    }
+    va_end(again);
+}
+
 void th_sb_printf(th_sb *b, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    int k = vsnprintf(NULL, 0, fmt, ap);
+    th_sb_vprintf(b, fmt, ap);
     va_end(ap);
-    if (k < 0 || !reserve(b, (size_t)k)) return;
-    va_start(ap, fmt);
-    vsnprintf(b->s + b->len, (size_t)k + 1, fmt, ap);
-    va_end(ap);
-    b->len += (size_t)k;
 }
 
 void th_sb_free(th_sb *b) {

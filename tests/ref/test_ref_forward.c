@@ -79,13 +79,18 @@ static void test_conv_values(kh_rng *r) {
     for (int i = 0; i < 16; i++) x[i] = i + 1;
     kh_conv2d_dims d;
     CHECK(kh_conv2d_geometry(&d, 1, 4, 4, 1, 2, 2, 1, 1, 1, KH_PAD_SAME) == KH_OK, "geometry");
-    CHECK(d.OH == 4 && d.OW == 4 && d.pad_top == 0 && d.pad_left == 0, "same 2x2 geometry");
+    CHECK(d.OH == 4 && d.OW == 4 && d.pad_top == 0 && d.pad_left == 0 && d.pad_bottom == 1 && d.pad_right == 1,
+          "same 2x2 geometry");
     kh_ref_conv2d_forward(y, x, w, b, &d, KH_ACT_LINEAR);
     CHECK(y[0] == 1 + 2 + 5 + 6 && y[15] == 16 && y[3] == 4 + 8, "same 2x2 padding after: %g %g %g", y[0], y[15], y[3]);
     CHECK(kh_conv2d_geometry(&d, 1, 5, 5, 1, 3, 3, 1, 2, 2, KH_PAD_SAME) == KH_OK && d.OH == 3 && d.pad_top == 1,
           "same 3x3 stride 2 on 5: out 3, pad 1");
-    CHECK(kh_conv2d_geometry(&d, 1, 6, 6, 1, 3, 3, 1, 2, 2, KH_PAD_SAME) == KH_OK && d.OH == 3 && d.pad_top == 0,
+    CHECK(kh_conv2d_geometry(&d, 1, 6, 6, 1, 3, 3, 1, 2, 2, KH_PAD_SAME) == KH_OK && d.OH == 3 && d.pad_top == 0 &&
+              d.pad_bottom == 1,
           "same 3x3 stride 2 on 6: out 3, total pad 1 goes after");
+    CHECK(kh_conv2d_geometry(&d, 1, 7, 4, 1, 3, 2, 1, 1, 1, KH_PAD_VALID) == KH_OK && d.pad_bottom == 0 &&
+              d.pad_right == 0,
+          "valid: no padding after");
     CHECK(kh_conv2d_geometry(&d, 1, 2, 5, 1, 3, 3, 1, 1, 1, KH_PAD_VALID) == KH_ERR_INVALID, "valid window too big");
 
     static const int cfg[][5] = {{3, 3, 1, 1, 0}, {3, 3, 1, 1, 1}, {2, 2, 1, 1, 1}, {3, 3, 2, 2, 1}, {2, 3, 2, 1, 0},

@@ -22,7 +22,12 @@
  * CUBIN, and each kernel's parameter list (count, offsets, sizes, read from the CUBIN's .nv.info) equal to the
  * plan's argument list. A source that does not compile fails with NVRTC's log. It skips (exit 77) only where the
  * build found no NVRTC library; a found library that does not load is a failure. Prints per model and function
- * the kernel count, library calls and compile time. TH_TEST_DUMP=DIR writes every generated source there. */
+ * the kernel count, library calls and compile time. TH_TEST_DUMP=DIR writes every generated source there.
+ *
+ * The same walk in its C dialect (th_emit_c) over every function: it succeeds, th_main holds every node under
+ * its comment in node order, convolutions claim scratch; with `nvrtc` each C source also passes the C compiler's
+ * syntax check ($CC or cc, -fsyntax-only -fopenmp), so the extras the tasks do not have (asymmetric 'same', the
+ * wide AddN, the hand-built program with dropout) are C that compiles too. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,7 +43,7 @@
 static int g_nvrtc;
 static const char *g_arch = "sm_90";
 static double g_compile_s;
-static int g_sources, g_kernels;
+static int g_sources, g_kernels, g_c_sources;
 static int g_op_seen[KH_GOP_END];
 static int g_wide_addn, g_pad_crop, g_loops; /* the extras exercise what the six models do not */
 /* The most elements one thread of a generated kernel may touch at the model's batch: a kernel past it runs
@@ -245,6 +250,49 @@ static void check_plan(const fnctx *c, const char *src) {
     free(has);
 }
 
+/* the C dialect of one function (see the header) */
+static void check_c(const char *model, const char *fn, const kh_graph *g, const kh_gplan *p, const kh_model_graphs *mg,
+                    int f) {
+    int64_t scratch = 0;
+    th_emit_env env = {.g = g, .plan = p, .mg = mg, .fn = (kh_gfn)f, .scratch_floats = &scratch};
+    th_sb src = {0};
+    char err[1024];
+    kh_status st = th_emit_c(&env, &src, err, sizeof err);
+    CHECK(st == KH_OK, "%s %s: C: %s", model, fn, err);
+    if (st != KH_OK) {
+        th_sb_free(&src);
+        return;
+    }
+    CHECK(strstr(src.s, "int th_main(th_rt_ctx *c, int64_t n, int part) {\n") != NULL, "%s %s: C: no th_main", model, fn);
+    const char *at = src.s;
+    int convs = 0;
+    for (int32_t i = 0; i < g->n_nodes; i++) {
+        char tag[96];
+        uint32_t op = g->nodes[i].op;
+        convs += op == KH_GOP_CONV2D || op == KH_GOP_CONV2D_BACKPROP_INPUT || op == KH_GOP_CONV2D_BACKPROP_FILTER;
+        snprintf(tag, sizeof tag, "    /* %%%d %s */\n", i, kh_gop_name(op));
+        const char *q = strstr(at, tag);
+        CHECK(q != NULL, "%s %s: C: node %d (%s) missing or out of order", model, fn, i, kh_gop_name(op));
+        if (q) at = q + strlen(tag);
+    }
+    CHECK(convs == 0 || scratch > 0, "%s %s: C: convolutions without im2col scratch", model, fn);
+    g_c_sources++;
+    if (g_nvrtc) {
+        char path[512], cmd[1200];
+        const char *tmp = getenv("TMPDIR"), *cc = getenv("CC");
+        snprintf(path, sizeof path, "%s/th_test_c_XXXXXX", tmp && *tmp ? tmp : "/tmp");
+        int fd = mkstemp(path);
+        FILE *fp = fd >= 0 ? fdopen(fd, "w") : NULL;
+        int ok = fp && fwrite(src.s, 1, src.len, fp) == src.len;
+        if (fp) ok = fclose(fp) == 0 && ok;
+        CHECK(ok, "%s %s: C: cannot write %s", model, fn, path);
+        snprintf(cmd, sizeof cmd, "'%s' -fsyntax-only -fopenmp -x c '%s'", cc && *cc ? cc : "cc", path);
+        if (ok) CHECK(system(cmd) == 0, "%s %s: C: the compiler refuses the source (%s)", model, fn, cmd);
+        if (fd >= 0) remove(path);
+    }
+    th_sb_free(&src);
+}
+
 /* optimise, plan, emit, check, and (nvrtc) compile one function */
 static void one_fn(const char *model, const kh_model_graphs *mg, const kh_graph *lg, int f, int optimize) {
     static const char *const names[KH_GFN_COUNT] = {"train", "eval", "predict", "probe"};
@@ -263,6 +311,7 @@ static void one_fn(const char *model, const kh_model_graphs *mg, const kh_graph 
         kh_graph_release(&g);
         return;
     }
+    check_c(model, names[f], &g, &p, mg, f);
     th_emit_env env = {.g = &g, .plan = &p, .mg = mg, .fn = (kh_gfn)f, .scratch_floats = NULL};
     th_sb src = {0};
     th_cu_plan plan;
@@ -450,7 +499,8 @@ int main(int argc, char **argv) {
     }
     printf("most elements per thread of a generated kernel: %lld (%s), bound %d\n", (long long)g_serial_max,
            g_serial_where, TH_TEST_SERIAL_MAX);
-    printf("ops exercised: %d of %d; %d kernels generated", seen, total, g_kernels);
+    printf("ops exercised: %d of %d; %d kernels generated; %d C sources%s", seen, total, g_kernels, g_c_sources,
+           g_nvrtc ? " (syntax-checked)" : "");
     if (g_nvrtc) printf("; %d sources compiled for %s in %.1f s (NVRTC)", g_sources, g_arch, g_compile_s);
     printf("; %.1f s in all\n", now() - t0);
     return kh_test_finish(g_nvrtc ? "test_theano_cuda_nvrtc" : "test_theano_cuda_plan");

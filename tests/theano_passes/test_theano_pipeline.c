@@ -164,7 +164,7 @@ static void check_function(const kb_model *md, const kh_model_graphs *mg, int f,
         CHECK(before[op] == after[op], "%s: %s ops kept (%d -> %d)", what, kh_gop_name(op), before[op], after[op]);
     CHECK(before[KH_GOP_GATHER_GRAD] == after[KH_GOP_GATHER_GRAD], "%s: GatherGrad accumulators kept", what);
     CHECK(tp_fused_form(&out), "%s: every element-wise node in an Elemwise within the bounds", what);
-    /* the probe runs its forward part (phase 0) alone (th_emit_c.c): no forward node may read a later phase */
+    /* the probe runs its forward part (phase 0) alone (th_dialect_c.c): no forward node may read a later phase */
     int split = 1;
     for (int32_t i = 0; i < out.n_nodes; i++)
         for (int j = 0; j < out.nodes[i].n_in && out.nodes[i].phase == 0; j++)

@@ -18,6 +18,7 @@ typedef struct kh_conv2d_dims {
     int64_t SH, SW;       /* strides */
     int64_t OH, OW;       /* output (B, OH, OW, OC) */
     int64_t pad_top, pad_left; /* 'same': pad_total = max((out-1)*s + k - in, 0), before = total / 2 */
+    int64_t pad_bottom, pad_right; /* the rest of pad_total, after: one more than before when it is odd */
 } kh_conv2d_dims;
 /* Fill the geometry; KH_ERR_INVALID when the window does not fit ('valid' with k > in) or sizes are < 1. */
 kh_status kh_conv2d_geometry(kh_conv2d_dims *d, int64_t B, int64_t H, int64_t W, int64_t C, int64_t KH,

@@ -1,4 +1,4 @@
-/* th_rt_cuda.h — the support code of theano's generated CUDA C (th_emit_cuda.c), compiled by NVRTC with every
+/* th_rt_cuda.h — the support code of theano's generated CUDA C (th_dialect_cuda.c), compiled by NVRTC with every
  * generated source: fixed-width integer types (NVRTC has no system headers; the plugin embeds this file and
  * the khost headers it includes, dropping their system includes), the grid-stride loop, and the device helpers
  * the generated kernels share (block reductions, the max-pooling window scan). Element-wise maths is
