@@ -45,8 +45,10 @@
 # run killed at any point still leaves what it found.
 #
 # Without a usable CUDA device (any CPU machine: the rehearsal, tools/gpu-rehearse) it still builds
-# everything and runs the CPU-side tests; the GPU tests report "skipped", verify and the GPU matrix are
-# skipped, and tiny cpu cells prove the pipeline end to end (recorded "unsupported" where the build has no
+# everything and runs the CPU-side tests; every GPU test (ctest -L gpu -V, the verify tests too) runs the part
+# before its CUDA open — its prerequisites, ending in a "prerequisites ok" line — then reports "skipped"; one
+# that fails there or skips without that line fails the rehearsal (gc_prereq_missing); verify and the GPU
+# matrix are skipped, and tiny cpu cells prove the pipeline end to end (recorded "unsupported" where the build has no
 # BLAS). It then says "no CUDA device" and exits 0.
 # Rehearse it on a CPU machine, as the GPU machine will see it (fresh copy, no system inih/libjpeg/OpenBLAS,
 # no data mirror):  tools/gpu-rehearse
@@ -341,11 +343,24 @@ if [[ -x $khost ]]; then
     : >"$out/tests.log"
     # the khost verify tests are step 3b (with their own log)
     to=$(gc_timeout 50)
-    if ((to > 0)); then
+    if ((to > 0 && have_gpu)); then
         say "ctest -L gpu (but the verify tests)"
         run_ctest "GPU tests" "$to" -L gpu -E '_gpu_verify$'
         trc=$?
         if gc_cut $trc; then gc_not_reached "GPU tests (ctest -L gpu): cut"; elif ((trc != 0)); then failed=1; fi
+    elif ((to > 0)); then
+        # no device: every GPU test (the verify tests too) runs the part before its CUDA open — the
+        # prerequisites, which must print "prerequisites ok" — and then skips; one that fails there, or skips
+        # before it, would fail on the GPU machine too
+        say "ctest -L gpu -V (each GPU test up to its CUDA open)"
+        run_ctest "GPU tests up to the CUDA open" "$to" -L gpu -V
+        trc=$?
+        if gc_cut $trc; then gc_not_reached "GPU tests (ctest -L gpu): cut"; elif ((trc != 0)); then failed=1; fi
+        short=$(gc_prereq_missing "$out/tests.log")
+        if [[ -n $short ]]; then
+            failed=1
+            sum "GPU tests that did not reach their CUDA open (no \"prerequisites ok\"): $short"
+        fi
     else
         skipped "GPU tests (ctest -L gpu)"
     fi

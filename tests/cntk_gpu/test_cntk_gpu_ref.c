@@ -1,5 +1,5 @@
 /* tests/cntk_gpu/test_cntk_gpu_ref.c — the cntk GPU path (cuDNN / cuBLAS / own kernels) against the reference
- * kit (khost/kit/ref.h, float64), on cuda:0. Skips (exit 77) visibly where no CUDA device is usable.
+ * kit (khost/kit/ref.h, float64), on cuda:0.
  *   1. per kernel: a one-layer (or minimal) model per layer kind, activation and input path: the training-mode
  *      forward output, the input gradient and every parameter gradient (probes, dropout off), from two
  *      backward calls after the one forward;
@@ -11,6 +11,9 @@
  *      embedding backward), and CNTK_CUDA_CHECK_LAYERS=1 (synchronise and check after every layer) trains
  *      to the same results;
  *   5. running out of device memory is KH_ERR_NOMEM with a message, and the session still works after it.
+ * Before the CUDA open (on any machine, the rehearsal included) it checks its prerequisites — the module loads,
+ * the reference kit builds every model — and prints "prerequisites ok"; then it skips (exit 77) visibly where no
+ * CUDA device is usable.
  * Every run draws fresh inputs (seed from the clock unless CNTK_GPU_TEST_SEED is set; printed) and poisons
  * every output buffer with NaN first, on the host and (CNTK_CUDA_POISON=1) on the device, so an element a
  * kernel forgets to write fails the comparison. Tolerances: FP32 (FMA, no TF32) against float64, normalised by
@@ -358,11 +361,25 @@ static void check_oom(void) {
 // --- the models --------------------------------------------------------------------------------------------
 #define NOLOSS KH_LOSS_NONE, kb_opt(KH_OPT_SGD, 0.1f, 0), 0
 
+/* What must hold before the CUDA open, on any machine: the reference kit builds every model of the test. */
+static int prerequisites(const kh_model_spec *specs, int n) {
+    int ok = 1;
+    for (int k = 0; k < n; k++) {
+        kh_ref_model *rm = NULL;
+        char err[256];
+        kh_status st = kh_ref_model_create(&specs[k], &rm, err, sizeof err);
+        CHECK(st == KH_OK, "%s: the reference kit cannot build it: %s", specs[k].name, err);
+        ok &= st == KH_OK;
+        kh_ref_model_free(rm);
+    }
+    return ok;
+}
+
 int main(void) {
     const char *se = getenv("CNTK_GPU_TEST_SEED");
     g_seed = se && *se ? strtoull(se, NULL, 10) : (uint64_t)time(NULL);
     setenv("CNTK_CUDA_POISON", "1", 0); /* NaN-fill device activations before every pass */
-    ctg_load_cuda(&B);
+    kb_load_module(&B);
     printf("seed %llu (CNTK_GPU_TEST_SEED to repeat)\n", (unsigned long long)g_seed);
 
     /* 1. per kernel: one layer kind (activation, padding, input path) at a time */
@@ -414,11 +431,16 @@ int main(void) {
         kb_spec("k_bilstm_sequences", KH_F32, 2, 6, 3, 0, 0, k_bilstm_seq, 1, NOLOSS),
         kb_spec("k_onehot_lstm", KH_I32, 1, 10, 0, 0, 13, k_onehot_lstm, 1, NOLOSS),
     };
-    for (size_t i = 0; i < sizeof kernels / sizeof kernels[0]; i++) check_probes(&kernels[i], 7);
-
-    /* 2. the small models of the CPU parity test */
     const kh_model_spec *models;
     int n_models = kb_small_models(&models);
+    int n_kernels = (int)(sizeof kernels / sizeof kernels[0]);
+    if (!prerequisites(kernels, n_kernels) || !prerequisites(models, n_models)) return kh_test_finish("test_cntk_gpu_ref");
+    printf("prerequisites ok: cntk loaded, the reference kit builds all %d models\n", n_kernels + n_models);
+    fflush(stdout);
+    ctg_open_cuda(&B); /* skips without a usable device */
+    for (int i = 0; i < n_kernels; i++) check_probes(&kernels[i], 7);
+
+    /* 2. the small models of the CPU parity test */
     for (int i = 0; i < n_models; i++) {
         check_probes(&models[i], 5);
         check_steps(&models[i], 3);

@@ -7,6 +7,15 @@ if [ ! -x "$khost" ]; then
     echo "SKIP: no khost binary ($khost)"
     exit 77
 fi
+# the prerequisites, before the device question (the rehearsal runs this part without a GPU): the module
+# loads and lists its cuda device kind
+plugin_list=$("$khost" --list 2>&1)
+if ! printf '%s\n' "$plugin_list" | sed -n "/^  cntk /,/^  [a-z]/p" | grep -qE '^ +cuda '; then
+    echo "FAIL: khost --list shows no cntk module with a cuda device kind:"
+    printf '%s\n' "$plugin_list" | sed 's/^/  /'
+    exit 1
+fi
+echo "prerequisites ok: khost and the cntk module (its cuda kind listed)"
 devices=$("$khost" --list-devices 2>&1)
 if ! printf '%s\n' "$devices" | grep -q 'cuda:0'; then
     echo "SKIP: no CUDA device (khost --list-devices):"
