@@ -55,6 +55,8 @@
 # Exit status with a GPU: 0 when the build, every test, verify and every matrix cell succeeded; 1 otherwise;
 # 2 when prerequisites are missing.
 # Environment: CUDNN_ROOT / CUBLAS_ROOT override the search; GPU_CHECK_BUILD the build folder;
+# GPU_CHECK_MATH=tf32 runs the matrix and the reference with TF32 allowed (default fp32, strict: khost
+# --math, torch.backends.cuda.matmul.allow_tf32 / torch.backends.cudnn.allow_tf32; verify always fp32);
 # GPU_CHECK_SYSTEM_DEPS=1 ignores .devdeps (GPU_CHECK_DEVDEPS: another prefix); KHOST_DATA the data folder
 # (default <repo>/data, or .cache/khost-data when that is a dangling link); GPU_CHECK_LIMIT the time box.
 set -uo pipefail
@@ -397,6 +399,9 @@ rm -rf "$results"
 # per plugin: the train/val samples of its cells (tensorflow smaller: an unrolled LSTM is thousands of
 # launches per batch) and the share of the time box it may take
 lt=${GPU_CHECK_LIMIT_TRAIN:-4000} lv=${GPU_CHECK_LIMIT_VAL:-1000} cell_to=60
+# the FP32 math of the matrix and the reference (khost --math, torch's allow_tf32 flags); verify stays fp32,
+# the math its tolerances are for
+math=${GPU_CHECK_MATH:-fp32}
 if ((have_gpu)); then
     mx_plugins=$gpu_plugins mx_devices="cuda:0"
 else # rehearsal: prove the pipeline, quickly, on the cpu (cells "unsupported" where the build has no BLAS)
@@ -416,7 +421,7 @@ for p in $mx_plugins; do
     sum "matrix $p: running since $(gc_elapsed) s (each cell is in matrix.log as soon as it ends)"
     say "khost matrix --plugins $p --tasks all --devices $mx_devices --epochs 2 --limit-train $plt --limit-val $plv"
     # each finished cell is a record and a line in matrix.log at once; --timeout bounds a hung cell
-    gc_run "$to" "$khost" matrix --plugins "$p" --tasks all --devices "$mx_devices" --epochs 2 \
+    gc_run "$to" "$khost" matrix --plugins "$p" --tasks all --devices "$mx_devices" --epochs 2 --math "$math" \
         --limit-train "$plt" --limit-val "$plv" --timeout "$pct" --out "$results" >>"$out/matrix.log" 2>&1
     mrc=$?
     if gc_cut $mrc; then
@@ -428,12 +433,12 @@ for p in $mx_plugins; do
     if ((have_gpu)) && ! gc_cut $mrc && ! tail -1 "$out/matrix.log" | grep -qE '^matrix: ([0-9]+) of \1 cell\(s\) done: \1 ok'; then
         failed=1
     fi
-    sum "matrix $p (6 tasks x $mx_devices, 2 epochs, <= $plt train / $plv val samples): rc $mrc$( ((mrc == 124)) && echo ' (time box)')"
+    sum "matrix $p (6 tasks x $mx_devices, 2 epochs, <= $plt train / $plv val samples, math $math): rc $mrc$( ((mrc == 124)) && echo ' (time box)')"
     while IFS= read -r l; do sum "  $l"; done < <(grep -E "^\[[0-9]+/[0-9]+\] $p x |^matrix: [0-9]+ of" "$out/matrix.log" |
         grep -v ' \.\.\.$' | sed -E 's/^\[[0-9]+\/[0-9]+\] //; s/ log: .*//' | tail -7)
 done
 
-# the PyTorch reference: same tasks, same sizes, same GPU (strict FP32), records beside khost's
+# the PyTorch reference: same tasks, same sizes, same GPU, the same math (torch's TF32 flags from --math)
 ref_line="reference (PyTorch cuda:0): skipped (no CUDA device)"
 if ((have_gpu)); then
     py=${GPU_CHECK_PYTHON:-python3}
@@ -449,13 +454,13 @@ if ((have_gpu)); then
             {
                 echo "== pytorch $t --device cuda:0"
                 # torch with the loader path khost had before this script put its cuDNN/cuBLAS first
-                gc_run "$to" env LD_LIBRARY_PATH="$orig_ldp" "$py" "$repo/tools/reference/pytorch/$t.py" --device cuda:0 --epochs 2 --limit-train "$lt" \
+                gc_run "$to" env LD_LIBRARY_PATH="$orig_ldp" "$py" "$repo/tools/reference/pytorch/$t.py" --device cuda:0 --math "$math" --epochs 2 --limit-train "$lt" \
                     --limit-val "$lv" --data "$data" --out "$results" --quiet
                 echo "== rc $?"
             } >>"$out/reference.log" 2>&1
             grep -q '^== rc 0$' <(tail -1 "$out/reference.log") && ref_ok=$((ref_ok + 1))
         done
-        ref_line="reference (PyTorch cuda:0, 2 epochs, same sizes): $ref_ok of $ref_n tasks ok${ref_line_tail:-}"
+        ref_line="reference (PyTorch cuda:0, 2 epochs, same sizes, math $math): $ref_ok of $ref_n tasks ok${ref_line_tail:-}"
     fi
 fi
 sum "$ref_line"

@@ -49,7 +49,12 @@ static int accurate_bwd_filter(int a) {
     return a != CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT && a != CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT_TILING &&
            a != CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD_NONFUSED;
 }
-static int fma_math(cudnnMathType_t t) { return t == CUDNN_FMA_MATH || t == CUDNN_DEFAULT_MATH; }
+/* The math types a candidate may use: FMA (strict FP32) or cuDNN's default, which with the descriptor set to
+ * FMA is FMA; with --math tf32 (the descriptor at CUDNN_DEFAULT_MATH) also tensor-core TF32. Never
+ * CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION: it may round FP32 data down to FP16. */
+static int math_ok(cudnnMathType_t t, int tf32) {
+    return t == CUDNN_FMA_MATH || t == CUDNN_DEFAULT_MATH || (tf32 && t == CUDNN_TENSOR_OP_MATH);
+}
 
 /* Tensor descriptors for a batch of n, and the chosen algorithm's workspace for it. */
 static kh_status conv_descs(tf_model *m, int f, int32_t i, tfc_conv *c, int64_t n, size_t *ws) {
@@ -90,14 +95,15 @@ typedef struct conv_cand {
         cand[k_].algo = (int)(perf)[k_].algo;                                                                    \
         cand[k_].det = (perf)[k_].determinism == CUDNN_DETERMINISTIC;                                            \
         cand[k_].memory = (perf)[k_].memory;                                                                     \
-        cand[k_].ok = (perf)[k_].status == CUDNN_STATUS_SUCCESS && fma_math((perf)[k_].mathType) &&              \
-                      (perf)[k_].memory <= TFC_WS_CAP && acc((perf)[k_].algo);                                   \
+        cand[k_].ok = (perf)[k_].status == CUDNN_STATUS_SUCCESS &&                                               \
+                      math_ok((perf)[k_].mathType, CM(m)->cs->tf32) && (perf)[k_].memory <= TFC_WS_CAP &&        \
+                      acc((perf)[k_].algo);                                                                      \
     }
 
 /* The heuristics list is ranked fastest first. With [plugin tensorflow] deterministic = 1 (the default) the first
  * working deterministic algorithm; where cuDNN offers none (backward filter/data on some architectures), the first
- * working one with a warning; with deterministic = 0 the first working one. "Working": status success, FMA math
- * (no TF32), not FFT/Winograd-nonfused, workspace within the cap. None working: the candidates are logged. */
+ * working one with a warning; with deterministic = 0 the first working one. "Working": status success, the
+ * session's math (math_ok), not FFT/Winograd-nonfused, workspace within the cap. None working: the candidates are logged. */
 static kh_status choose_algo(tf_model *m, int f, int32_t i, tfc_conv *c) {
     cudnnHandle_t h = CM(m)->cs->dnn;
     const kh_graph *g = G(m, f);
@@ -165,7 +171,8 @@ static kh_status choose_algo(tf_model *m, int f, int32_t i, tfc_conv *c) {
             m->s->host->log(KH_LOG_ERROR, "tensorflow", "%s node %d: cuDNN candidates: %s", kh_gop_name(op), i,
                             got ? list : "none");
         return tfc_fail(m, g, i, "compile", KH_ERR_UNSUPPORTED,
-                        "cuDNN offers no working FMA algorithm for this NHWC shape (%d candidates: %s)", got,
+                        "cuDNN offers no working %s algorithm for this NHWC shape (%d candidates: %s)",
+                        CM(m)->cs->tf32 ? "FMA or TF32" : "FMA", got,
                         got ? list : "none");
     }
     size_t ws = 0;
@@ -204,8 +211,10 @@ static kh_status prepare_conv(tf_model *m, int f, int32_t i) {
     TFC_DNN(m, g, i, "compile",
             cudnnSetConvolution2dDescriptor(c->cd, c->asym ? 0 : q->pad_top, c->asym ? 0 : q->pad_left, q->SH, q->SW, 1,
                                             1, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
-    /* FP32 with FMA only (no TF32): refused math is an error, not a silent fallback */
-    TFC_DNN(m, g, i, "compile", cudnnSetConvolutionMathType(c->cd, CUDNN_FMA_MATH));
+    /* the session's math: FMA only (fp32; refused math is an error, not a silent fallback), or cuDNN's default,
+     * which allows TF32 tensor cores for FP32 data (tf32) */
+    TFC_DNN(m, g, i, "compile",
+            cudnnSetConvolutionMathType(c->cd, CM(m)->cs->tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH));
     c->desc_n = 0;
     TFC_DNN(m, g, i, "compile",
             cudnnSetTensor4dDescriptor(c->xd, CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, q->N, q->C, c->Hp, c->Wp));

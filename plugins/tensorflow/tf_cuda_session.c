@@ -80,6 +80,9 @@ kh_status tf_cuda_open(tf_session *s, char *err, size_t errlen) {
         return kh_errf(err, errlen, KH_ERR_UNSUPPORTED,
                        "tensorflow open on %s: compute capability %d.%d, built for sm_%d and newer (set KHOST_CUDA_ARCHS)",
                        id, prop.major, prop.minor, TF_CUDA_MIN_ARCH);
+    if (s->dev.math != KH_MATH_FP32 && s->dev.math != KH_MATH_TF32)
+        return kh_errf(err, errlen, KH_ERR_UNSUPPORTED, "tensorflow open on %s: math mode %u (fp32 and tf32 only)", id,
+                       s->dev.math);
     tf_cuda_session *cs = calloc(1, sizeof *cs);
     if (!cs) return kh_errf(err, errlen, KH_ERR_NOMEM, "tensorflow open on %s: out of host memory", id);
     cs->ordinal = s->dev.ordinal;
@@ -90,8 +93,12 @@ kh_status tf_cuda_open(tf_session *s, char *err, size_t errlen) {
     what = "cublasCreate";
     cublasStatus_t be = cublasCreate(&cs->blas);
     if (be == CUBLAS_STATUS_SUCCESS) what = "cublasSetStream", be = cublasSetStream(cs->blas, cs->stream);
-    /* FP32 with FMA only, no TF32 tensor cores: parity with the CPU path and the float64 reference */
-    if (be == CUBLAS_STATUS_SUCCESS) what = "cublasSetMathMode", be = cublasSetMathMode(cs->blas, CUBLAS_DEFAULT_MATH);
+    /* the session's math: fp32 is FP32 with FMA, no TF32 tensor cores (parity with the CPU path and the float64
+     * reference; CUBLAS_DEFAULT_MATH never uses TF32 for FP32 GEMMs); tf32 allows them */
+    cs->tf32 = s->dev.math == KH_MATH_TF32;
+    if (be == CUBLAS_STATUS_SUCCESS)
+        what = "cublasSetMathMode",
+        be = cublasSetMathMode(cs->blas, cs->tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH);
     if (be != CUBLAS_STATUS_SUCCESS) {
         sess_destroy(cs);
         return kh_errf(err, errlen, be == CUBLAS_STATUS_ALLOC_FAILED ? KH_ERR_NOMEM : KH_ERR_DEVICE,
@@ -126,9 +133,10 @@ kh_status tf_cuda_environment(tf_session *s, char *buf, size_t n) {
     if (s->cuda && s->cuda->blas) cublasGetVersion(s->cuda->blas, &bv);
     size_t dnn = cudnnGetVersion();
     snprintf(buf, n,
-             "cuda=%d.%d driver=%d.%d cudnn=%zu.%zu.%zu cublas=%d.%d.%d device=\"%s\" cc=%d.%d executor=single-stream",
+             "cuda=%d.%d driver=%d.%d cudnn=%zu.%zu.%zu cublas=%d.%d.%d device=\"%s\" cc=%d.%d executor=single-stream math=%s",
              rt / 1000, (rt % 1000) / 10, drv / 1000, (drv % 1000) / 10, dnn / 10000, (dnn % 10000) / 100, dnn % 100,
-             bv / 10000, (bv % 10000) / 100, bv % 100, s->dev.name, s->dev.cc_major, s->dev.cc_minor);
+             bv / 10000, (bv % 10000) / 100, bv % 100, s->dev.name, s->dev.cc_major, s->dev.cc_minor,
+             s->cuda && s->cuda->tf32 ? "tf32" : "fp32");
     size_t u = strlen(buf);
     if (s->cuda && s->cuda->conv_algos[0] && u < n)
         snprintf(buf + u, n - u, " cudnn_algos=%s", s->cuda->conv_algos);

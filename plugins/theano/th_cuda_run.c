@@ -33,7 +33,12 @@ CUdeviceptr thc_addr(th_model *m, int f, const th_cu_ref *r) {
 }
 
 // --- convolutions: compile-time state ---------------------------------------------------------------------------
-static int fma_math(cudnnMathType_t t) { return t == CUDNN_FMA_MATH || t == CUDNN_DEFAULT_MATH; }
+/* The math types a candidate may use: FMA (strict FP32) or cuDNN's default, which with the descriptor set to
+ * FMA is FMA; with --math tf32 (the descriptor at CUDNN_DEFAULT_MATH) also tensor-core TF32. Never
+ * CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION: it may round FP32 data down to FP16. */
+static int math_ok(cudnnMathType_t t, int tf32) {
+    return t == CUDNN_FMA_MATH || t == CUDNN_DEFAULT_MATH || (tf32 && t == CUDNN_TENSOR_OP_MATH);
+}
 
 /* FFT and non-fused Winograd: their FP32 error is beyond the parity tolerance (as tensorflow's GPU path) */
 static int accurate(uint32_t op, int a) {
@@ -84,14 +89,15 @@ typedef struct conv_cand {
         cand[k_].algo = (int)(perf)[k_].algo;                                                                    \
         cand[k_].det = (perf)[k_].determinism == CUDNN_DETERMINISTIC;                                            \
         cand[k_].memory = (perf)[k_].memory;                                                                     \
-        cand[k_].ok = (perf)[k_].status == CUDNN_STATUS_SUCCESS && fma_math((perf)[k_].mathType) &&              \
-                      (perf)[k_].memory <= CONV_WS_CAP && accurate(v->op, (int)(perf)[k_].algo);                 \
+        cand[k_].ok = (perf)[k_].status == CUDNN_STATUS_SUCCESS &&                                               \
+                      math_ok((perf)[k_].mathType, m->cuda->cs->tf32) && (perf)[k_].memory <= CONV_WS_CAP &&     \
+                      accurate(v->op, (int)(perf)[k_].algo);                                                     \
     }
 
 /* The heuristics list is ranked fastest first. With [plugin theano] deterministic = 1 (the default) the first
  * working deterministic algorithm; where cuDNN offers none, the first working one with a warning; with
- * deterministic = 0 the first working one. "Working": status success, FMA math, not FFT/Winograd-nonfused,
- * workspace within the cap. None working: the candidates are logged and named in the error. */
+ * deterministic = 0 the first working one. "Working": status success, the session's math (math_ok), not
+ * FFT/Winograd-nonfused, workspace within the cap. None working: the candidates are logged and named in the error. */
 static kh_status choose_algo(th_model *m, int f, const th_cu_launch *e, thc_conv *c) {
     const th_cu_conv *v = &e->conv;
     cudnnHandle_t h = m->cuda->cs->dnn;
@@ -159,8 +165,8 @@ static kh_status choose_algo(th_model *m, int f, const th_cu_launch *e, thc_conv
         if (host && host->log)
             host->log(KH_LOG_ERROR, "theano", "convolution node %d: cuDNN candidates: %s", e->node, got ? list : "none");
         return thc_fail(m, f, e->node, "compile", KH_ERR_UNSUPPORTED,
-                        "cuDNN offers no working FMA algorithm for this NHWC shape (%d candidates: %s)", got,
-                        got ? list : "none");
+                        "cuDNN offers no working %s algorithm for this NHWC shape (%d candidates: %s)",
+                        m->cuda->cs->tf32 ? "FMA or TF32" : "FMA", got, got ? list : "none");
     }
     size_t ws = 0;
     kh_status st = conv_descs(m, f, e, c, m->max_batch, &ws);
@@ -184,8 +190,10 @@ static kh_status prepare_conv(th_model *m, int f, int32_t k) {
     THC_DNN(m, f, e->node, "compile",
             cudnnSetConvolution2dDescriptor(c->cd, v->pad_h, v->pad_w, v->SH, v->SW, 1, 1, CUDNN_CROSS_CORRELATION,
                                             CUDNN_DATA_FLOAT));
-    /* FP32 with FMA only (no TF32): refused math is an error, not a silent fallback */
-    THC_DNN(m, f, e->node, "compile", cudnnSetConvolutionMathType(c->cd, CUDNN_FMA_MATH));
+    /* the session's math: FMA only (fp32; refused math is an error, not a silent fallback), or cuDNN's default,
+     * which allows TF32 tensor cores for FP32 data (tf32) */
+    THC_DNN(m, f, e->node, "compile",
+            cudnnSetConvolutionMathType(c->cd, m->cuda->cs->tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH));
     THC_DNN(m, f, e->node, "compile",
             cudnnSetTensor4dDescriptor(c->xd, CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, N, v->C, v->Hp, v->Wp));
     THC_DNN(m, f, e->node, "compile",

@@ -147,6 +147,9 @@ kh_status th_cuda_open(th_session *s, char *err, size_t errlen) {
     memset(&c, 0, sizeof c);
     th_cuda_caps(&c);
     if (!c.available) return kh_errf(err, errlen, KH_ERR_UNSUPPORTED, "theano open on %s: %s", id, c.note);
+    if (s->dev.math != KH_MATH_FP32 && s->dev.math != KH_MATH_TF32)
+        return kh_errf(err, errlen, KH_ERR_UNSUPPORTED, "theano open on %s: math mode %u (fp32 and tf32 only)", id,
+                       s->dev.math);
     th_cuda_session *cs = calloc(1, sizeof *cs);
     if (!cs) return kh_errf(err, errlen, KH_ERR_NOMEM, "theano open on %s: out of host memory", id);
     char e[160];
@@ -197,8 +200,12 @@ kh_status th_cuda_open(th_session *s, char *err, size_t errlen) {
     what = "cublasCreate";
     cublasStatus_t be = cublasCreate(&cs->blas);
     if (be == CUBLAS_STATUS_SUCCESS) what = "cublasSetStream", be = cublasSetStream(cs->blas, (cudaStream_t)cs->stream);
-    /* FP32 with FMA, no TF32 tensor cores: the CPU path's and the reference's arithmetic */
-    if (be == CUBLAS_STATUS_SUCCESS) what = "cublasSetMathMode", be = cublasSetMathMode(cs->blas, CUBLAS_DEFAULT_MATH);
+    /* the session's math: fp32 is FP32 with FMA, no TF32 tensor cores (the CPU path's and the reference's
+     * arithmetic; CUBLAS_DEFAULT_MATH never uses TF32 for FP32 GEMMs); tf32 allows them */
+    cs->tf32 = s->dev.math == KH_MATH_TF32;
+    if (be == CUBLAS_STATUS_SUCCESS)
+        what = "cublasSetMathMode",
+        be = cublasSetMathMode(cs->blas, cs->tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH);
     if (be != CUBLAS_STATUS_SUCCESS) {
         sess_destroy(cs);
         return kh_errf(err, errlen, be == CUBLAS_STATUS_ALLOC_FAILED ? KH_ERR_NOMEM : KH_ERR_DEVICE,
@@ -226,10 +233,10 @@ kh_status th_cuda_environment(th_session *s, char *buf, size_t n) {
     if (s->cuda && s->cuda->blas) cublasGetVersion(s->cuda->blas, &bv);
     size_t dnn = cudnnGetVersion();
     char ver[32];
-    snprintf(buf, n, " driver=%d.%d nvrtc=%s arch=%s cudnn=%zu.%zu.%zu cublas=%d.%d.%d device=\"%s\" runner=driver-api",
+    snprintf(buf, n, " driver=%d.%d nvrtc=%s arch=%s cudnn=%zu.%zu.%zu cublas=%d.%d.%d device=\"%s\" runner=driver-api math=%s",
              th_cu.version / 1000, (th_cu.version % 1000) / 10, th_nvrtc_version(ver, sizeof ver),
              s->cuda ? s->cuda->arch : "?", dnn / 10000, (dnn % 10000) / 100, dnn % 100, bv / 10000,
-             (bv % 10000) / 100, bv % 100, s->dev.name);
+             (bv % 10000) / 100, bv % 100, s->dev.name, s->cuda && s->cuda->tf32 ? "tf32" : "fp32");
     size_t u = strlen(buf);
     if (s->cuda && s->cuda->conv_algos[0] && u < n)
         snprintf(buf + u, n - u, " cudnn_algos=%s", s->cuda->conv_algos);

@@ -78,6 +78,9 @@ kh_status cntk_cuda_open(cntk_session *s, char *err, size_t errlen) {
         return kh_errf(err, errlen, KH_ERR_UNSUPPORTED,
                        "cntk open on %s: compute capability %d.%d, built for sm_%d and newer (set KHOST_CUDA_ARCHS)", id,
                        prop.major, prop.minor, CNTK_CUDA_MIN_ARCH);
+    if (s->dev.math != KH_MATH_FP32 && s->dev.math != KH_MATH_TF32)
+        return kh_errf(err, errlen, KH_ERR_UNSUPPORTED, "cntk open on %s: math mode %u (fp32 and tf32 only)", id,
+                       s->dev.math);
     cntk_cuda_sess *cs = calloc(1, sizeof *cs);
     if (!cs) return kh_errf(err, errlen, KH_ERR_NOMEM, "cntk open on %s: out of host memory", id);
     cs->ordinal = s->dev.ordinal;
@@ -88,8 +91,11 @@ kh_status cntk_cuda_open(cntk_session *s, char *err, size_t errlen) {
     if ((e = cudaStreamCreateWithFlags(&cs->copy, cudaStreamNonBlocking)) != cudaSuccess) goto cuda_fail;
     cublasStatus_t be = cublasCreate(&cs->blas);
     if (be == CUBLAS_STATUS_SUCCESS) be = cublasSetStream(cs->blas, cs->stream);
-    /* strict FP32 (no TF32): parity with the float64 reference is part of the contract */
-    if (be == CUBLAS_STATUS_SUCCESS) be = cublasSetMathMode(cs->blas, CUBLAS_DEFAULT_MATH);
+    /* the session's math: fp32 is strict FP32, no TF32 (parity with the float64 reference is part of the
+     * contract; CUBLAS_DEFAULT_MATH never uses TF32 for FP32 GEMMs); tf32 allows TF32 tensor cores */
+    cs->tf32 = s->dev.math == KH_MATH_TF32;
+    if (be == CUBLAS_STATUS_SUCCESS)
+        be = cublasSetMathMode(cs->blas, cs->tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH);
     if (be != CUBLAS_STATUS_SUCCESS) {
         sess_destroy(cs);
         return kh_errf(err, errlen, be == CUBLAS_STATUS_ALLOC_FAILED ? KH_ERR_NOMEM : KH_ERR_DEVICE,
@@ -122,9 +128,10 @@ kh_status cntk_cuda_environment(cntk_session *s, char *buf, size_t n) {
     cudaDriverGetVersion(&drv);
     if (s->cuda && s->cuda->blas) cublasGetVersion(s->cuda->blas, &bv);
     size_t dnn = cudnnGetVersion();
-    snprintf(buf, n, "cuda_runtime=%d.%d driver=%d.%d cudnn=%zu.%zu.%zu cublas=%d.%d.%d device=\"%s\" cc=%d.%d",
+    snprintf(buf, n, "cuda_runtime=%d.%d driver=%d.%d cudnn=%zu.%zu.%zu cublas=%d.%d.%d device=\"%s\" cc=%d.%d math=%s",
              rt / 1000, (rt % 1000) / 10, drv / 1000, (drv % 1000) / 10, dnn / 10000, (dnn % 10000) / 100, dnn % 100,
-             bv / 10000, (bv % 10000) / 100, bv % 100, s->dev.name, s->dev.cc_major, s->dev.cc_minor);
+             bv / 10000, (bv % 10000) / 100, bv % 100, s->dev.name, s->dev.cc_major, s->dev.cc_minor,
+             s->cuda && s->cuda->tf32 ? "tf32" : "fp32");
     return KH_OK;
 }
 
