@@ -300,49 +300,6 @@ static void check_layer_checks(const kh_model_spec *sp) {
     unsetenv("CNTK_CUDA_CHECK_LAYERS");
 }
 
-// --- dropout on the device --------------------------------------------------------------------------------
-static void check_dropout(void) {
-    const kh_layer_spec l = {.kind = KH_LAYER_DROPOUT, .rate = 0.3f};
-    kh_model_spec sp = {.struct_size = sizeof sp, .name = "dropout", .input_dtype = KH_F32, .input_rank = 3,
-                        .input_shape = {8, 8, 16}, .n_layers = 1, .layers = &l, .loss = KH_LOSS_NONE,
-                        .optimizer = {.kind = KH_OPT_SGD, .lr = 0.1f}};
-    kh_bmodel *cm = kb_compile(&B, &sp, 64, 0); /* deterministic = 0: masks on */
-    CHECK(cm != NULL, "dropout compile: %s", B.api->last_error(B.s));
-    if (!cm) return;
-    int64_t n = 64, per = 8 * 8 * 16, N = n * per;
-    kh_rng r;
-    kh_rng_seed(&r, g_seed ^ 0xd0);
-    float *x = malloc((size_t)N * sizeof(float)), *y = poisoned(N), *dy = malloc((size_t)N * sizeof(float)),
-          *dx = poisoned(N);
-    kb_fill_uniform(x, N, 0.5f, 1.5f, &r); /* never zero: a zero output means dropped */
-    kb_fill_uniform(dy, N, 0.5f, 1.5f, &r);
-    int64_t d4[4] = {n, 16, 8, 8};
-    kh_tensor tx = kb_tensor(KH_F32, KH_LAYOUT_NCHW, 4, d4, x), ty = kb_tensor(KH_F32, KH_LAYOUT_NCHW, 4, d4, y);
-    kh_tensor tdy = kb_tensor(KH_F32, KH_LAYOUT_NCHW, 4, d4, dy), tdx = kb_tensor(KH_F32, KH_LAYOUT_NCHW, 4, d4, dx);
-    CHECK(B.api->forward(cm, &tx, &ty) == KH_OK, "dropout forward: %s", B.api->last_error(B.s));
-    CHECK(B.api->backward(cm, &tdy, &tdx) == KH_OK, "dropout backward: %s", B.api->last_error(B.s));
-    int64_t kept = 0, bad_scale = 0, bad_mask = 0;
-    for (int64_t i = 0; i < N; i++) {
-        int keep = y[i] != 0.0f;
-        kept += keep;
-        if (keep && fabsf(y[i] - x[i] / 0.7f) > 1e-5f * fabsf(y[i])) bad_scale++;
-        if (keep != (dx[i] != 0.0f) || (keep && fabsf(dx[i] - dy[i] / 0.7f) > 1e-5f * fabsf(dx[i]))) bad_mask++;
-    }
-    double frac = (double)kept / (double)N; /* 65536 draws: sd of the fraction ~0.0018 */
-    CHECK(fabs(frac - 0.7) < 0.01, "dropout kept fraction %.4f, expected 0.7", frac);
-    CHECK(bad_scale == 0, "dropout: %lld kept elements not scaled by 1/(1-rate)", (long long)bad_scale);
-    CHECK(bad_mask == 0, "dropout: backward mask differs from the forward's at %lld elements", (long long)bad_mask);
-    /* a second forward draws a different mask */
-    float *y2 = poisoned(N);
-    ty.data = y2;
-    CHECK(B.api->forward(cm, &tx, &ty) == KH_OK, "dropout forward 2");
-    int64_t same = 0;
-    for (int64_t i = 0; i < N; i++) same += (y[i] != 0.0f) == (y2[i] != 0.0f);
-    CHECK(same < N, "dropout: two forwards drew the same mask");
-    free(x), free(y), free(y2), free(dy), free(dx);
-    B.api->model_free(cm);
-}
-
 // --- out of device memory ---------------------------------------------------------------------------------
 static void check_oom(void) {
     const kh_layer_spec l = {.kind = KH_LAYER_DENSE, .units = 1 << 20};
@@ -360,20 +317,6 @@ static void check_oom(void) {
 
 // --- the models --------------------------------------------------------------------------------------------
 #define NOLOSS KH_LOSS_NONE, kb_opt(KH_OPT_SGD, 0.1f, 0), 0
-
-/* What must hold before the CUDA open, on any machine: the reference kit builds every model of the test. */
-static int prerequisites(const kh_model_spec *specs, int n) {
-    int ok = 1;
-    for (int k = 0; k < n; k++) {
-        kh_ref_model *rm = NULL;
-        char err[256];
-        kh_status st = kh_ref_model_create(&specs[k], &rm, err, sizeof err);
-        CHECK(st == KH_OK, "%s: the reference kit cannot build it: %s", specs[k].name, err);
-        ok &= st == KH_OK;
-        kh_ref_model_free(rm);
-    }
-    return ok;
-}
 
 int main(void) {
     const char *se = getenv("CNTK_GPU_TEST_SEED");
@@ -434,7 +377,8 @@ int main(void) {
     const kh_model_spec *models;
     int n_models = kb_small_models(&models);
     int n_kernels = (int)(sizeof kernels / sizeof kernels[0]);
-    if (!prerequisites(kernels, n_kernels) || !prerequisites(models, n_models)) return kh_test_finish("test_cntk_gpu_ref");
+    if (!kb_ref_prerequisites(kernels, n_kernels) || !kb_ref_prerequisites(models, n_models))
+        return kh_test_finish("test_cntk_gpu_ref");
     printf("prerequisites ok: cntk loaded, the reference kit builds all %d models\n", n_kernels + n_models);
     fflush(stdout);
     ctg_open_cuda(&B); /* skips without a usable device */
@@ -445,7 +389,7 @@ int main(void) {
         check_probes(&models[i], 5);
         check_steps(&models[i], 3);
     }
-    check_dropout();
+    kb_check_dropout(&B, KH_LAYOUT_NCHW, g_seed); /* cntk takes images as NCHW */
     check_deterministic();
     check_layer_checks(&models[0]);
     check_oom();

@@ -261,44 +261,6 @@ done:
     kh_ref_model_free(rm);
 }
 
-/* Dropout with masks on (deterministic = 0): nothing to compare against, so the properties themselves. */
-static void dropout(void) {
-    const kh_layer_spec l = {.kind = KH_LAYER_DROPOUT, .rate = 0.3f};
-    kh_model_spec sp = {.struct_size = sizeof sp, .name = "dropout", .input_dtype = KH_F32, .input_rank = 1,
-                        .input_shape = {1024}, .n_layers = 1, .layers = &l, .loss = KH_LOSS_NONE,
-                        .optimizer = {.kind = KH_OPT_SGD, .lr = 0.1f}};
-    kh_bmodel *m = kb_compile(&GPU, &sp, 64, 0);
-    CHECK(m != NULL, "dropout compile: %s", GPU.api->last_error(GPU.s));
-    if (!m) return;
-    int64_t n = 64, N = n * 1024, d[2] = {n, 1024};
-    kh_rng r;
-    kh_rng_seed(&r, g_seed ^ 0xd0);
-    float *x = nan_buf(N), *y = nan_buf(N), *y2 = nan_buf(N), *dy = nan_buf(N), *dx = nan_buf(N);
-    kb_fill_uniform(x, N, 0.5f, 1.5f, &r); /* never zero: a zero output means dropped */
-    kb_fill_uniform(dy, N, 0.5f, 1.5f, &r);
-    kh_tensor tx = kb_tensor(KH_F32, KH_LAYOUT_NC, 2, d, x), ty = kb_tensor(KH_F32, KH_LAYOUT_NC, 2, d, y);
-    kh_tensor tdy = kb_tensor(KH_F32, KH_LAYOUT_NC, 2, d, dy), tdx = kb_tensor(KH_F32, KH_LAYOUT_NC, 2, d, dx);
-    CHECK(GPU.api->forward(m, &tx, &ty) == KH_OK, "dropout forward: %s", GPU.api->last_error(GPU.s));
-    CHECK(GPU.api->backward(m, &tdy, &tdx) == KH_OK, "dropout backward: %s", GPU.api->last_error(GPU.s));
-    int64_t kept = 0, bad_scale = 0, bad_mask = 0, same = 0;
-    for (int64_t i = 0; i < N; i++) {
-        int keep = y[i] != 0.0f;
-        kept += keep;
-        if (keep && fabsf(y[i] - x[i] / 0.7f) > 1e-5f * fabsf(y[i])) bad_scale++;
-        if (keep != (dx[i] != 0.0f) || (keep && fabsf(dx[i] - dy[i] / 0.7f) > 1e-5f * fabsf(dx[i]))) bad_mask++;
-    }
-    double frac = (double)kept / (double)N; /* 65536 draws: sd of the fraction ~0.0018 */
-    CHECK(fabs(frac - 0.7) < 0.01, "dropout kept fraction %.4f, expected 0.7", frac);
-    CHECK(bad_scale == 0, "dropout: %lld kept elements not scaled by 1/(1-rate)", (long long)bad_scale);
-    CHECK(bad_mask == 0, "dropout: the backward's mask differs from the forward's at %lld elements", (long long)bad_mask);
-    ty.data = y2;
-    CHECK(GPU.api->forward(m, &tx, &ty) == KH_OK, "dropout forward 2: %s", GPU.api->last_error(GPU.s));
-    for (int64_t i = 0; i < N; i++) same += (y[i] != 0.0f) == (y2[i] != 0.0f);
-    CHECK(same < N, "dropout: two forwards drew the same mask");
-    free(x), free(y), free(y2), free(dy), free(dx);
-    GPU.api->model_free(m);
-}
-
 /* A dense layer of 2^36 weights cannot be allocated: KH_ERR_NOMEM with a message, the session still works. */
 static void out_of_memory(void) {
     const kh_layer_spec l = {.kind = KH_LAYER_DENSE, .units = 1 << 20, .activation = KH_ACT_SOFTMAX};
@@ -313,21 +275,6 @@ static void out_of_memory(void) {
     printf("out-of-memory message: %s\n", e);
 }
 
-/* What must hold before the CUDA open, on any machine: the reference kit builds every model of the test. */
-static int prerequisites(const kh_model_spec *small, int ns, const kb_model *bench, int nb) {
-    int ok = 1;
-    for (int k = 0; k < ns + nb; k++) {
-        const kh_model_spec *sp = k < ns ? &small[k] : &bench[k - ns].spec;
-        kh_ref_model *rm = NULL;
-        char err[256];
-        kh_status st = kh_ref_model_create(sp, &rm, err, sizeof err);
-        CHECK(st == KH_OK, "%s: the reference kit cannot build it: %s", sp->name, err);
-        ok &= st == KH_OK;
-        kh_ref_model_free(rm);
-    }
-    return ok;
-}
-
 int main(void) {
     const char *se = getenv("TF_GPU_TEST_SEED");
     g_seed = se && *se ? strtoull(se, NULL, 10) : (uint64_t)time(NULL);
@@ -339,7 +286,10 @@ int main(void) {
     int ns = kb_small_models(&small);
     const kb_model *bench;
     int nb = kb_bench_models(&bench);
-    if (!prerequisites(small, ns, bench, nb)) return kh_test_finish("test_tf_gpu_ref (" TFG_PLUGIN ")");
+    /* what must hold before the CUDA open, on any machine: the reference kit builds every model of the test */
+    int ready = kb_ref_prerequisites(small, ns);
+    for (int k = 0; k < nb; k++) ready &= kb_ref_prerequisites(&bench[k].spec, 1);
+    if (!ready) return kh_test_finish("test_tf_gpu_ref (" TFG_PLUGIN ")");
     printf("prerequisites ok: " TFG_PLUGIN " loaded, the reference kit builds all %d models\n", ns + nb);
     fflush(stdout);
     const char *rt = getenv("TF_GPU_TEST_ON_CPU_THREADS");
@@ -350,7 +300,7 @@ int main(void) {
     }
     for (int k = 0; k < ns; k++) one_model(&small[k], 6);
     for (int k = 0; k < nb; k++) one_model(&bench[k].spec, 4);
-    dropout();
+    kb_check_dropout(&GPU, KH_LAYOUT_NHWC, g_seed);
     if (!rehearsal) out_of_memory();
     one_model(&small[0], 3); /* the session still works */
     GPU.api->close(GPU.s);

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "cuda/exec.h"
+#include "khost/kit/geometry.h"
 #include "khost/kit/rng.h"
 #include "khost/kit/spec.h"
 
@@ -224,11 +225,17 @@ static kh_status conv_setup(ccu_model *m, ccu_layer *L) {
     c->OH = sh->out_shape[0], c->OW = sh->out_shape[1], c->F = sh->out_shape[2];
     c->KH = sp->kernel[0], c->KW = sp->kernel[1];
     c->SH = sp->strides[0] > 0 ? sp->strides[0] : 1, c->SW = sp->strides[1] > 0 ? sp->strides[1] : 1;
-    if (sp->padding == KH_PAD_SAME) { /* TensorFlow: total = max((out-1)*s + k - in, 0), before = total/2 */
-        int th = (c->OH - 1) * c->SH + c->KH - c->H, tw = (c->OW - 1) * c->SW + c->KW - c->W;
-        th = th > 0 ? th : 0, tw = tw > 0 ? tw : 0;
-        c->PT = th / 2, c->PB = th - c->PT, c->PL = tw / 2, c->PR = tw - c->PL;
-    }
+    /* the kit's window geometry (TensorFlow's 'same': total = max((out-1)*s + k - in, 0), before = total/2);
+     * after = what the last window reaches beyond the input ('valid': 0) */
+    kh_conv2d_dims gd;
+    if (kh_conv2d_geometry(&gd, 1, c->H, c->W, c->C, c->KH, c->KW, c->F, c->SH, c->SW, (int)sp->padding) != KH_OK ||
+        gd.OH != c->OH || gd.OW != c->OW)
+        return cntk_layer_fail(m->s, KH_ERR_INTERNAL, L->p->spec.kind, L->p->index, "compile",
+                               "convolution geometry: %dx%d output from the spec, %lldx%lld from the kit", c->OH, c->OW,
+                               (long long)gd.OH, (long long)gd.OW);
+    int th = (c->OH - 1) * c->SH + c->KH - c->H, tw = (c->OW - 1) * c->SW + c->KW - c->W;
+    c->PT = (int)gd.pad_top, c->PL = (int)gd.pad_left;
+    c->PB = (th > 0 ? th : 0) - c->PT, c->PR = (tw > 0 ? tw : 0) - c->PL;
     c->asym = c->PT != c->PB || c->PL != c->PR;
     c->Hp = c->H + c->PT + c->PB, c->Wp = c->W + c->PL + c->PR;
     L->n_t = 2;
