@@ -39,7 +39,10 @@
 #   total                          545    350   (box 560 - reserve 15 - kill grace 5 = 540 for the steps;
 #                                                 the last caps are clipped by gc_timeout)
 # The estimate is a reasoned guess (nothing here has run on a GPU yet); with the machine's start (~60 s)
-# the call takes ~410 s of device time, which leaves a rerun inside 15 minutes.
+# the call takes ~410 s of device time, which leaves a rerun inside 15 minutes. The GPU tests' comparison side
+# is the float64 reference kit on the host (the GPU machine has no BLAS, so no plugin has a cpu path there): a
+# few seconds of the 30 per parity test at their small batches, as the plugin's cpu path cost before. The
+# estimate is for the default fp32; GPU_CHECK_MATH=tf32 can only shorten the compute-bound matrix cells.
 # CPU-only work (the CPU-side tests of the GPU paths, NVRTC compiling theano's sources) runs only without a
 # GPU, in the rehearsal (tools/gpu-rehearse), never on device time. summary.txt is rewritten after every step ("in progress" until the end), so a
 # run killed at any point still leaves what it found.
