@@ -159,3 +159,17 @@ gc_nvrtc_lib() {
     done
     return 1
 }
+
+# gc_prereq_missing LOG — the tests of a verbose ctest log (ctest -V: each output line prefixed "N: ") whose
+# output has no "prerequisites ok" line: GPU tests that failed or skipped before their CUDA open. Empty when
+# every test reached it.
+gc_prereq_missing() {
+    awk '
+        /^[0-9]+: / { n = $1; sub(/:$/, "", n); if ($0 ~ /prerequisites ok/) ok[n] = 1 }
+        match($0, /Test +#[0-9]+: [A-Za-z0-9_]+/) {
+            t = substr($0, RSTART, RLENGTH); sub(/^Test +#/, "", t)
+            split(t, p, ": "); name[p[1]] = p[2]
+        }
+        END { for (n in name) if (!(n in ok)) print name[n] }
+    ' "$1" | sort -u | tr '\n' ' ' | sed 's/ $//'
+}

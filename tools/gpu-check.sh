@@ -39,20 +39,27 @@
 #   total                          545    350   (box 560 - reserve 15 - kill grace 5 = 540 for the steps;
 #                                                 the last caps are clipped by gc_timeout)
 # The estimate is a reasoned guess (nothing here has run on a GPU yet); with the machine's start (~60 s)
-# the call takes ~410 s of device time, which leaves a rerun inside 15 minutes.
+# the call takes ~410 s of device time, which leaves a rerun inside 15 minutes. The GPU tests' comparison side
+# is the float64 reference kit on the host (the GPU machine has no BLAS, so no plugin has a cpu path there): a
+# few seconds of the 30 per parity test at their small batches, as the plugin's cpu path cost before. The
+# estimate is for the default fp32; GPU_CHECK_MATH=tf32 can only shorten the compute-bound matrix cells.
 # CPU-only work (the CPU-side tests of the GPU paths, NVRTC compiling theano's sources) runs only without a
 # GPU, in the rehearsal (tools/gpu-rehearse), never on device time. summary.txt is rewritten after every step ("in progress" until the end), so a
 # run killed at any point still leaves what it found.
 #
 # Without a usable CUDA device (any CPU machine: the rehearsal, tools/gpu-rehearse) it still builds
-# everything and runs the CPU-side tests; the GPU tests report "skipped", verify and the GPU matrix are
-# skipped, and tiny cpu cells prove the pipeline end to end (recorded "unsupported" where the build has no
+# everything and runs the CPU-side tests; every GPU test (ctest -L gpu -V, the verify tests too) runs the part
+# before its CUDA open — its prerequisites, ending in a "prerequisites ok" line — then reports "skipped"; one
+# that fails there or skips without that line fails the rehearsal (gc_prereq_missing); verify and the GPU
+# matrix are skipped, and tiny cpu cells prove the pipeline end to end (recorded "unsupported" where the build has no
 # BLAS). It then says "no CUDA device" and exits 0.
 # Rehearse it on a CPU machine, as the GPU machine will see it (fresh copy, no system inih/libjpeg/OpenBLAS,
 # no data mirror):  tools/gpu-rehearse
 # Exit status with a GPU: 0 when the build, every test, verify and every matrix cell succeeded; 1 otherwise;
 # 2 when prerequisites are missing.
 # Environment: CUDNN_ROOT / CUBLAS_ROOT override the search; GPU_CHECK_BUILD the build folder;
+# GPU_CHECK_MATH=tf32 runs the matrix and the reference with TF32 allowed (default fp32, strict: khost
+# --math, torch.backends.cuda.matmul.allow_tf32 / torch.backends.cudnn.allow_tf32; verify always fp32);
 # GPU_CHECK_SYSTEM_DEPS=1 ignores .devdeps (GPU_CHECK_DEVDEPS: another prefix); KHOST_DATA the data folder
 # (default <repo>/data, or .cache/khost-data when that is a dangling link); GPU_CHECK_LIMIT the time box.
 set -uo pipefail
@@ -341,11 +348,24 @@ if [[ -x $khost ]]; then
     : >"$out/tests.log"
     # the khost verify tests are step 3b (with their own log)
     to=$(gc_timeout 50)
-    if ((to > 0)); then
+    if ((to > 0 && have_gpu)); then
         say "ctest -L gpu (but the verify tests)"
         run_ctest "GPU tests" "$to" -L gpu -E '_gpu_verify$'
         trc=$?
         if gc_cut $trc; then gc_not_reached "GPU tests (ctest -L gpu): cut"; elif ((trc != 0)); then failed=1; fi
+    elif ((to > 0)); then
+        # no device: every GPU test (the verify tests too) runs the part before its CUDA open — the
+        # prerequisites, which must print "prerequisites ok" — and then skips; one that fails there, or skips
+        # before it, would fail on the GPU machine too
+        say "ctest -L gpu -V (each GPU test up to its CUDA open)"
+        run_ctest "GPU tests up to the CUDA open" "$to" -L gpu -V
+        trc=$?
+        if gc_cut $trc; then gc_not_reached "GPU tests (ctest -L gpu): cut"; elif ((trc != 0)); then failed=1; fi
+        short=$(gc_prereq_missing "$out/tests.log")
+        if [[ -n $short ]]; then
+            failed=1
+            sum "GPU tests that did not reach their CUDA open (no \"prerequisites ok\"): $short"
+        fi
     else
         skipped "GPU tests (ctest -L gpu)"
     fi
@@ -382,6 +402,9 @@ rm -rf "$results"
 # per plugin: the train/val samples of its cells (tensorflow smaller: an unrolled LSTM is thousands of
 # launches per batch) and the share of the time box it may take
 lt=${GPU_CHECK_LIMIT_TRAIN:-4000} lv=${GPU_CHECK_LIMIT_VAL:-1000} cell_to=60
+# the FP32 math of the matrix and the reference (khost --math, torch's allow_tf32 flags); verify stays fp32,
+# the math its tolerances are for
+math=${GPU_CHECK_MATH:-fp32}
 if ((have_gpu)); then
     mx_plugins=$gpu_plugins mx_devices="cuda:0"
 else # rehearsal: prove the pipeline, quickly, on the cpu (cells "unsupported" where the build has no BLAS)
@@ -401,7 +424,7 @@ for p in $mx_plugins; do
     sum "matrix $p: running since $(gc_elapsed) s (each cell is in matrix.log as soon as it ends)"
     say "khost matrix --plugins $p --tasks all --devices $mx_devices --epochs 2 --limit-train $plt --limit-val $plv"
     # each finished cell is a record and a line in matrix.log at once; --timeout bounds a hung cell
-    gc_run "$to" "$khost" matrix --plugins "$p" --tasks all --devices "$mx_devices" --epochs 2 \
+    gc_run "$to" "$khost" matrix --plugins "$p" --tasks all --devices "$mx_devices" --epochs 2 --math "$math" \
         --limit-train "$plt" --limit-val "$plv" --timeout "$pct" --out "$results" >>"$out/matrix.log" 2>&1
     mrc=$?
     if gc_cut $mrc; then
@@ -413,12 +436,12 @@ for p in $mx_plugins; do
     if ((have_gpu)) && ! gc_cut $mrc && ! tail -1 "$out/matrix.log" | grep -qE '^matrix: ([0-9]+) of \1 cell\(s\) done: \1 ok'; then
         failed=1
     fi
-    sum "matrix $p (6 tasks x $mx_devices, 2 epochs, <= $plt train / $plv val samples): rc $mrc$( ((mrc == 124)) && echo ' (time box)')"
+    sum "matrix $p (6 tasks x $mx_devices, 2 epochs, <= $plt train / $plv val samples, math $math): rc $mrc$( ((mrc == 124)) && echo ' (time box)')"
     while IFS= read -r l; do sum "  $l"; done < <(grep -E "^\[[0-9]+/[0-9]+\] $p x |^matrix: [0-9]+ of" "$out/matrix.log" |
         grep -v ' \.\.\.$' | sed -E 's/^\[[0-9]+\/[0-9]+\] //; s/ log: .*//' | tail -7)
 done
 
-# the PyTorch reference: same tasks, same sizes, same GPU (strict FP32), records beside khost's
+# the PyTorch reference: same tasks, same sizes, same GPU, the same math (torch's TF32 flags from --math)
 ref_line="reference (PyTorch cuda:0): skipped (no CUDA device)"
 if ((have_gpu)); then
     py=${GPU_CHECK_PYTHON:-python3}
@@ -434,13 +457,13 @@ if ((have_gpu)); then
             {
                 echo "== pytorch $t --device cuda:0"
                 # torch with the loader path khost had before this script put its cuDNN/cuBLAS first
-                gc_run "$to" env LD_LIBRARY_PATH="$orig_ldp" "$py" "$repo/tools/reference/pytorch/$t.py" --device cuda:0 --epochs 2 --limit-train "$lt" \
+                gc_run "$to" env LD_LIBRARY_PATH="$orig_ldp" "$py" "$repo/tools/reference/pytorch/$t.py" --device cuda:0 --math "$math" --epochs 2 --limit-train "$lt" \
                     --limit-val "$lv" --data "$data" --out "$results" --quiet
                 echo "== rc $?"
             } >>"$out/reference.log" 2>&1
             grep -q '^== rc 0$' <(tail -1 "$out/reference.log") && ref_ok=$((ref_ok + 1))
         done
-        ref_line="reference (PyTorch cuda:0, 2 epochs, same sizes): $ref_ok of $ref_n tasks ok${ref_line_tail:-}"
+        ref_line="reference (PyTorch cuda:0, 2 epochs, same sizes, math $math): $ref_ok of $ref_n tasks ok${ref_line_tail:-}"
     fi
 fi
 sum "$ref_line"

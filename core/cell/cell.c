@@ -21,6 +21,7 @@
 
 #include "cell/caps.h"
 #include "cell/env.h"
+#include "cell/mathmode.h"
 #include "cli/exitcodes.h"
 #include "results/git_rev.h"
 #include "modules/host_api.h"
@@ -41,6 +42,7 @@ typedef struct cell {
     kh_cell_record *rec;
     const kh_backend_api *b;
     const kh_task_api *t;
+    uint32_t math; /* the session's kh_math_mode (kh_math_effective of the asked one) */
     const kh_task_info *info;
     kh_tdata *data;
     kh_bsession *sess;
@@ -580,7 +582,11 @@ static int run(cell *c) {
     count_work(c, per_epoch, rec->val_samples);
 
     err[0] = 0;
-    kh_status os = c->b->open(kh_host_api_get(), o->dev, &c->sess, err, sizeof err);
+    /* the session's FP32 math: what was asked where the device and the module can apply it, recorded */
+    kh_device sdev = *o->dev;
+    sdev.struct_size = sizeof sdev;
+    sdev.math = c->math;
+    kh_status os = c->b->open(kh_host_api_get(), &sdev, &c->sess, err, sizeof err);
     if (os != KH_OK) {
         c->sess = NULL;
         return fail_status(c, os, "error", KH_EXIT_DEVICE, "open session", err[0] ? err : "no reason given");
@@ -696,6 +702,10 @@ int kh_cell_run(const kh_cell_opts *o, kh_cell_record *rec) {
     snprintf(rec->plugin, sizeof rec->plugin, "%s", o->backend->desc->name);
     snprintf(rec->task, sizeof rec->task, "%s", o->task->desc->name);
     snprintf(rec->device, sizeof rec->device, "%s", o->dev->id);
+    /* the session's FP32 math (every record says it, a cell that never opened one too) */
+    c.math = kh_math_effective(o->math, o->dev, o->backend->desc->abi_minor, o->backend->desc->name, rec->math_note,
+                               sizeof rec->math_note);
+    snprintf(rec->math, sizeof rec->math, "%s", kh_math_name(c.math));
     int code = run(&c);
     const kh_task_info *info = c.info;
     kh_record_summarise(rec, info ? info->target_is_max : 0, info ? info->target : 0);

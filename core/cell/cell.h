@@ -17,6 +17,7 @@ typedef struct kh_cell_opts {
     int epochs;          /* 0 = the task's */
     int batch_size;      /* 0 = the task's */
     uint64_t seed;
+    uint32_t math;       /* kh_math_mode asked (--math; KH_MATH_FP32 by default): kh_math_effective decides */
     int64_t limit_train, limit_val;
     int64_t steps;        /* > 0: train this many batches per epoch (from the shuffled full split) */
     int64_t warmup_steps; /* untimed training batches before epoch 1 (benchmarks: allocator, caches, JIT) */

@@ -8,6 +8,7 @@
 
 #include "cli/args.h"
 #include "cell/cell.h"
+#include "cell/mathmode.h"
 #include "cli/commands.h"
 #include "cli/exitcodes.h"
 #include "modules/host_api.h"
@@ -19,6 +20,7 @@ typedef struct run_args {
     const char *plugin, *task, *device, *out;
     int64_t epochs, batch, seed, limit_train, limit_val, steps, warmup_steps;
     int json, quiet, seed_set;
+    uint32_t math;            /* --math fp32|tf32 (kh_math_mode; default fp32) */
     int64_t repeat;           /* --repeat N: the cell as a one-cell matrix of N repetitions */
     const char *repetition;   /* --repetition k/N/round/position/seed: this run is one (from the matrix) */
     const char *pass[24];     /* the options a --repeat hands on to the matrix, as given */
@@ -40,6 +42,13 @@ static int parse(int argc, char **argv, run_args *r) {
                 fprintf(stderr, "khost run: --repeat expects a count from 1 to 1000, got %lld\n", (long long)r->repeat);
                 return -1;
             }
+        } else if (!strcmp(opt, "--math")) {
+            if (!(v = kh_args_value(&a, opt, iv))) return -1;
+            if (kh_math_parse(v, &r->math) != 0) {
+                fprintf(stderr, "khost run: --math expects fp32 or tf32, got '%s'\n", v);
+                return -1;
+            }
+            r->pass[r->n_pass++] = opt, r->pass[r->n_pass++] = v;
         } else if (!strcmp(opt, "--plugin") || !strcmp(opt, "--task") || !strcmp(opt, "--device") ||
                  !strcmp(opt, "--out")) {
             if (!(v = kh_args_value(&a, opt, iv))) return -1;
@@ -177,6 +186,7 @@ int kh_cmd_run(kh_host *h, int argc, char **argv) {
         FILE *out = r.json ? stderr : stdout;
         kh_cell_opts o = {.backend = b, .task = t, .devs = devs, .dev = dev, .epochs = (int)r.epochs,
                           .batch_size = (int)r.batch, .seed = r.seed_set ? (uint64_t)r.seed : h->reg.seed,
+                          .math = r.math,
                           .limit_train = r.limit_train, .limit_val = r.limit_val, .steps = r.steps,
                           .warmup_steps = r.warmup_steps,
                           .data_dir = kh_host_data_dir(h), .quiet = r.quiet, .out = out,

@@ -33,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cell/mathmode.h"
 #include "cli/args.h"
 #include "cell/caps.h"
 #include "cli/commands.h"
@@ -609,7 +610,8 @@ done:
 // ---------------------------------------------------------------------------------------------------------
 // command
 
-static int parse(int argc, char **argv, const char **plugin, const char **device, const char **task, vctx *v) {
+static int parse(int argc, char **argv, const char **plugin, const char **device, const char **task, uint32_t *math,
+                 vctx *v) {
     kh_args a;
     kh_args_init(&a, "verify", argc, argv);
     const char *opt, *iv, *val;
@@ -626,6 +628,12 @@ static int parse(int argc, char **argv, const char **plugin, const char **device
                     fprintf(stderr, "khost verify: --tol needs a positive number, not '%s'\n", val);
                     return -1;
                 }
+            }
+        } else if (!strcmp(opt, "--math")) {
+            if (!(val = kh_args_value(&a, opt, iv))) return -1;
+            if (kh_math_parse(val, math) != 0) {
+                fprintf(stderr, "khost verify: --math expects fp32 or tf32, got '%s'\n", val);
+                return -1;
             }
         } else if (!strcmp(opt, "--seed") || !strcmp(opt, "--batch")) {
             int64_t nval;
@@ -651,7 +659,8 @@ int kh_cmd_verify(kh_host *h, int argc, char **argv) {
     v.tol = VERIFY_TOL;
     v.seed = h->reg.seed;
     const char *plugin = NULL, *device = NULL, *task = "all";
-    if (parse(argc, argv, &plugin, &device, &task, &v) != 0) return KH_EXIT_USAGE;
+    uint32_t math = KH_MATH_FP32;
+    if (parse(argc, argv, &plugin, &device, &task, &math, &v) != 0) return KH_EXIT_USAGE;
     char err[1024] = "";
     const kh_host_api *api = kh_host_api_get();
     kh_module *bm = kh_modules_find(&h->mods, KH_MODULE_BACKEND, plugin, api, err, sizeof err);
@@ -684,9 +693,14 @@ int kh_cmd_verify(kh_host *h, int argc, char **argv) {
         kh_logf(KH_LOG_ERROR, "verify: %s get_caps failed", v.plugin);
         return KH_EXIT_MODULE;
     }
-    printf("khost verify: plugin %s %s on %s (%s) against the float64 reference, tolerance %.1e, seed %llu\n",
+    /* the session's FP32 math; the tolerance stays the one given (TF32 rounds inputs to 10 bits: --tol) */
+    char math_note[192];
+    kh_device sdev = *dev;
+    sdev.struct_size = sizeof sdev;
+    sdev.math = kh_math_effective(math, dev, bm->desc->abi_minor, v.plugin, math_note, sizeof math_note);
+    printf("khost verify: plugin %s %s on %s (%s) against the float64 reference, tolerance %.1e, seed %llu, math %s%s%s\n",
            v.plugin, bm->desc->version ? bm->desc->version : "", dev->id, dev->name, v.tol,
-           (unsigned long long)v.seed);
+           (unsigned long long)v.seed, kh_math_name(sdev.math), math_note[0] ? ": " : "", math_note);
     if (!v.caps.available) {
         printf("%s: device kind not available: %s\n", v.plugin, v.caps.note[0] ? v.caps.note : "no reason given");
         return KH_EXIT_UNSUPPORTED;
@@ -697,7 +711,7 @@ int kh_cmd_verify(kh_host *h, int argc, char **argv) {
         return KH_EXIT_DEVICE;
     }
     err[0] = 0;
-    if (v.b->open(api, dev, &v.s, err, sizeof err) != KH_OK) {
+    if (v.b->open(api, &sdev, &v.s, err, sizeof err) != KH_OK) {
         kh_logf(KH_LOG_ERROR, "verify: %s open on %s: %s", v.plugin, dev->id, err[0] ? err : "no reason given");
         kh_device_release(devs, dev);
         return KH_EXIT_DEVICE;

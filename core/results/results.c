@@ -270,6 +270,9 @@ char *kh_record_to_json(const kh_cell_record *r, int compact) {
     cJSON_AddItemToObject(o, "roofline_gflops", num_or_null(r->roofline_gflops));
     cJSON_AddItemToObject(o, "roofline_fraction", num_or_null(r->roofline_fraction));
     cJSON_AddStringToObject(o, "peak_source", r->peak_source);
+    /* the FP32 math the session used (absent in records written before --math) and why an asked mode was not */
+    if (r->math[0]) cJSON_AddStringToObject(o, "math", r->math);
+    if (r->math_note[0]) cJSON_AddStringToObject(o, "math_note", r->math_note);
     /* compile time: compile_s in every record; the rest only where known (absent = unknown, as in records
      * written before ABI 1.2 and for backends without compile_info) */
     cJSON_AddItemToObject(o, "compile_s", num_or_null(r->compile_s));
@@ -439,6 +442,8 @@ int kh_record_read(const char *path, kh_cell_record *r, char *err, size_t errlen
     r->roofline_gflops = get_num(o, "roofline_gflops");
     r->roofline_fraction = get_num(o, "roofline_fraction");
     get_str(o, "peak_source", r->peak_source, sizeof r->peak_source);
+    get_str(o, "math", r->math, sizeof r->math);
+    get_str(o, "math_note", r->math_note, sizeof r->math_note);
     r->compile_s = get_num(o, "compile_s");
     get_str(o, "compile_cache", r->compile_cache, sizeof r->compile_cache);
     if (isfinite(v = get_num(o, "compile_units")) && v >= 0 && v < 1e9) r->compile_units = (int)v;

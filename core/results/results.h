@@ -18,6 +18,8 @@
  *   "gflops": 12.1 | null,                              (flops_per_epoch / mean_epoch_s)
  *   "peak_gflops", "peak_gbps", "roofline_gflops": .. | null, "roofline_fraction": 0.31 | null,
  *   "peak_source": "calibrated ... cached in ~/.cache/khost/peak-cpu.txt" | "published: ..." | "unknown: ...",
+ *   "math": "fp32" | "tf32",                          (the session's FP32 math: --math, kh_device.math)
+ *   "math_note": "tf32 ignored on cpu: ...",          (only when the asked mode was not the one used)
  *   "compile_s": 0.002 | null,                          (host wall time of the backend's compile call)
  *   and only when the backend implements compile_info (ABI 1.2), each key absent when unknown:
  *   "compile_cache": "hit" | "miss" | "none", "compile_units": 12,
@@ -69,6 +71,8 @@ typedef struct kh_cell_record {
     double flops_per_epoch, bytes_per_epoch, gflops;
     double peak_gflops, peak_gbps, roofline_gflops, roofline_fraction;
     char peak_source[256];
+    char math[8];              /* the session's FP32 math, "fp32" | "tf32" (--math); "" in older records */
+    char math_note[192];       /* why the asked mode was not applied ("tf32 ignored on cpu: ..."), else "" */
     /* model-compile time (ABI 1.2): NAN / "" / -1 when unknown (older records, failed compiles) */
     double compile_s;          /* host wall time of the compile call that made the trained model */
     char compile_cache[8];     /* "hit", "miss", "none"; "" when the backend has no compile_info */

@@ -51,6 +51,7 @@
 #include <unistd.h>
 
 #include "cell/cell.h"
+#include "cell/mathmode.h"
 #include "cli/commands.h"
 #include "cell/env.h"
 #include "cli/exitcodes.h"
@@ -239,6 +240,7 @@ typedef struct mx_opts {
     const char *epochs, *batch_size, *limit_train, *limit_val, *seed; /* passed through as given */
     const char *steps, *warmup_steps;                                  /* likewise */
     const char *references;  /* --references: frameworks of tools/reference run as cells (refcell.h) */
+    const char *math;                                                  /* --math, checked by kh_math_parse */
     int repeat;          /* repetitions of every cell, each its own child process (default 1) */
     uint64_t order_seed; /* the rounds' orders are drawn from it */
     int order_seed_set;
@@ -252,7 +254,7 @@ static void mx_usage(FILE *f) {
             "usage: khost matrix [--plugins LIST|all] [--tasks LIST|all] [--devices LIST|all]\n"
             "                    [--epochs N] [--batch-size N] [--limit-train N] [--limit-val N] [--seed N]\n"
             "                    [--steps N] [--warmup-steps N] [--repeat N] [--order-seed S]\n"
-            "                    [--references LIST|all] [--out DIR] [--timeout SECONDS]\n"
+            "                    [--math fp32|tf32] [--references LIST|all] [--out DIR] [--timeout SECONDS]\n"
             "                    [--memory-limit BYTES[K|M|G]] [--resume] [--quiet]\n"
             "Runs every plugin x task x device cell in its own child process (khost run).\n"
             "  LIST            comma-separated names; all = every enabled module / every device\n"
@@ -261,6 +263,8 @@ static void mx_usage(FILE *f) {
             "  --timeout S     per cell; 0 = none (default 21600, six hours)\n"
             "  --memory-limit  per cell address space (RLIMIT_AS), e.g. 4G; a cell over it is recorded as oom\n"
             "  --steps N       train N batches per epoch (steady-state timing); --warmup-steps N untimed before\n"
+            "  --math M        FP32 math of every cell: fp32 (default, strict) or tf32 (CUDA tensor cores; a cpu\n"
+            "                  cell records fp32 and that tf32 was ignored)\n"
             "  --repeat N      run every cell N times, each a fresh child, in rounds: within a round the cells\n"
             "                  run in an order shuffled from --order-seed (default: from the clock; recorded)\n"
             "                  and repetition k is written as <task>/<plugin>__<device>.rep<k>.json\n"
@@ -318,7 +322,8 @@ static int mx_parse(int argc, char **argv, mx_opts *o) {
                                                  "--epochs",      "--batch-size", "--limit-train",
                                                  "--limit-val",   "--seed",      "--timeout",
                                                  "--memory-limit", "--steps",    "--warmup-steps",
-                                                 "--repeat",      "--order-seed", "--references"};
+                                                 "--repeat",      "--order-seed", "--math",
+                                                 "--references"};
         size_t k;
         for (k = 0; k < sizeof with_value / sizeof with_value[0]; k++)
             if (!strcmp(name, with_value[k])) break;
@@ -347,6 +352,13 @@ static int mx_parse(int argc, char **argv, mx_opts *o) {
                 return -1;
             }
             o->timeout_s = t;
+        } else if (!strcmp(name, "--math")) {
+            uint32_t m;
+            if (kh_math_parse(val, &m) != 0) {
+                kh_logf(KH_LOG_ERROR, "matrix: --math expects fp32 or tf32, got '%s'", val);
+                return -1;
+            }
+            o->math = val;
         } else if (!strcmp(name, "--memory-limit")) {
             uint64_t bytes;
             if (kh_parse_bytes(val, &bytes) != 0 || bytes < (16u << 20)) {
@@ -620,6 +632,11 @@ static int mx_same_settings(const kh_cell_record *r, const mx_opts *o) {
     const char *lt = kh_record_get_env(r, "limit_train"), *lv = kh_record_get_env(r, "limit_val");
     if (strtoll(lt ? lt : "0", NULL, 10) != (o->limit_train ? strtoll(o->limit_train, NULL, 10) : 0)) return 0;
     if (strtoll(lv ? lv : "0", NULL, 10) != (o->limit_val ? strtoll(o->limit_val, NULL, 10) : 0)) return 0;
+    /* the math asked: the record's mode, or the one its note says was ignored ("tf32 ignored ..."); a record
+     * from before --math was strict fp32 */
+    const char *asked = o->math ? o->math : "fp32";
+    const char *had = r->math_note[0] ? r->math_note : r->math[0] ? r->math : "fp32";
+    if (strncmp(had, asked, strlen(asked)) != 0) return 0;
     /* an "ok" that holds no finished epochs or no metric is not a result (a hand-edited or truncated record) */
     if (!strcmp(r->status, "ok") &&
         (r->n_rows < 1 || r->n_rows < r->epochs_requested || !isfinite(r->metric_value))) return 0;
@@ -933,7 +950,7 @@ int kh_matrix_local(kh_host *h, int argc, char **argv) {
                 kh_record_free(&r);
                 continue;
             }
-            char *args[24];
+            char *args[40]; /* every option below given at once, and the NULL */
             int a = 0;
             if (c.plugin->m) {
                 args[a++] = h->exe_path;
@@ -959,6 +976,7 @@ int kh_matrix_local(kh_host *h, int argc, char **argv) {
             if (o.seed) { args[a++] = "--seed"; args[a++] = (char *)o.seed; }
             if (o.steps) { args[a++] = "--steps"; args[a++] = (char *)o.steps; }
             if (o.warmup_steps) { args[a++] = "--warmup-steps"; args[a++] = (char *)o.warmup_steps; }
+            if (o.math) { args[a++] = "--math"; args[a++] = (char *)o.math; }
             char repetition[96];
             if (rep) { /* k/N/round/position/order seed, for the child's record */
                 snprintf(repetition, sizeof repetition, "%d/%d/%d/%d/%llu", rep, o.repeat, round, pos,

@@ -32,8 +32,10 @@ extern "C" {
 /* 1.1: kh_backend_api.profile (optional; 1.0 modules load unchanged, their tables end before it)
  * 1.2: kh_backend_api.compile_info (optional; 1.0 and 1.1 modules load unchanged, their tables end before it)
  * 1.3: kh_module_desc.layer_spec_size (the element size of the module's kh_layer_spec arrays; older
- *      descriptors end before it and mean KH_LAYER_SPEC_SIZE_1_0) */
-#define KH_ABI_MINOR 3
+ *      descriptors end before it and mean KH_LAYER_SPEC_SIZE_1_0)
+ * 1.4: kh_device.math (kh_math_mode: fp32 or tf32; a shorter kh_device from an older host means fp32, and an
+ *      older module, which never reads it, keeps its own FP32 math) */
+#define KH_ABI_MINOR 4
 
 /* The one symbol a module exports. */
 #define KH_ENTRY_NAME "khost_module_entry"

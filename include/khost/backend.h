@@ -36,7 +36,17 @@ typedef struct kh_device {
     int32_t driver_version; /* cuDriverGetVersion, e.g. 13000; 0 for the cpu */
     int32_t threads;     /* cpu: threads the backend may use */
     void *cu_context;    /* CUcontext (primary), current on the calling thread during backend calls */
+    /* ABI 1.4: the FP32 math the session must use (kh_math_mode); a host of 1.3 or older passes a shorter
+     * struct and means KH_MATH_FP32. A backend applies it to every library call that has a math setting
+     * (cuBLAS math mode, cuDNN convolution and RNN math type) and refuses a value it does not know. */
+    uint32_t math;
 } kh_device;
+
+/* FP32 math of a session (kh_device.math). FP32: strict IEEE single precision with FMA, no tensor-core
+ * rounding of the inputs (the default: every backend, every device). TF32: the libraries may round FP32
+ * inputs to TF32 (10-bit mantissa) on tensor cores (compute capability 8.0 and newer); on the cpu it does not
+ * exist and the host records fp32. */
+typedef enum kh_math_mode { KH_MATH_FP32 = 0, KH_MATH_TF32 = 1 } kh_math_mode;
 
 /* Capability flags beyond layer kinds. */
 #define KH_CAP_CONV_SAME     (1u << 0) /* Conv2D padding='same' */

@@ -24,6 +24,7 @@ struct tf_cuda_session {
     cudaStream_t stream;
     cublasHandle_t blas;
     cudnnHandle_t dnn;
+    int tf32; /* kh_device.math is KH_MATH_TF32: cuBLAS TF32 tensor-op math, cuDNN default math */
     /* the cuDNN algorithm of every convolution of the last compiled model's training function, for the record's
      * environment: "L<layer>.<fwd|bwd_data|bwd_filter>=<algo>[~ when non-deterministic] ..." ("..." if cut) */
     char conv_algos[256];

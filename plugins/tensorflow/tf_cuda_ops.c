@@ -1,11 +1,13 @@
 /* tf_cuda_ops.c — one launch per op of the tensorflow CUDA executor:
  *   MatMul       cuBLAS SGEMM, row-major through the column-major API by swapping the operands (C^T = B^T A^T),
- *                transposes as cuBLAS ops, no copies; FP32 with FMA (CUBLAS_DEFAULT_MATH, set at open)
+ *                transposes as cuBLAS ops, no copies; the session's math (set at open: CUBLAS_DEFAULT_MATH,
+ *                FP32 with FMA; --math tf32: CUBLAS_TF32_TENSOR_OP_MATH)
  *   Conv2D, Conv2DBackpropInput, Conv2DBackpropFilter
  *                cuDNN in NHWC, one algorithm per node chosen ONCE at compile time by the *_v7 heuristics
- *                (no trial runs), restricted to deterministic algorithms with FMA math (no TF32), without FFT /
- *                non-fused Winograd (their FP32 error exceeds the parity tolerance) and under TFC_WS_CAP of
- *                workspace; one shared workspace. cuDNN's NHWC filter layout is (F, KH, KW, C), the graph's
+ *                (no trial runs; kh_cudnn_conv_choose of khost/kit/cuda.h): deterministic first, the session's
+ *                math (FMA; with --math tf32 also TF32 tensor cores), without FFT / non-fused Winograd (their
+ *                FP32 error exceeds the parity tolerance) and under TFC_WS_CAP of workspace; one shared
+ *                workspace. cuDNN's NHWC filter layout is (F, KH, KW, C), the graph's
  *                variables are HWIO (KH, KW, C, F): the filter is transposed into a scratch buffer before the
  *                call (and the filter gradient transposed back after it). cuDNN pads symmetrically, so for
  *                TensorFlow's asymmetric 'same' (an even kernel) the input is padded into a scratch buffer
@@ -19,6 +21,7 @@
 #include <string.h>
 
 #include "khost/kit/counter_rng.h"
+#include "khost/kit/cuda.h"
 #include "tf_cuda_exec.h"
 
 #define TFC_WS_CAP ((size_t)512 << 20) /* the largest workspace one algorithm may ask for */
@@ -37,20 +40,6 @@ static const kh_gnode *in_node(tf_model *m, int f, int32_t i, int k) {
 }
 
 // --- convolutions: compile-time state ------------------------------------------------------------------------
-static int accurate_fwd(int a) {
-    return a != CUDNN_CONVOLUTION_FWD_ALGO_FFT && a != CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING &&
-           a != CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED;
-}
-static int accurate_bwd_data(int a) {
-    return a != CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT && a != CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT_TILING &&
-           a != CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD_NONFUSED;
-}
-static int accurate_bwd_filter(int a) {
-    return a != CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT && a != CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT_TILING &&
-           a != CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD_NONFUSED;
-}
-static int fma_math(cudnnMathType_t t) { return t == CUDNN_FMA_MATH || t == CUDNN_DEFAULT_MATH; }
-
 /* Tensor descriptors for a batch of n, and the chosen algorithm's workspace for it. */
 static kh_status conv_descs(tf_model *m, int f, int32_t i, tfc_conv *c, int64_t n, size_t *ws) {
     const tf_cu_geom *g = &c->g;
@@ -79,102 +68,25 @@ static kh_status conv_descs(tf_model *m, int f, int32_t i, tfc_conv *c, int64_t 
     return KH_OK;
 }
 
-/* One candidate of cuDNN's heuristics list, whatever the direction. */
-typedef struct conv_cand {
-    int algo, ok, det;
-    size_t memory;
-} conv_cand;
-
-#define CANDS(perf, n, acc)                                                                                      \
-    for (int k_ = 0; k_ < (n); k_++) {                                                                           \
-        cand[k_].algo = (int)(perf)[k_].algo;                                                                    \
-        cand[k_].det = (perf)[k_].determinism == CUDNN_DETERMINISTIC;                                            \
-        cand[k_].memory = (perf)[k_].memory;                                                                     \
-        cand[k_].ok = (perf)[k_].status == CUDNN_STATUS_SUCCESS && fma_math((perf)[k_].mathType) &&              \
-                      (perf)[k_].memory <= TFC_WS_CAP && acc((perf)[k_].algo);                                   \
-    }
-
-/* The heuristics list is ranked fastest first. With [plugin tensorflow] deterministic = 1 (the default) the first
- * working deterministic algorithm; where cuDNN offers none (backward filter/data on some architectures), the first
- * working one with a warning; with deterministic = 0 the first working one. "Working": status success, FMA math
- * (no TF32), not FFT/Winograd-nonfused, workspace within the cap. None working: the candidates are logged. */
+/* The algorithm of convolution node i, chosen once by the kit (khost/kit/cuda.h: cuDNN's heuristics ranked
+ * fastest first; with [plugin tensorflow] deterministic = 1, the default, the first working deterministic one,
+ * else the first working one with a warning; none working: the candidates logged and named in the error). The
+ * choices of the training function (or of predict alone) go into the record's cudnn_algos. */
 static kh_status choose_algo(tf_model *m, int f, int32_t i, tfc_conv *c) {
-    cudnnHandle_t h = CM(m)->cs->dnn;
     const kh_graph *g = G(m, f);
     uint32_t op = g->nodes[i].op;
-    int got = 0;
-    conv_cand cand[CUDNN_CONVOLUTION_FWD_ALGO_COUNT + CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT +
-                   CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
-    c->algo = -1;
-    if (op == KH_GOP_CONV2D) {
-        cudnnConvolutionFwdAlgoPerf_t p[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
-        TFC_DNN(m, g, i, "compile",
-                cudnnGetConvolutionForwardAlgorithm_v7(h, c->xd, c->wd, c->cd, c->yd, CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
-                                                       &got, p));
-        CANDS(p, got, accurate_fwd);
-    } else if (op == KH_GOP_CONV2D_BACKPROP_INPUT) {
-        cudnnConvolutionBwdDataAlgoPerf_t p[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
-        TFC_DNN(m, g, i, "compile",
-                cudnnGetConvolutionBackwardDataAlgorithm_v7(h, c->wd, c->yd, c->cd, c->xd,
-                                                            CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &got, p));
-        CANDS(p, got, accurate_bwd_data);
-    } else {
-        cudnnConvolutionBwdFilterAlgoPerf_t p[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
-        TFC_DNN(m, g, i, "compile",
-                cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, c->xd, c->yd, c->cd, c->wd,
-                                                              CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &got, p));
-        CANDS(p, got, accurate_bwd_filter);
-    }
-    int want_det = m->s->set.deterministic != 0;
-    for (int k = 0; k < got && c->algo < 0 && want_det; k++)
-        if (cand[k].ok && cand[k].det) c->algo = cand[k].algo;
-    for (int k = 0; k < got && c->algo < 0; k++)
-        if (cand[k].ok) {
-            c->algo = cand[k].algo;
-            if (want_det && m->s->host && m->s->host->log)
-                m->s->host->log(KH_LOG_WARN, "tensorflow",
-                                "%s node %d: cuDNN offers no deterministic working algorithm; using algorithm %d "
-                                "(non-deterministic: results may differ in the last bits run to run)",
-                                kh_gop_name(op), i, c->algo);
-        }
-    c->det = 0;
-    for (int k = 0; k < got; k++)
-        if (cand[k].algo == c->algo) c->det = cand[k].det;
-    if (c->algo >= 0 && (f == KH_GFN_TRAIN || (f == KH_GFN_PREDICT && !G(m, KH_GFN_TRAIN)->n_nodes))) {
-        char *a = CM(m)->cs->conv_algos;
-        size_t u = strlen(a), cap = sizeof CM(m)->cs->conv_algos;
-        const char *d = op == KH_GOP_CONV2D ? "fwd" : op == KH_GOP_CONV2D_BACKPROP_INPUT ? "bwd_data" : "bwd_filter";
-        if (u + 4 < cap) {
-            int w = snprintf(a + u, cap - u, "%sL%d.%s=%d%s", u ? " " : "", g->nodes[i].attr.layer, d, c->algo,
-                             c->det ? "" : "~");
-            if (w < 0 || (size_t)w >= cap - u) memcpy(a + cap - 4, "...", 4);
-        }
-    }
-    if (c->algo < 0) {
-        char list[512];
-        size_t u = 0;
-        list[0] = 0;
-        for (int k = 0; k < got && u < sizeof list; k++) {
-            int w = snprintf(list + u, sizeof list - u, "%s%d(%s%s, %zu B)", k ? " " : "", cand[k].algo,
-                             cand[k].det ? "deterministic" : "non-deterministic", cand[k].ok ? "" : ", refused",
-                             cand[k].memory);
-            if (w < 0) break;
-            u += (size_t)w;
-        }
-        if (m->s->host && m->s->host->log)
-            m->s->host->log(KH_LOG_ERROR, "tensorflow", "%s node %d: cuDNN candidates: %s", kh_gop_name(op), i,
-                            got ? list : "none");
-        return tfc_fail(m, g, i, "compile", KH_ERR_UNSUPPORTED,
-                        "cuDNN offers no working FMA algorithm for this NHWC shape (%d candidates: %s)", got,
-                        got ? list : "none");
-    }
-    size_t ws = 0;
-    kh_status st = conv_descs(m, f, i, c, c->g.N, &ws);
-    if (st != KH_OK) return st;
-    if (ws > CM(m)->ws_bytes) CM(m)->ws_bytes = ws;
-    if (getenv("TF_CUDA_VERBOSE") && m->s->host && m->s->host->log)
-        m->s->host->log(KH_LOG_INFO, "tensorflow", "%s node %d: cuDNN algorithm %d, workspace %zu B",
-                        kh_gop_name(op), i, c->algo, ws);
+    kh_conv_dir d = op == KH_GOP_CONV2D ? KH_CONV_FWD : op == KH_GOP_CONV2D_BACKPROP_INPUT ? KH_CONV_BWD_DATA
+                                                                                          : KH_CONV_BWD_FILTER;
+    char where[64], why[600];
+    snprintf(where, sizeof where, "%s node %d", kh_gop_name(op), i);
+    kh_conv_choice_opts o = {.deterministic = m->s->set.deterministic != 0, .tf32 = CM(m)->cs->tf32,
+                             .ws_cap = TFC_WS_CAP, .host = m->s->host, .plugin = "tensorflow", .where = where};
+    kh_status st = kh_cudnn_conv_choose(CM(m)->cs->dnn, d, c->xd, c->wd, c->cd, c->yd, &o, &c->algo, &c->det, why,
+                                        sizeof why);
+    if (st != KH_OK) return tfc_fail(m, g, i, "compile", st, "%s", why);
+    if (f == KH_GFN_TRAIN || (f == KH_GFN_PREDICT && !G(m, KH_GFN_TRAIN)->n_nodes))
+        kh_algo_record(CM(m)->cs->conv_algos, sizeof CM(m)->cs->conv_algos, g->nodes[i].attr.layer,
+                       kh_conv_dir_name(d), c->algo, c->det);
     return KH_OK;
 }
 
@@ -204,8 +116,10 @@ static kh_status prepare_conv(tf_model *m, int f, int32_t i) {
     TFC_DNN(m, g, i, "compile",
             cudnnSetConvolution2dDescriptor(c->cd, c->asym ? 0 : q->pad_top, c->asym ? 0 : q->pad_left, q->SH, q->SW, 1,
                                             1, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
-    /* FP32 with FMA only (no TF32): refused math is an error, not a silent fallback */
-    TFC_DNN(m, g, i, "compile", cudnnSetConvolutionMathType(c->cd, CUDNN_FMA_MATH));
+    /* the session's math: FMA only (fp32; refused math is an error, not a silent fallback), or cuDNN's default,
+     * which allows TF32 tensor cores for FP32 data (tf32) */
+    TFC_DNN(m, g, i, "compile",
+            cudnnSetConvolutionMathType(c->cd, CM(m)->cs->tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH));
     c->desc_n = 0;
     TFC_DNN(m, g, i, "compile",
             cudnnSetTensor4dDescriptor(c->xd, CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, q->N, q->C, c->Hp, c->Wp));

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "tf_cuda_exec.h"
+#include "khost/kit/cuda.h"
 #include "khost/kit/status.h"
 
 #ifndef TF_CUDA_MIN_ARCH
@@ -76,10 +77,11 @@ kh_status tf_cuda_open(tf_session *s, char *err, size_t errlen) {
     if (e != cudaSuccess)
         return kh_errf(err, errlen, KH_ERR_DEVICE, "tensorflow open on %s: %s (cudaGetDeviceProperties)", id,
                        cudaGetErrorName(e));
-    if (prop.major * 10 + prop.minor < TF_CUDA_MIN_ARCH)
-        return kh_errf(err, errlen, KH_ERR_UNSUPPORTED,
-                       "tensorflow open on %s: compute capability %d.%d, built for sm_%d and newer (set KHOST_CUDA_ARCHS)",
-                       id, prop.major, prop.minor, TF_CUDA_MIN_ARCH);
+    kh_status as = kh_cuda_arch_check(prop.major, prop.minor, TF_CUDA_MIN_ARCH, "tensorflow", id, err, errlen);
+    if (as != KH_OK) return as;
+    if (s->dev.math != KH_MATH_FP32 && s->dev.math != KH_MATH_TF32)
+        return kh_errf(err, errlen, KH_ERR_UNSUPPORTED, "tensorflow open on %s: math mode %u (fp32 and tf32 only)", id,
+                       s->dev.math);
     tf_cuda_session *cs = calloc(1, sizeof *cs);
     if (!cs) return kh_errf(err, errlen, KH_ERR_NOMEM, "tensorflow open on %s: out of host memory", id);
     cs->ordinal = s->dev.ordinal;
@@ -87,31 +89,23 @@ kh_status tf_cuda_open(tf_session *s, char *err, size_t errlen) {
     if ((e = cudaSetDevice(cs->ordinal)) != cudaSuccess) goto cuda_fail;
     what = "cudaStreamCreateWithFlags";
     if ((e = cudaStreamCreateWithFlags(&cs->stream, cudaStreamNonBlocking)) != cudaSuccess) goto cuda_fail;
-    what = "cublasCreate";
-    cublasStatus_t be = cublasCreate(&cs->blas);
-    if (be == CUBLAS_STATUS_SUCCESS) what = "cublasSetStream", be = cublasSetStream(cs->blas, cs->stream);
-    /* FP32 with FMA only, no TF32 tensor cores: parity with the CPU path and the float64 reference */
-    if (be == CUBLAS_STATUS_SUCCESS) what = "cublasSetMathMode", be = cublasSetMathMode(cs->blas, CUBLAS_DEFAULT_MATH);
-    if (be != CUBLAS_STATUS_SUCCESS) {
+    /* cuBLAS and cuDNN on the stream, in the session's math: fp32 is FP32 with FMA, no TF32 tensor cores (parity
+     * with the CPU path and the float64 reference); tf32 allows them (kh_cuda_handles) */
+    cs->tf32 = s->dev.math == KH_MATH_TF32;
+    char why[400];
+    kh_status hs = kh_cuda_handles(cs->stream, cs->tf32, &cs->blas, &cs->dnn, why, sizeof why);
+    if (hs != KH_OK) {
         sess_destroy(cs);
-        return kh_errf(err, errlen, be == CUBLAS_STATUS_ALLOC_FAILED ? KH_ERR_NOMEM : KH_ERR_DEVICE,
-                       "tensorflow open on %s: %s (%s)", id, cublasGetStatusName(be), what);
-    }
-    what = "cudnnCreate";
-    cudnnStatus_t de = cudnnCreate(&cs->dnn);
-    if (de == CUDNN_STATUS_SUCCESS) what = "cudnnSetStream", de = cudnnSetStream(cs->dnn, cs->stream);
-    if (de != CUDNN_STATUS_SUCCESS) {
-        sess_destroy(cs);
-        return kh_errf(err, errlen, de == CUDNN_STATUS_ALLOC_FAILED ? KH_ERR_NOMEM : KH_ERR_DEVICE,
-                       "tensorflow open on %s: %s (%s)", id, cudnnGetErrorString(de), what);
+        return kh_errf(err, errlen, hs, "tensorflow open on %s: %s", id, why);
     }
     s->cuda = cs;
     return KH_OK;
 cuda_fail:
     sess_destroy(cs);
     cudaGetLastError();
+    char et[320];
     return kh_errf(err, errlen, e == cudaErrorMemoryAllocation ? KH_ERR_NOMEM : KH_ERR_DEVICE,
-                   "tensorflow open on %s: %s (%s)", id, cudaGetErrorName(e), what);
+                   "tensorflow open on %s: %s: %s", id, what, kh_cudart_errtext(e, et, sizeof et));
 }
 
 void tf_cuda_close(tf_session *s) {
@@ -120,15 +114,14 @@ void tf_cuda_close(tf_session *s) {
 }
 
 kh_status tf_cuda_environment(tf_session *s, char *buf, size_t n) {
-    int rt = 0, drv = 0, bv = 0;
+    int rt = 0, drv = 0;
     cudaRuntimeGetVersion(&rt);
     cudaDriverGetVersion(&drv);
-    if (s->cuda && s->cuda->blas) cublasGetVersion(s->cuda->blas, &bv);
-    size_t dnn = cudnnGetVersion();
-    snprintf(buf, n,
-             "cuda=%d.%d driver=%d.%d cudnn=%zu.%zu.%zu cublas=%d.%d.%d device=\"%s\" cc=%d.%d executor=single-stream",
-             rt / 1000, (rt % 1000) / 10, drv / 1000, (drv % 1000) / 10, dnn / 10000, (dnn % 10000) / 100, dnn % 100,
-             bv / 10000, (bv % 10000) / 100, bv % 100, s->dev.name, s->dev.cc_major, s->dev.cc_minor);
+    char libs[96];
+    kh_cuda_lib_versions(s->cuda ? s->cuda->blas : NULL, libs, sizeof libs);
+    snprintf(buf, n, "cuda=%d.%d driver=%d.%d %s device=\"%s\" cc=%d.%d executor=single-stream math=%s", rt / 1000,
+             (rt % 1000) / 10, drv / 1000, (drv % 1000) / 10, libs, s->dev.name, s->dev.cc_major, s->dev.cc_minor,
+             s->cuda && s->cuda->tf32 ? "tf32" : "fp32");
     size_t u = strlen(buf);
     if (s->cuda && s->cuda->conv_algos[0] && u < n)
         snprintf(buf + u, n - u, " cudnn_algos=%s", s->cuda->conv_algos);
@@ -175,19 +168,20 @@ static kh_status report(tf_model *m, const kh_graph *g, int32_t node, const char
 
 kh_status tfc_err_cuda(tf_model *m, const kh_graph *g, int32_t node, const char *what, cudaError_t e, const char *call) {
     cudaGetLastError(); /* clear a non-sticky error so later calls report their own */
-    return report(m, g, node, what, e == cudaErrorMemoryAllocation ? KH_ERR_NOMEM : KH_ERR_DEVICE, cudaGetErrorName(e),
-                  call);
+    char t[320];
+    return report(m, g, node, what, e == cudaErrorMemoryAllocation ? KH_ERR_NOMEM : KH_ERR_DEVICE,
+                  kh_cudart_errtext(e, t, sizeof t), call);
 }
 
 kh_status tfc_err_dnn(tf_model *m, const kh_graph *g, int32_t node, const char *what, cudnnStatus_t e, const char *call) {
-    return report(m, g, node, what, e == CUDNN_STATUS_ALLOC_FAILED ? KH_ERR_NOMEM : KH_ERR_DEVICE,
-                  cudnnGetErrorString(e), call);
+    char t[320];
+    return report(m, g, node, what, kh_cudnn_status(e), kh_cudnn_errtext(e, t, sizeof t), call);
 }
 
 kh_status tfc_err_blas(tf_model *m, const kh_graph *g, int32_t node, const char *what, cublasStatus_t e,
                        const char *call) {
-    return report(m, g, node, what, e == CUBLAS_STATUS_ALLOC_FAILED ? KH_ERR_NOMEM : KH_ERR_DEVICE,
-                  cublasGetStatusName(e), call);
+    char t[320];
+    return report(m, g, node, what, kh_cublas_status(e), kh_cublas_errtext(e, t, sizeof t), call);
 }
 
 // --- memory ----------------------------------------------------------------------------------------------

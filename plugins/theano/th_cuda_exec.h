@@ -78,6 +78,7 @@ struct th_cuda_session {
     CUstream stream;
     cublasHandle_t blas;
     cudnnHandle_t dnn;
+    int tf32;            /* kh_device.math is KH_MATH_TF32: cuBLAS TF32 tensor-op math, cuDNN default math */
     /* the cuDNN algorithm of every convolution of the last compiled model's training function, for the record's
      * environment: "L<layer>.<fwd|bwd_data|bwd_filter>=<algo>[~ when non-deterministic] ..." ("..." if cut) */
     char conv_algos[256];

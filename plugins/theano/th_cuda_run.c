@@ -2,13 +2,15 @@
  * buffers (indices and labels validated on the host), then each entry in order: a generated kernel with
  * cuLaunchKernel, a cuBLAS SGEMM (row-major through the column-major API by swapping the operands:
  * C^T = op(B)^T op(A)^T), a cuDNN NHWC convolution (one algorithm per entry chosen at compile by the *_v7
- * heuristics among deterministic FMA-only algorithms, as tensorflow's GPU path chooses), a memset, or a scan loop
+ * heuristics, deterministic first, in the session's math: kh_cudnn_conv_choose, as tensorflow's GPU path
+ * chooses), a memset, or a scan loop
  * (its body once per step t, GEMM operands moved by their per-step stride). Nothing here synchronises, except
  * TH_CUDA_SYNC_EACH_OP=1, which synchronises after every entry so an asynchronous fault names its node. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "khost/kit/cuda.h"
 #include "th_cuda_exec.h"
 
 #define CONV_WS_CAP ((size_t)512 << 20) /* the most workspace one convolution algorithm may ask for */
@@ -33,20 +35,6 @@ CUdeviceptr thc_addr(th_model *m, int f, const th_cu_ref *r) {
 }
 
 // --- convolutions: compile-time state ---------------------------------------------------------------------------
-static int fma_math(cudnnMathType_t t) { return t == CUDNN_FMA_MATH || t == CUDNN_DEFAULT_MATH; }
-
-/* FFT and non-fused Winograd: their FP32 error is beyond the parity tolerance (as tensorflow's GPU path) */
-static int accurate(uint32_t op, int a) {
-    if (op == TH_CU_CONV_FWD)
-        return a != CUDNN_CONVOLUTION_FWD_ALGO_FFT && a != CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING &&
-               a != CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED;
-    if (op == TH_CU_CONV_BWD_DATA)
-        return a != CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT && a != CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT_TILING &&
-               a != CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD_NONFUSED;
-    return a != CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT && a != CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT_TILING &&
-           a != CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD_NONFUSED;
-}
-
 /* descriptors for a batch of n and the entry's workspace for it */
 static kh_status conv_descs(th_model *m, int f, const th_cu_launch *e, thc_conv *c, int64_t n, size_t *ws) {
     const th_cu_conv *v = &e->conv;
@@ -73,99 +61,28 @@ static kh_status conv_descs(th_model *m, int f, const th_cu_launch *e, thc_conv 
     return KH_OK;
 }
 
-/* One candidate of cuDNN's heuristics list, whatever the direction. */
-typedef struct conv_cand {
-    int algo, ok, det;
-    size_t memory;
-} conv_cand;
-
-#define CANDS(perf, n)                                                                                           \
-    for (int k_ = 0; k_ < (n); k_++) {                                                                           \
-        cand[k_].algo = (int)(perf)[k_].algo;                                                                    \
-        cand[k_].det = (perf)[k_].determinism == CUDNN_DETERMINISTIC;                                            \
-        cand[k_].memory = (perf)[k_].memory;                                                                     \
-        cand[k_].ok = (perf)[k_].status == CUDNN_STATUS_SUCCESS && fma_math((perf)[k_].mathType) &&              \
-                      (perf)[k_].memory <= CONV_WS_CAP && accurate(v->op, (int)(perf)[k_].algo);                 \
-    }
-
-/* The heuristics list is ranked fastest first. With [plugin theano] deterministic = 1 (the default) the first
- * working deterministic algorithm; where cuDNN offers none, the first working one with a warning; with
- * deterministic = 0 the first working one. "Working": status success, FMA math, not FFT/Winograd-nonfused,
- * workspace within the cap. None working: the candidates are logged and named in the error. */
+/* The algorithm of a convolution entry, chosen once by the kit (khost/kit/cuda.h: cuDNN's heuristics ranked
+ * fastest first; with [plugin theano] deterministic = 1, the default, the first working deterministic one, else
+ * the first working one with a warning; none working: the candidates logged and named in the error). The choices
+ * of the training function (or of predict alone) go into the record's cudnn_algos. */
 static kh_status choose_algo(th_model *m, int f, const th_cu_launch *e, thc_conv *c) {
     const th_cu_conv *v = &e->conv;
-    cudnnHandle_t h = m->cuda->cs->dnn;
-    int got = 0;
-    conv_cand cand[CUDNN_CONVOLUTION_FWD_ALGO_COUNT + CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT +
-                   CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
-    c->algo = -1;
-    if (v->op == TH_CU_CONV_FWD) {
-        cudnnConvolutionFwdAlgoPerf_t p[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
-        THC_DNN(m, f, e->node, "compile",
-                cudnnGetConvolutionForwardAlgorithm_v7(h, c->xd, c->wd, c->cd, c->yd, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got, p));
-        CANDS(p, got);
-    } else if (v->op == TH_CU_CONV_BWD_DATA) {
-        cudnnConvolutionBwdDataAlgoPerf_t p[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
-        THC_DNN(m, f, e->node, "compile",
-                cudnnGetConvolutionBackwardDataAlgorithm_v7(h, c->wd, c->yd, c->cd, c->xd,
-                                                            CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &got, p));
-        CANDS(p, got);
-    } else {
-        cudnnConvolutionBwdFilterAlgoPerf_t p[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
-        THC_DNN(m, f, e->node, "compile",
-                cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, c->xd, c->yd, c->cd, c->wd,
-                                                              CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &got, p));
-        CANDS(p, got);
-    }
-    const kh_host_api *host = m->s->host;
-    int want_det = m->s->set.deterministic != 0;
-    for (int k = 0; k < got && c->algo < 0 && want_det; k++)
-        if (cand[k].ok && cand[k].det) c->algo = cand[k].algo;
-    for (int k = 0; k < got && c->algo < 0; k++)
-        if (cand[k].ok) {
-            c->algo = cand[k].algo;
-            if (want_det && host && host->log)
-                host->log(KH_LOG_WARN, "theano",
-                          "convolution node %d: cuDNN offers no deterministic working algorithm; using algorithm %d "
-                          "(non-deterministic: results may differ in the last bits run to run)",
-                          e->node, c->algo);
-        }
-    if (c->algo >= 0) {
-        int det = 0;
-        for (int k = 0; k < got; k++)
-            if (cand[k].algo == c->algo) det = cand[k].det;
-        static const char *const dir[3] = {"fwd", "bwd_data", "bwd_filter"};
-        int d = v->op == TH_CU_CONV_FWD ? 0 : v->op == TH_CU_CONV_BWD_DATA ? 1 : 2;
-        char *a = m->cuda->cs->conv_algos;
-        size_t u = strlen(a), cap = sizeof m->cuda->cs->conv_algos;
-        const kh_graph *g = &m->fn[f].g;
-        int layer = e->node >= 0 && e->node < g->n_nodes ? g->nodes[e->node].attr.layer : -1;
-        if ((f == KH_GFN_TRAIN || (f == KH_GFN_PREDICT && !m->fn[KH_GFN_TRAIN].g.n_nodes)) && u + 4 < cap) {
-            int w = snprintf(a + u, cap - u, "%sL%d.%s=%d%s", u ? " " : "", layer, dir[d], c->algo, det ? "" : "~");
-            if (w < 0 || (size_t)w >= cap - u) memcpy(a + cap - 4, "...", 4);
-        }
-    }
-    if (c->algo < 0) {
-        char list[512];
-        size_t u = 0;
-        list[0] = 0;
-        for (int k = 0; k < got && u < sizeof list; k++) {
-            int w = snprintf(list + u, sizeof list - u, "%s%d(%s%s, %zu B)", k ? " " : "", cand[k].algo,
-                             cand[k].det ? "deterministic" : "non-deterministic", cand[k].ok ? "" : ", refused",
-                             cand[k].memory);
-            if (w < 0) break;
-            u += (size_t)w;
-        }
-        if (host && host->log)
-            host->log(KH_LOG_ERROR, "theano", "convolution node %d: cuDNN candidates: %s", e->node, got ? list : "none");
-        return thc_fail(m, f, e->node, "compile", KH_ERR_UNSUPPORTED,
-                        "cuDNN offers no working FMA algorithm for this NHWC shape (%d candidates: %s)", got,
-                        got ? list : "none");
-    }
-    size_t ws = 0;
-    kh_status st = conv_descs(m, f, e, c, m->max_batch, &ws);
-    if (st == KH_OK && ws > m->cuda->ws_bytes) m->cuda->ws_bytes = ws;
-    return st;
+    kh_conv_dir d = v->op == TH_CU_CONV_FWD ? KH_CONV_FWD : v->op == TH_CU_CONV_BWD_DATA ? KH_CONV_BWD_DATA
+                                                                                       : KH_CONV_BWD_FILTER;
+    char where[64], why[600];
+    snprintf(where, sizeof where, "convolution node %d", e->node);
+    kh_conv_choice_opts o = {.deterministic = m->s->set.deterministic != 0, .tf32 = m->cuda->cs->tf32,
+                             .ws_cap = CONV_WS_CAP, .host = m->s->host, .plugin = "theano", .where = where};
+    int det = 0;
+    kh_status st = kh_cudnn_conv_choose(m->cuda->cs->dnn, d, c->xd, c->wd, c->cd, c->yd, &o, &c->algo, &det, why,
+                                        sizeof why);
+    if (st != KH_OK) return thc_fail(m, f, e->node, "compile", st, "%s", why);
+    const kh_graph *g = &m->fn[f].g;
+    int layer = e->node >= 0 && e->node < g->n_nodes ? g->nodes[e->node].attr.layer : -1;
+    if (f == KH_GFN_TRAIN || (f == KH_GFN_PREDICT && !m->fn[KH_GFN_TRAIN].g.n_nodes))
+        kh_algo_record(m->cuda->cs->conv_algos, sizeof m->cuda->cs->conv_algos, layer, kh_conv_dir_name(d), c->algo,
+                       det);
+    return KH_OK;
 }
 
 static kh_status prepare_conv(th_model *m, int f, int32_t k) {
@@ -184,8 +101,10 @@ static kh_status prepare_conv(th_model *m, int f, int32_t k) {
     THC_DNN(m, f, e->node, "compile",
             cudnnSetConvolution2dDescriptor(c->cd, v->pad_h, v->pad_w, v->SH, v->SW, 1, 1, CUDNN_CROSS_CORRELATION,
                                             CUDNN_DATA_FLOAT));
-    /* FP32 with FMA only (no TF32): refused math is an error, not a silent fallback */
-    THC_DNN(m, f, e->node, "compile", cudnnSetConvolutionMathType(c->cd, CUDNN_FMA_MATH));
+    /* the session's math: FMA only (fp32; refused math is an error, not a silent fallback), or cuDNN's default,
+     * which allows TF32 tensor cores for FP32 data (tf32) */
+    THC_DNN(m, f, e->node, "compile",
+            cudnnSetConvolutionMathType(c->cd, m->cuda->cs->tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH));
     THC_DNN(m, f, e->node, "compile",
             cudnnSetTensor4dDescriptor(c->xd, CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, N, v->C, v->Hp, v->Wp));
     THC_DNN(m, f, e->node, "compile",

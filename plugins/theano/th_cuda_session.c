@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "th_cuda_exec.h"
+#include "khost/kit/cuda.h"
 #include "khost/kit/status.h"
 
 th_cu_driver th_cu;
@@ -91,10 +92,7 @@ const char *th_cu_errtext(CUresult r, char *buf, size_t n) {
     const char *name = NULL, *desc = NULL;
     if (th_cu.GetErrorName && th_cu.GetErrorName(r, &name) != CUDA_SUCCESS) name = NULL;
     if (th_cu.GetErrorString && th_cu.GetErrorString(r, &desc) != CUDA_SUCCESS) desc = NULL;
-    if (name && desc) snprintf(buf, n, "%s (%s)", name, desc);
-    else if (name || desc) snprintf(buf, n, "%s", name ? name : desc);
-    else snprintf(buf, n, "CUDA error %d", (int)r);
-    return buf;
+    return kh_cu_errtext((int)r, name, desc, buf, n);
 }
 
 // --- capabilities ----------------------------------------------------------------------------------------------
@@ -147,6 +145,9 @@ kh_status th_cuda_open(th_session *s, char *err, size_t errlen) {
     memset(&c, 0, sizeof c);
     th_cuda_caps(&c);
     if (!c.available) return kh_errf(err, errlen, KH_ERR_UNSUPPORTED, "theano open on %s: %s", id, c.note);
+    if (s->dev.math != KH_MATH_FP32 && s->dev.math != KH_MATH_TF32)
+        return kh_errf(err, errlen, KH_ERR_UNSUPPORTED, "theano open on %s: math mode %u (fp32 and tf32 only)", id,
+                       s->dev.math);
     th_cuda_session *cs = calloc(1, sizeof *cs);
     if (!cs) return kh_errf(err, errlen, KH_ERR_NOMEM, "theano open on %s: out of host memory", id);
     char e[160];
@@ -194,23 +195,14 @@ kh_status th_cuda_open(th_session *s, char *err, size_t errlen) {
     }
     cs->cc = major * 10 + minor;
     snprintf(cs->arch, sizeof cs->arch, "sm_%d", cs->cc);
-    what = "cublasCreate";
-    cublasStatus_t be = cublasCreate(&cs->blas);
-    if (be == CUBLAS_STATUS_SUCCESS) what = "cublasSetStream", be = cublasSetStream(cs->blas, (cudaStream_t)cs->stream);
-    /* FP32 with FMA, no TF32 tensor cores: the CPU path's and the reference's arithmetic */
-    if (be == CUBLAS_STATUS_SUCCESS) what = "cublasSetMathMode", be = cublasSetMathMode(cs->blas, CUBLAS_DEFAULT_MATH);
-    if (be != CUBLAS_STATUS_SUCCESS) {
+    /* cuBLAS and cuDNN on the stream, in the session's math: fp32 is FP32 with FMA, no TF32 tensor cores (the CPU
+     * path's and the reference's arithmetic); tf32 allows them (kh_cuda_handles) */
+    cs->tf32 = s->dev.math == KH_MATH_TF32;
+    char why[400];
+    kh_status hs = kh_cuda_handles((cudaStream_t)cs->stream, cs->tf32, &cs->blas, &cs->dnn, why, sizeof why);
+    if (hs != KH_OK) {
         sess_destroy(cs);
-        return kh_errf(err, errlen, be == CUBLAS_STATUS_ALLOC_FAILED ? KH_ERR_NOMEM : KH_ERR_DEVICE,
-                       "theano open on %s: %s (%s)", id, cublasGetStatusName(be), what);
-    }
-    what = "cudnnCreate";
-    cudnnStatus_t de = cudnnCreate(&cs->dnn);
-    if (de == CUDNN_STATUS_SUCCESS) what = "cudnnSetStream", de = cudnnSetStream(cs->dnn, (cudaStream_t)cs->stream);
-    if (de != CUDNN_STATUS_SUCCESS) {
-        sess_destroy(cs);
-        return kh_errf(err, errlen, de == CUDNN_STATUS_ALLOC_FAILED ? KH_ERR_NOMEM : KH_ERR_DEVICE,
-                       "theano open on %s: %s (%s)", id, cudnnGetErrorString(de), what);
+        return kh_errf(err, errlen, hs, "theano open on %s: %s", id, why);
     }
     s->cuda = cs;
     return KH_OK;
@@ -222,14 +214,11 @@ void th_cuda_close(th_session *s) {
 }
 
 kh_status th_cuda_environment(th_session *s, char *buf, size_t n) {
-    int bv = 0;
-    if (s->cuda && s->cuda->blas) cublasGetVersion(s->cuda->blas, &bv);
-    size_t dnn = cudnnGetVersion();
-    char ver[32];
-    snprintf(buf, n, " driver=%d.%d nvrtc=%s arch=%s cudnn=%zu.%zu.%zu cublas=%d.%d.%d device=\"%s\" runner=driver-api",
-             th_cu.version / 1000, (th_cu.version % 1000) / 10, th_nvrtc_version(ver, sizeof ver),
-             s->cuda ? s->cuda->arch : "?", dnn / 10000, (dnn % 10000) / 100, dnn % 100, bv / 10000,
-             (bv % 10000) / 100, bv % 100, s->dev.name);
+    char ver[32], libs[96];
+    kh_cuda_lib_versions(s->cuda ? s->cuda->blas : NULL, libs, sizeof libs);
+    snprintf(buf, n, " driver=%d.%d nvrtc=%s arch=%s %s device=\"%s\" runner=driver-api math=%s", th_cu.version / 1000,
+             (th_cu.version % 1000) / 10, th_nvrtc_version(ver, sizeof ver), s->cuda ? s->cuda->arch : "?", libs,
+             s->dev.name, s->cuda && s->cuda->tf32 ? "tf32" : "fp32");
     size_t u = strlen(buf);
     if (s->cuda && s->cuda->conv_algos[0] && u < n)
         snprintf(buf + u, n - u, " cudnn_algos=%s", s->cuda->conv_algos);
@@ -274,17 +263,15 @@ kh_status thc_err_cu(th_model *m, int f, int32_t node, const char *what, CUresul
 }
 
 kh_status thc_err_blas(th_model *m, int f, int32_t node, const char *what, cublasStatus_t e, const char *call) {
-    char fn[96];
+    char fn[96], t[320];
     call_name(call, fn, sizeof fn);
-    return thc_fail(m, f, node, what, e == CUBLAS_STATUS_ALLOC_FAILED ? KH_ERR_NOMEM : KH_ERR_DEVICE, "%s (%s)",
-                    cublasGetStatusName(e), fn);
+    return thc_fail(m, f, node, what, kh_cublas_status(e), "%s (%s)", kh_cublas_errtext(e, t, sizeof t), fn);
 }
 
 kh_status thc_err_dnn(th_model *m, int f, int32_t node, const char *what, cudnnStatus_t e, const char *call) {
-    char fn[96];
+    char fn[96], t[320];
     call_name(call, fn, sizeof fn);
-    return thc_fail(m, f, node, what, e == CUDNN_STATUS_ALLOC_FAILED ? KH_ERR_NOMEM : KH_ERR_DEVICE, "%s (%s)",
-                    cudnnGetErrorString(e), fn);
+    return thc_fail(m, f, node, what, kh_cudnn_status(e), "%s (%s)", kh_cudnn_errtext(e, t, sizeof t), fn);
 }
 
 // --- memory ------------------------------------------------------------------------------------------------------

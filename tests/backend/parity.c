@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "khost/kit/ref.h"
 #include "testutil.h"
 
 double kb_rel_err(const float *a, const double *b, int64_t n, double floor) {
@@ -162,4 +163,66 @@ int kb_small_models(const kh_model_spec **models) {
     }
     *models = m;
     return n;
+}
+
+int kb_ref_prerequisites(const kh_model_spec *specs, int n) {
+    int ok = 1;
+    for (int k = 0; k < n; k++) {
+        kh_ref_model *rm = NULL;
+        char err[256] = "";
+        kh_status st = kh_ref_model_create(&specs[k], &rm, err, sizeof err);
+        CHECK(st == KH_OK, "%s: the reference kit cannot build it: %s", specs[k].name, err);
+        ok &= st == KH_OK;
+        kh_ref_model_free(rm);
+    }
+    return ok;
+}
+
+static float *nan_floats(int64_t n) {
+    float *p = malloc((size_t)n * sizeof(float));
+    for (int64_t i = 0; p && i < n; i++) p[i] = NAN;
+    return p;
+}
+
+void kb_check_dropout(kb_backend *b, uint32_t image_layout, uint64_t seed) {
+    const kh_layer_spec l = {.kind = KH_LAYER_DROPOUT, .rate = 0.3f};
+    kh_model_spec sp = {.struct_size = sizeof sp, .name = "dropout", .input_dtype = KH_F32, .input_rank = 3,
+                        .input_shape = {8, 8, 16}, .n_layers = 1, .layers = &l, .loss = KH_LOSS_NONE,
+                        .optimizer = {.kind = KH_OPT_SGD, .lr = 0.1f}};
+    kh_bmodel *m = kb_compile(b, &sp, 64, 0); /* deterministic = 0: masks on */
+    CHECK(m != NULL, "dropout compile: %s", b->api->last_error(b->s));
+    if (!m) return;
+    int64_t n = 64, N = n * 8 * 8 * 16;
+    int64_t nchw[4] = {n, 16, 8, 8}, nhwc[4] = {n, 8, 8, 16};
+    const int64_t *d4 = image_layout == KH_LAYOUT_NCHW ? nchw : nhwc;
+    kh_rng r;
+    kh_rng_seed(&r, seed ^ 0xd0);
+    float *x = nan_floats(N), *y = nan_floats(N), *y2 = nan_floats(N), *dy = nan_floats(N), *dx = nan_floats(N);
+    CHECK(x && y && y2 && dy && dx, "dropout buffers");
+    if (x && y && y2 && dy && dx) {
+        kb_fill_uniform(x, N, 0.5f, 1.5f, &r); /* never zero: a zero output means dropped */
+        kb_fill_uniform(dy, N, 0.5f, 1.5f, &r);
+        kh_tensor tx = kb_tensor(KH_F32, image_layout, 4, d4, x), ty = kb_tensor(KH_F32, image_layout, 4, d4, y);
+        kh_tensor tdy = kb_tensor(KH_F32, image_layout, 4, d4, dy), tdx = kb_tensor(KH_F32, image_layout, 4, d4, dx);
+        CHECK(b->api->forward(m, &tx, &ty) == KH_OK, "dropout forward: %s", b->api->last_error(b->s));
+        CHECK(b->api->backward(m, &tdy, &tdx) == KH_OK, "dropout backward: %s", b->api->last_error(b->s));
+        int64_t kept = 0, bad_scale = 0, bad_mask = 0, same = 0;
+        for (int64_t i = 0; i < N; i++) {
+            int keep = y[i] != 0.0f;
+            kept += keep;
+            if (keep && fabsf(y[i] - x[i] / 0.7f) > 1e-5f * fabsf(y[i])) bad_scale++;
+            if (keep != (dx[i] != 0.0f) || (keep && fabsf(dx[i] - dy[i] / 0.7f) > 1e-5f * fabsf(dx[i]))) bad_mask++;
+        }
+        double frac = (double)kept / (double)N; /* 65536 draws: sd of the fraction ~0.0018 */
+        CHECK(fabs(frac - 0.7) < 0.01, "dropout kept fraction %.4f, expected 0.7", frac);
+        CHECK(bad_scale == 0, "dropout: %lld kept elements not scaled by 1/(1-rate)", (long long)bad_scale);
+        CHECK(bad_mask == 0, "dropout: the backward's mask differs from the forward's at %lld elements",
+              (long long)bad_mask);
+        ty.data = y2; /* a second forward draws a different mask */
+        CHECK(b->api->forward(m, &tx, &ty) == KH_OK, "dropout forward 2: %s", b->api->last_error(b->s));
+        for (int64_t i = 0; i < N; i++) same += (y[i] != 0.0f) == (y2[i] != 0.0f);
+        CHECK(same < N, "dropout: two forwards drew the same mask");
+    }
+    free(x), free(y), free(y2), free(dy), free(dx);
+    b->api->model_free(m);
 }

@@ -36,4 +36,12 @@ kh_model_spec kb_spec(const char *name, uint32_t dtype, int rank, int a, int b, 
 /* The small models both parity tests train; returns their number. */
 int kb_small_models(const kh_model_spec **models);
 
+/* What a GPU parity test checks before its CUDA open, on any machine: the reference kit builds every one of
+ * the n models (a CHECK per model); 1 when all build. */
+int kb_ref_prerequisites(const kh_model_spec *specs, int n);
+/* Dropout with masks on (deterministic = 0) in b's open session, by its properties (nothing to compare it
+ * with): one Dropout(0.3) layer over 64 inputs of (8, 8, 16) in image_layout (KH_LAYOUT_NHWC or _NCHW): the
+ * kept fraction, the inverted scaling, the backward using the forward's mask, a new mask for the next forward. */
+void kb_check_dropout(kb_backend *b, uint32_t image_layout, uint64_t seed);
+
 #endif

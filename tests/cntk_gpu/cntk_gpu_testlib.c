@@ -8,8 +8,7 @@
 
 #include "testutil.h"
 
-void ctg_load_cuda(kb_backend *b) {
-    kb_load_module(b);
+void ctg_open_cuda(kb_backend *b) {
     kh_caps c;
     memset(&c, 0, sizeof c);
     c.struct_size = sizeof c;

@@ -1,5 +1,5 @@
 /* tests/cntk_gpu/test_cntk_gpu_ref.c — the cntk GPU path (cuDNN / cuBLAS / own kernels) against the reference
- * kit (khost/kit/ref.h, float64), on cuda:0. Skips (exit 77) visibly where no CUDA device is usable.
+ * kit (khost/kit/ref.h, float64), on cuda:0.
  *   1. per kernel: a one-layer (or minimal) model per layer kind, activation and input path: the training-mode
  *      forward output, the input gradient and every parameter gradient (probes, dropout off), from two
  *      backward calls after the one forward;
@@ -11,6 +11,9 @@
  *      embedding backward), and CNTK_CUDA_CHECK_LAYERS=1 (synchronise and check after every layer) trains
  *      to the same results;
  *   5. running out of device memory is KH_ERR_NOMEM with a message, and the session still works after it.
+ * Before the CUDA open (on any machine, the rehearsal included) it checks its prerequisites — the module loads,
+ * the reference kit builds every model — and prints "prerequisites ok"; then it skips (exit 77) visibly where no
+ * CUDA device is usable.
  * Every run draws fresh inputs (seed from the clock unless CNTK_GPU_TEST_SEED is set; printed) and poisons
  * every output buffer with NaN first, on the host and (CNTK_CUDA_POISON=1) on the device, so an element a
  * kernel forgets to write fails the comparison. Tolerances: FP32 (FMA, no TF32) against float64, normalised by
@@ -297,49 +300,6 @@ static void check_layer_checks(const kh_model_spec *sp) {
     unsetenv("CNTK_CUDA_CHECK_LAYERS");
 }
 
-// --- dropout on the device --------------------------------------------------------------------------------
-static void check_dropout(void) {
-    const kh_layer_spec l = {.kind = KH_LAYER_DROPOUT, .rate = 0.3f};
-    kh_model_spec sp = {.struct_size = sizeof sp, .name = "dropout", .input_dtype = KH_F32, .input_rank = 3,
-                        .input_shape = {8, 8, 16}, .n_layers = 1, .layers = &l, .loss = KH_LOSS_NONE,
-                        .optimizer = {.kind = KH_OPT_SGD, .lr = 0.1f}};
-    kh_bmodel *cm = kb_compile(&B, &sp, 64, 0); /* deterministic = 0: masks on */
-    CHECK(cm != NULL, "dropout compile: %s", B.api->last_error(B.s));
-    if (!cm) return;
-    int64_t n = 64, per = 8 * 8 * 16, N = n * per;
-    kh_rng r;
-    kh_rng_seed(&r, g_seed ^ 0xd0);
-    float *x = malloc((size_t)N * sizeof(float)), *y = poisoned(N), *dy = malloc((size_t)N * sizeof(float)),
-          *dx = poisoned(N);
-    kb_fill_uniform(x, N, 0.5f, 1.5f, &r); /* never zero: a zero output means dropped */
-    kb_fill_uniform(dy, N, 0.5f, 1.5f, &r);
-    int64_t d4[4] = {n, 16, 8, 8};
-    kh_tensor tx = kb_tensor(KH_F32, KH_LAYOUT_NCHW, 4, d4, x), ty = kb_tensor(KH_F32, KH_LAYOUT_NCHW, 4, d4, y);
-    kh_tensor tdy = kb_tensor(KH_F32, KH_LAYOUT_NCHW, 4, d4, dy), tdx = kb_tensor(KH_F32, KH_LAYOUT_NCHW, 4, d4, dx);
-    CHECK(B.api->forward(cm, &tx, &ty) == KH_OK, "dropout forward: %s", B.api->last_error(B.s));
-    CHECK(B.api->backward(cm, &tdy, &tdx) == KH_OK, "dropout backward: %s", B.api->last_error(B.s));
-    int64_t kept = 0, bad_scale = 0, bad_mask = 0;
-    for (int64_t i = 0; i < N; i++) {
-        int keep = y[i] != 0.0f;
-        kept += keep;
-        if (keep && fabsf(y[i] - x[i] / 0.7f) > 1e-5f * fabsf(y[i])) bad_scale++;
-        if (keep != (dx[i] != 0.0f) || (keep && fabsf(dx[i] - dy[i] / 0.7f) > 1e-5f * fabsf(dx[i]))) bad_mask++;
-    }
-    double frac = (double)kept / (double)N; /* 65536 draws: sd of the fraction ~0.0018 */
-    CHECK(fabs(frac - 0.7) < 0.01, "dropout kept fraction %.4f, expected 0.7", frac);
-    CHECK(bad_scale == 0, "dropout: %lld kept elements not scaled by 1/(1-rate)", (long long)bad_scale);
-    CHECK(bad_mask == 0, "dropout: backward mask differs from the forward's at %lld elements", (long long)bad_mask);
-    /* a second forward draws a different mask */
-    float *y2 = poisoned(N);
-    ty.data = y2;
-    CHECK(B.api->forward(cm, &tx, &ty) == KH_OK, "dropout forward 2");
-    int64_t same = 0;
-    for (int64_t i = 0; i < N; i++) same += (y[i] != 0.0f) == (y2[i] != 0.0f);
-    CHECK(same < N, "dropout: two forwards drew the same mask");
-    free(x), free(y), free(y2), free(dy), free(dx);
-    B.api->model_free(cm);
-}
-
 // --- out of device memory ---------------------------------------------------------------------------------
 static void check_oom(void) {
     const kh_layer_spec l = {.kind = KH_LAYER_DENSE, .units = 1 << 20};
@@ -362,7 +322,7 @@ int main(void) {
     const char *se = getenv("CNTK_GPU_TEST_SEED");
     g_seed = se && *se ? strtoull(se, NULL, 10) : (uint64_t)time(NULL);
     setenv("CNTK_CUDA_POISON", "1", 0); /* NaN-fill device activations before every pass */
-    ctg_load_cuda(&B);
+    kb_load_module(&B);
     printf("seed %llu (CNTK_GPU_TEST_SEED to repeat)\n", (unsigned long long)g_seed);
 
     /* 1. per kernel: one layer kind (activation, padding, input path) at a time */
@@ -414,16 +374,22 @@ int main(void) {
         kb_spec("k_bilstm_sequences", KH_F32, 2, 6, 3, 0, 0, k_bilstm_seq, 1, NOLOSS),
         kb_spec("k_onehot_lstm", KH_I32, 1, 10, 0, 0, 13, k_onehot_lstm, 1, NOLOSS),
     };
-    for (size_t i = 0; i < sizeof kernels / sizeof kernels[0]; i++) check_probes(&kernels[i], 7);
-
-    /* 2. the small models of the CPU parity test */
     const kh_model_spec *models;
     int n_models = kb_small_models(&models);
+    int n_kernels = (int)(sizeof kernels / sizeof kernels[0]);
+    if (!kb_ref_prerequisites(kernels, n_kernels) || !kb_ref_prerequisites(models, n_models))
+        return kh_test_finish("test_cntk_gpu_ref");
+    printf("prerequisites ok: cntk loaded, the reference kit builds all %d models\n", n_kernels + n_models);
+    fflush(stdout);
+    ctg_open_cuda(&B); /* skips without a usable device */
+    for (int i = 0; i < n_kernels; i++) check_probes(&kernels[i], 7);
+
+    /* 2. the small models of the CPU parity test */
     for (int i = 0; i < n_models; i++) {
         check_probes(&models[i], 5);
         check_steps(&models[i], 3);
     }
-    check_dropout();
+    kb_check_dropout(&B, KH_LAYOUT_NCHW, g_seed); /* cntk takes images as NCHW */
     check_deterministic();
     check_layer_checks(&models[0]);
     check_oom();

@@ -3,7 +3,10 @@
  * FIXTURE_MODE selects a misbehaving variant from the same source: 1 segfaults in train_batch of the second
  * epoch (after the 32 batches of the first, so the per-epoch checkpoint has something to keep), 2 hangs
  * there, 3 produces a NaN loss (divergence), 4 reports every device kind unavailable (as a backend built
- * without BLAS does on the cpu). Names: fixture, fixture_segv, fixture_hang, fixture_nan, fixture_nodev.
+ * without BLAS does on the cpu), 5 also offers the CUDA kind (computing on the host: tests with the fake
+ * driver of tests/core_devices) and says in its environment string which kh_device.math it was opened with
+ * ("math=<n>", -1 when the host's kh_device ends before it). Names: fixture, fixture_segv, fixture_hang,
+ * fixture_nan, fixture_nodev, fixture_cuda (and fixture_cuda13, declaring ABI 1.3: FIXTURE_MINOR_OVERRIDE).
  * FIXTURE_FAULTS (a working backend, built by tests/core_safety as fixture_faults) injects resource faults
  * from the environment: KHOST_FIXTURE_SLOW_MS sleeps that long per training batch (a cell to kill midway);
  * KHOST_FIXTURE_ALLOC_MB allocates and touches that much at compile, answering KH_ERR_NOMEM when it cannot,
@@ -39,6 +42,8 @@
 
 struct kh_bsession {
     char err[256];
+    int math; /* the kh_device.math it was opened with, -1 when absent */
+    uint32_t kind;
 };
 struct kh_bmodel {
     kh_bsession *s;
@@ -52,7 +57,7 @@ struct kh_bmodel {
 };
 
 static kh_status caps(uint32_t kind, kh_caps *c) {
-    c->available = kind == KH_DEVICE_CPU && FIXTURE_MODE != 4;
+    c->available = (kind == KH_DEVICE_CPU || (FIXTURE_MODE == 5 && kind == KH_DEVICE_CUDA)) && FIXTURE_MODE != 4;
     if (!c->available)
         snprintf(c->note, sizeof c->note, "%s", FIXTURE_MODE == 4 ? "fixture_nodev has no device" : "fixture backend is cpu-only");
     c->layer_kinds = 1u << KH_LAYER_DENSE;
@@ -70,12 +75,18 @@ static kh_status open_s(const kh_host_api *h, const kh_device *d, kh_bsession **
         snprintf(err, n, "out of memory");
         return KH_ERR_NOMEM;
     }
+    (*out)->math = KH_HAS_MEMBER(kh_device, d->struct_size, math) ? (int)d->math : -1;
+    (*out)->kind = d->kind;
     return KH_OK;
 }
 static void close_s(kh_bsession *s) { free(s); }
 static const char *last_error(kh_bsession *s) { return s->err; }
 static kh_status environment(kh_bsession *s, char *buf, size_t n) {
+#if FIXTURE_MODE == 5
+    snprintf(buf, n, "fixture=1 math=%d kind=%u", s->math, s->kind);
+#else
     snprintf(buf, n, "fixture=1");
+#endif
     return KH_OK;
 }
 
@@ -317,7 +328,11 @@ static kh_status sync_m(kh_bmodel *m) { return KH_OK; }
 #define FIXTURE_MINOR 1
 #else
 #define FIXTURE_API_SIZE sizeof(kh_backend_api)
+#ifdef FIXTURE_MINOR_OVERRIDE
+#define FIXTURE_MINOR FIXTURE_MINOR_OVERRIDE
+#else
 #define FIXTURE_MINOR KH_ABI_MINOR
+#endif
 #endif
 
 static const kh_backend_api api = {

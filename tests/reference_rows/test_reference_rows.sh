@@ -26,6 +26,18 @@ for fw, t in (("pytorch", 2.5), ("keras3-jax", 3.5)):
     r.set_env("framework_version", fw + " (test)")
     r.status = "ok"
     r.write(sys.argv[2])
+# the FP32 math as khost records it (--math): tf32 on cuda, fp32 with a note on the cpu, fp32 by default
+import json, os
+for dev, asked, want, note in (("cuda:0", "tf32", "tf32", ""), ("cpu", "tf32", "fp32", "tf32 ignored on cpu"),
+                               ("cuda:0", None, "fp32", "")):
+    a = types.SimpleNamespace(task="mnist_mlp", framework="pytorch", epochs=1, batch_size=128, seed=1, threads=2,
+                              limit_train=0, limit_val=0, steps=0, warmup_steps=0, variant="", device=dev)
+    if asked:
+        a.math = asked
+    d = cli.Record(a, 10, 10, {"dataset": "mnist", "path": "/data/mnist/x"}).to_dict()
+    if d.get("math") != want or not d.get("math_note", "").startswith(note) or (not note and "math_note" in d):
+        print("FAIL: the record's math for %s --math %s: %s / %s" % (dev, asked, d.get("math"), d.get("math_note")))
+        sys.exit(1)
 PY
 # a khost backend's record beside them
 KHOST_LIBCUDA=/nonexistent KHOST_CONF=$(dirname "$khost")/tests/fixtures_e2e/khost-test.ini "$khost" run \

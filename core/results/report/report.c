@@ -185,6 +185,19 @@ static void print_task(FILE *f, const kh_report_task *t) {
         }
         fprintf(f, "): its times and factors do not compare the backends.\n\n");
     }
+    /* The FP32 math of each column (--math): TF32 and strict FP32 times are different questions. */
+    char math[512];
+    int any_math = 0;
+    for (int d = 0; d < t->nd; d++) {
+        kh_report_math(t, d, math, sizeof math);
+        if (!math[0]) continue;
+        fprintf(f, "%s%s = %s", any_math++ ? "; " : "FP32 math: ", t->devices[d], math);
+    }
+    if (any_math) fprintf(f, ".\n\n");
+    for (int d = 0; d < t->nd; d++)
+        if (kh_report_math(t, d, math, sizeof math))
+            fprintf(f, "Note: the %s column mixes math modes, %s: its times and factors do not compare the backends "
+                       "at one precision.\n\n", t->devices[d], math + strlen("mixed "));
     print_slurm(f, t);
 
     const char *metric = NULL;

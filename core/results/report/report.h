@@ -85,4 +85,8 @@ int kh_report_index(const char **v, int n, const char *x);
 void kh_report_esc(FILE *f, const char *s);
 /* A row of tools/reference (environment key "reference"), not a khost backend. */
 int kh_report_is_reference(const kh_cell_record *r);
+/* The FP32 math of device column d (records' "math"): "fp32" or "tf32" when every record that says it agrees,
+ * "mixed (cntk: tf32; tensorflow: fp32)" when they differ, "" when none says (records before --math).
+ * Returns 1 when mixed. */
+int kh_report_math(const kh_report_task *t, int d, char *buf, size_t n);
 #endif

@@ -94,6 +94,21 @@ static void tables(FILE *f, const kh_report_task *t) {
     }
     fputs("</tbody></table>\n", f);
 
+    /* the FP32 math of each column (--math), before the times it qualifies */
+    char math[512];
+    int any_math = 0;
+    for (int d = 0; d < t->nd; d++) {
+        int mixed = kh_report_math(t, d, math, sizeof math);
+        if (!math[0]) continue;
+        fputs(any_math++ ? "; " : "<p class=\"math\">FP32 math: ", f);
+        kh_report_esc(f, t->devices[d]);
+        fputs(" = ", f);
+        if (mixed) fputs("<strong>", f);
+        kh_report_esc(f, math);
+        if (mixed) fputs("</strong> (times do not compare the backends at one precision)", f);
+    }
+    if (any_math) fputs("</p>\n", f);
+
     int any_compile = 0;
     for (int d = 0; d < t->nd; d++) any_compile |= kh_report_has_compile(t, d);
     fprintf(f, "<table class=\"time\"><caption>Time per epoch (s, median over repetitions of each repetition's mean "
@@ -333,6 +348,16 @@ static void environment(FILE *f, const kh_report_task *t) {
             fputs("</caption><tbody>\n", f);
             fprintf(f, "<tr><th>epochs / batch / seed</th><td>%d / %d / %llu</td></tr>\n", r->n_rows, r->batch_size,
                     (unsigned long long)r->seed);
+            if (r->math[0]) {
+                fputs("<tr><th>FP32 math</th><td>", f);
+                kh_report_esc(f, r->math);
+                if (r->math_note[0]) {
+                    fputs(" (", f);
+                    kh_report_esc(f, r->math_note);
+                    fputs(")", f);
+                }
+                fputs("</td></tr>\n", f);
+            }
             if (isfinite(r->flops_per_epoch))
                 fprintf(f, "<tr><th>FLOPs per epoch</th><td>%.4g</td></tr>\n", r->flops_per_epoch);
             if (isfinite(r->compile_s)) {

@@ -421,3 +421,28 @@ int kh_report_load(const char *dir, kh_report *rep, int *skipped) {
     *skipped = rd.skipped;
     return 0;
 }
+
+int kh_report_math(const kh_report_task *t, int d, char *buf, size_t n) {
+    const char *first = NULL;
+    int mixed = 0;
+    for (int p = 0; p < t->np; p++) {
+        const kh_cell_record *r = t->cells[p * t->nd + d];
+        if (!r || !r->math[0]) continue;
+        if (!first) first = r->math;
+        else if (strcmp(first, r->math) != 0) mixed = 1;
+    }
+    if (n) buf[0] = 0;
+    if (!first) return 0;
+    if (!mixed) {
+        snprintf(buf, n, "%s", first);
+        return 0;
+    }
+    size_t u = (size_t)snprintf(buf, n, "mixed (");
+    for (int p = 0, k = 0; p < t->np && u < n; p++) {
+        const kh_cell_record *r = t->cells[p * t->nd + d];
+        if (!r || !r->math[0]) continue;
+        u += (size_t)snprintf(buf + u, n - u, "%s%s: %s", k++ ? "; " : "", t->plugins[p], r->math);
+    }
+    if (u < n) snprintf(buf + u, n - u, ")");
+    return 1;
+}

@@ -31,6 +31,7 @@ struct cntk_cuda_sess {
     cudaStream_t copy;   /* host -> device uploads of the next batch */
     cublasHandle_t blas;
     cudnnHandle_t dnn;
+    int tf32; /* kh_device.math is KH_MATH_TF32: cuBLAS TF32 tensor-op math, cuDNN default math (conv, RNN) */
 };
 
 typedef struct ccu_layer ccu_layer;

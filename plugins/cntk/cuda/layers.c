@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "cuda/exec.h"
+#include "khost/kit/geometry.h"
 #include "khost/kit/rng.h"
 #include "khost/kit/spec.h"
 
@@ -76,7 +77,12 @@ typedef struct ccu_conv {
     int xp_holds_dx; /* the last backward left the padded dx in xp: the padded input must be rebuilt */
 } ccu_conv;
 
-static int math_ok(cudnnMathType_t t) { return t == CUDNN_FMA_MATH || t == CUDNN_DEFAULT_MATH; }
+/* The math types a candidate may use: FMA (strict FP32) or cuDNN's default, which with the descriptor set to
+ * FMA is FMA; with --math tf32 (the descriptor at CUDNN_DEFAULT_MATH) also tensor-core TF32. Never
+ * CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION: it may round FP32 data down to FP16. */
+static int math_ok(cudnnMathType_t t, int tf32) {
+    return t == CUDNN_FMA_MATH || t == CUDNN_DEFAULT_MATH || (tf32 && t == CUDNN_TENSOR_OP_MATH);
+}
 
 /* FFT-based and non-fused Winograd algorithms trade accuracy for speed (errors of ~1e-4 relative in FP32,
  * beyond the parity tolerance); they are skipped unless CNTK_CUDNN_ALGOS=all. The GEMM-like algorithms and
@@ -112,7 +118,7 @@ static int det_ok(const ccu_model *m, cudnnDeterminism_t d) {
     return !m->plan->deterministic || d == CUDNN_DETERMINISTIC;
 }
 
-/* The heuristics' first choice per direction that succeeds with FMA math (no TF32), an accurate algorithm,
+/* The heuristics' first choice per direction that succeeds with the session's math (math_ok), an accurate algorithm,
  * the determinism asked for and a workspace within cap, for the descriptors as they are now set. */
 static kh_status conv_choose(ccu_model *m, ccu_layer *L, size_t cap, conv_pick *pk) {
     ccu_conv *c = L->st;
@@ -125,7 +131,7 @@ static kh_status conv_choose(ccu_model *m, ccu_layer *L, size_t cap, conv_pick *
                                                    &got, fp));
     pk->fa = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
     for (int i = 0; i < got; i++)
-        if (fp[i].status == CUDNN_STATUS_SUCCESS && math_ok(fp[i].mathType) && fp[i].memory <= cap &&
+        if (fp[i].status == CUDNN_STATUS_SUCCESS && math_ok(fp[i].mathType, m->cs->tf32) && fp[i].memory <= cap &&
             fwd_ok(fp[i].algo) && det_ok(m, fp[i].determinism)) {
             pk->fa = fp[i].algo;
             break;
@@ -138,7 +144,7 @@ static kh_status conv_choose(ccu_model *m, ccu_layer *L, size_t cap, conv_pick *
                                                           CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &got, bp));
     pk->bfa = CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1;
     for (int i = 0; i < got; i++)
-        if (bp[i].status == CUDNN_STATUS_SUCCESS && math_ok(bp[i].mathType) && bp[i].memory <= cap &&
+        if (bp[i].status == CUDNN_STATUS_SUCCESS && math_ok(bp[i].mathType, m->cs->tf32) && bp[i].memory <= cap &&
             bwf_ok(bp[i].algo) && det_ok(m, bp[i].determinism)) {
             pk->bfa = bp[i].algo;
             break;
@@ -152,7 +158,7 @@ static kh_status conv_choose(ccu_model *m, ccu_layer *L, size_t cap, conv_pick *
                                                         CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &got, dp));
     pk->bda = CUDNN_CONVOLUTION_BWD_DATA_ALGO_1;
     for (int i = 0; i < got; i++)
-        if (dp[i].status == CUDNN_STATUS_SUCCESS && math_ok(dp[i].mathType) && dp[i].memory <= cap &&
+        if (dp[i].status == CUDNN_STATUS_SUCCESS && math_ok(dp[i].mathType, m->cs->tf32) && dp[i].memory <= cap &&
             bwd_ok(dp[i].algo) && det_ok(m, dp[i].determinism)) {
             pk->bda = dp[i].algo;
             break;
@@ -219,11 +225,17 @@ static kh_status conv_setup(ccu_model *m, ccu_layer *L) {
     c->OH = sh->out_shape[0], c->OW = sh->out_shape[1], c->F = sh->out_shape[2];
     c->KH = sp->kernel[0], c->KW = sp->kernel[1];
     c->SH = sp->strides[0] > 0 ? sp->strides[0] : 1, c->SW = sp->strides[1] > 0 ? sp->strides[1] : 1;
-    if (sp->padding == KH_PAD_SAME) { /* TensorFlow: total = max((out-1)*s + k - in, 0), before = total/2 */
-        int th = (c->OH - 1) * c->SH + c->KH - c->H, tw = (c->OW - 1) * c->SW + c->KW - c->W;
-        th = th > 0 ? th : 0, tw = tw > 0 ? tw : 0;
-        c->PT = th / 2, c->PB = th - c->PT, c->PL = tw / 2, c->PR = tw - c->PL;
-    }
+    /* the kit's window geometry (TensorFlow's 'same': total = max((out-1)*s + k - in, 0), before = total/2);
+     * after = what the last window reaches beyond the input ('valid': 0) */
+    kh_conv2d_dims gd;
+    if (kh_conv2d_geometry(&gd, 1, c->H, c->W, c->C, c->KH, c->KW, c->F, c->SH, c->SW, (int)sp->padding) != KH_OK ||
+        gd.OH != c->OH || gd.OW != c->OW)
+        return cntk_layer_fail(m->s, KH_ERR_INTERNAL, L->p->spec.kind, L->p->index, "compile",
+                               "convolution geometry: %dx%d output from the spec, %lldx%lld from the kit", c->OH, c->OW,
+                               (long long)gd.OH, (long long)gd.OW);
+    int th = (c->OH - 1) * c->SH + c->KH - c->H, tw = (c->OW - 1) * c->SW + c->KW - c->W;
+    c->PT = (int)gd.pad_top, c->PL = (int)gd.pad_left;
+    c->PB = (th > 0 ? th : 0) - c->PT, c->PR = (tw > 0 ? tw : 0) - c->PL;
     c->asym = c->PT != c->PB || c->PL != c->PR;
     c->Hp = c->H + c->PT + c->PB, c->Wp = c->W + c->PL + c->PR;
     L->n_t = 2;
@@ -246,8 +258,9 @@ static kh_status conv_setup(ccu_model *m, ccu_layer *L) {
     CCU_DNN(m, L, "compile",
             cudnnSetConvolution2dDescriptor(c->cd, c->asym ? 0 : c->PT, c->asym ? 0 : c->PL, c->SH, c->SW, 1, 1,
                                             CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
-    /* strict FP32: no TF32 tensor-core kernels (parity with the reference kit) */
-    CCU_DNN(m, L, "compile", cudnnSetConvolutionMathType(c->cd, CUDNN_FMA_MATH));
+    /* the session's math: strict FP32, no TF32 tensor-core kernels (parity with the reference kit), or cuDNN's
+     * default, which allows TF32 for FP32 data (--math tf32) */
+    CCU_DNN(m, L, "compile", cudnnSetConvolutionMathType(c->cd, m->cs->tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH));
     c->desc_n = 0;
     kh_status st = conv_descs(m, L, N);
     if (st != KH_OK) return st;

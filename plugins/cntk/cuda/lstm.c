@@ -14,8 +14,9 @@
  * on the host by cuda/rnnmap.c from the offsets cudnnGetRNNWeightParams reports (see that header for
  * the gate order and the transposition). CUDNN_RNN_DOUBLE_BIAS: the Keras bias goes into the input bias,
  * the recurrent bias stays zero — its gradient is cleared after every backward, so no optimizer moves it.
- * Math: FP32 data and compute, CUDNN_FMA_MATH (no TF32). If cuDNN refuses it the layer does not compile:
- * its default math allows TF32 on sm_80 and newer, which would break parity with the reference silently.
+ * Math: FP32 data and compute, CUDNN_FMA_MATH (no TF32) for the session's fp32. If cuDNN refuses it the layer
+ * does not compile: its default math allows TF32 on sm_80 and newer, which would break parity with the
+ * reference silently. With --math tf32 the RNN gets that default math (TF32 allowed).
  * Reserve space: cudnnRNNBackwardData_v8 writes into it (cuDNN documents it as input/output), so a second
  * backward after one forward (allowed by backend.h) first runs the training forward again.
  */
@@ -115,9 +116,12 @@ static kh_status lstm_setup(ccu_model *m, ccu_layer *L) {
     CCU_DNN(m, L, "compile", cudnnCreateTensorDescriptor(&r->hd));
     /* no dropout inside the RNN (Keras's LSTM dropout arguments are 0 in every task): no RNG states needed */
     CCU_DNN(m, L, "compile", cudnnSetDropoutDescriptor(r->drop, h, 0.0f, NULL, 0, 0));
-    if ((st = set_rnn(m, L, CUDNN_FMA_MATH)) != KH_OK) {
+    if ((st = set_rnn(m, L, m->cs->tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH)) != KH_OK) {
         char why[CNTK_ERRLEN];
         snprintf(why, sizeof why, "%s", m->s->err);
+        if (m->cs->tf32)
+            return cntk_layer_fail(m->s, KH_ERR_UNSUPPORTED, L->p->spec.kind, L->p->index, "compile",
+                                   "cuDNN refuses its default math (TF32 allowed) for this RNN [%s]", why);
         return cntk_layer_fail(m->s, KH_ERR_UNSUPPORTED, L->p->spec.kind, L->p->index, "compile",
                                "cuDNN refuses strict FP32 (CUDNN_FMA_MATH) for this RNN; its default math may use "
                                "TF32 and break parity, so the layer is refused [%s]", why);

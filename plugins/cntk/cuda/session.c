@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "cuda/exec.h"
+#include "khost/kit/cuda.h"
 #include "khost/kit/status.h"
 
 #ifndef CNTK_CUDA_MIN_ARCH
@@ -71,13 +72,15 @@ kh_status cntk_cuda_open(cntk_session *s, char *err, size_t errlen) {
                        s->dev.ordinal, count);
     struct cudaDeviceProp prop;
     cudaError_t e = cudaGetDeviceProperties(&prop, s->dev.ordinal);
+    char et[320];
     if (e != cudaSuccess)
         return kh_errf(err, errlen, KH_ERR_DEVICE, "cntk open on %s: cudaGetDeviceProperties: %s", id,
-                       cudaGetErrorName(e));
-    if (prop.major * 10 + prop.minor < CNTK_CUDA_MIN_ARCH)
-        return kh_errf(err, errlen, KH_ERR_UNSUPPORTED,
-                       "cntk open on %s: compute capability %d.%d, built for sm_%d and newer (set KHOST_CUDA_ARCHS)", id,
-                       prop.major, prop.minor, CNTK_CUDA_MIN_ARCH);
+                       kh_cudart_errtext(e, et, sizeof et));
+    kh_status as = kh_cuda_arch_check(prop.major, prop.minor, CNTK_CUDA_MIN_ARCH, "cntk", id, err, errlen);
+    if (as != KH_OK) return as;
+    if (s->dev.math != KH_MATH_FP32 && s->dev.math != KH_MATH_TF32)
+        return kh_errf(err, errlen, KH_ERR_UNSUPPORTED, "cntk open on %s: math mode %u (fp32 and tf32 only)", id,
+                       s->dev.math);
     cntk_cuda_sess *cs = calloc(1, sizeof *cs);
     if (!cs) return kh_errf(err, errlen, KH_ERR_NOMEM, "cntk open on %s: out of host memory", id);
     cs->ordinal = s->dev.ordinal;
@@ -86,21 +89,14 @@ kh_status cntk_cuda_open(cntk_session *s, char *err, size_t errlen) {
     what = "cudaStreamCreate";
     if ((e = cudaStreamCreateWithFlags(&cs->stream, cudaStreamNonBlocking)) != cudaSuccess) goto cuda_fail;
     if ((e = cudaStreamCreateWithFlags(&cs->copy, cudaStreamNonBlocking)) != cudaSuccess) goto cuda_fail;
-    cublasStatus_t be = cublasCreate(&cs->blas);
-    if (be == CUBLAS_STATUS_SUCCESS) be = cublasSetStream(cs->blas, cs->stream);
-    /* strict FP32 (no TF32): parity with the float64 reference is part of the contract */
-    if (be == CUBLAS_STATUS_SUCCESS) be = cublasSetMathMode(cs->blas, CUBLAS_DEFAULT_MATH);
-    if (be != CUBLAS_STATUS_SUCCESS) {
+    /* cuBLAS and cuDNN on the compute stream, in the session's math: fp32 is strict FP32, no TF32 (parity with
+     * the float64 reference is part of the contract); tf32 allows TF32 tensor cores (kh_cuda_handles) */
+    cs->tf32 = s->dev.math == KH_MATH_TF32;
+    char why[400];
+    kh_status hs = kh_cuda_handles(cs->stream, cs->tf32, &cs->blas, &cs->dnn, why, sizeof why);
+    if (hs != KH_OK) {
         sess_destroy(cs);
-        return kh_errf(err, errlen, be == CUBLAS_STATUS_ALLOC_FAILED ? KH_ERR_NOMEM : KH_ERR_DEVICE,
-                       "cntk open on %s: cuBLAS: %s", id, cublasGetStatusName(be));
-    }
-    cudnnStatus_t de = cudnnCreate(&cs->dnn);
-    if (de == CUDNN_STATUS_SUCCESS) de = cudnnSetStream(cs->dnn, cs->stream);
-    if (de != CUDNN_STATUS_SUCCESS) {
-        sess_destroy(cs);
-        return kh_errf(err, errlen, de == CUDNN_STATUS_ALLOC_FAILED ? KH_ERR_NOMEM : KH_ERR_DEVICE,
-                       "cntk open on %s: cuDNN: %s", id, cudnnGetErrorString(de));
+        return kh_errf(err, errlen, hs, "cntk open on %s: %s", id, why);
     }
     s->cuda = cs;
     return KH_OK;
@@ -108,7 +104,7 @@ cuda_fail:
     sess_destroy(cs);
     cudaGetLastError();
     return kh_errf(err, errlen, e == cudaErrorMemoryAllocation ? KH_ERR_NOMEM : KH_ERR_DEVICE,
-                   "cntk open on %s: %s: %s", id, what, cudaGetErrorName(e));
+                   "cntk open on %s: %s: %s", id, what, kh_cudart_errtext(e, et, sizeof et));
 }
 
 void cntk_cuda_close(cntk_session *s) {
@@ -117,14 +113,14 @@ void cntk_cuda_close(cntk_session *s) {
 }
 
 kh_status cntk_cuda_environment(cntk_session *s, char *buf, size_t n) {
-    int rt = 0, drv = 0, bv = 0;
+    int rt = 0, drv = 0;
     cudaRuntimeGetVersion(&rt);
     cudaDriverGetVersion(&drv);
-    if (s->cuda && s->cuda->blas) cublasGetVersion(s->cuda->blas, &bv);
-    size_t dnn = cudnnGetVersion();
-    snprintf(buf, n, "cuda_runtime=%d.%d driver=%d.%d cudnn=%zu.%zu.%zu cublas=%d.%d.%d device=\"%s\" cc=%d.%d",
-             rt / 1000, (rt % 1000) / 10, drv / 1000, (drv % 1000) / 10, dnn / 10000, (dnn % 10000) / 100, dnn % 100,
-             bv / 10000, (bv % 10000) / 100, bv % 100, s->dev.name, s->dev.cc_major, s->dev.cc_minor);
+    char libs[96];
+    kh_cuda_lib_versions(s->cuda ? s->cuda->blas : NULL, libs, sizeof libs);
+    snprintf(buf, n, "cuda_runtime=%d.%d driver=%d.%d %s device=\"%s\" cc=%d.%d math=%s", rt / 1000, (rt % 1000) / 10,
+             drv / 1000, (drv % 1000) / 10, libs, s->dev.name, s->dev.cc_major, s->dev.cc_minor,
+             s->cuda && s->cuda->tf32 ? "tf32" : "fp32");
     return KH_OK;
 }
 
@@ -150,19 +146,14 @@ static kh_status report(ccu_model *m, const ccu_layer *L, const char *op, kh_sta
 kh_status ccu_err_cuda(ccu_model *m, const ccu_layer *L, const char *op, cudaError_t e, const char *call) {
     cudaGetLastError(); /* clear a non-sticky error so later calls report their own */
     kh_status st = e == cudaErrorMemoryAllocation ? KH_ERR_NOMEM : KH_ERR_DEVICE;
-    return report(m, L, op, st, cudaGetErrorName(e), call);
+    char t[320];
+    return report(m, L, op, st, kh_cudart_errtext(e, t, sizeof t), call);
 }
 
 kh_status ccu_err_dnn(ccu_model *m, const ccu_layer *L, const char *op, cudnnStatus_t e, const char *call) {
-    kh_status st = e == CUDNN_STATUS_ALLOC_FAILED ? KH_ERR_NOMEM : KH_ERR_DEVICE;
-    /* cuDNN 9 keeps a detailed message for the last failure (which argument, which limit): append it */
-    char last[256] = "", name[400];
-    cudnnGetLastErrorString(last, sizeof last);
-    if (last[0])
-        snprintf(name, sizeof name, "%s: %s", cudnnGetErrorString(e), last);
-    else
-        snprintf(name, sizeof name, "%s", cudnnGetErrorString(e));
-    return report(m, L, op, st, name, call);
+    /* cuDNN 9 keeps a detailed message for the last failure (which argument, which limit): the kit appends it */
+    char name[400];
+    return report(m, L, op, kh_cudnn_status(e), kh_cudnn_errtext(e, name, sizeof name), call);
 }
 
 kh_status ccu_check_layer(ccu_model *m, const ccu_layer *L, const char *op) {
@@ -174,8 +165,8 @@ kh_status ccu_check_layer(ccu_model *m, const ccu_layer *L, const char *op) {
 }
 
 kh_status ccu_err_blas(ccu_model *m, const ccu_layer *L, const char *op, cublasStatus_t e, const char *call) {
-    kh_status st = e == CUBLAS_STATUS_ALLOC_FAILED ? KH_ERR_NOMEM : KH_ERR_DEVICE;
-    return report(m, L, op, st, cublasGetStatusName(e), call);
+    char t[320];
+    return report(m, L, op, kh_cublas_status(e), kh_cublas_errtext(e, t, sizeof t), call);
 }
 
 // --- memory ----------------------------------------------------------------------------------------------

@@ -54,7 +54,11 @@ def _parser(task, framework):
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--out", default="results", help="results folder: <out>/<task>/%s__<device>.json" % framework)
     ap.add_argument("--device", default="cpu",
-                    help="cpu, or cuda:N (PyTorch only: strict FP32, TF32 off, as khost's GPU paths)")
+                    help="cpu, or cuda:N (PyTorch only: the FP32 math of --math, as khost's GPU paths)")
+    ap.add_argument("--math", default="fp32", choices=["fp32", "tf32"],
+                    help="FP32 math on cuda, as khost's --math: fp32 (default, strict: TF32 off for matmuls and "
+                         "cuDNN) or tf32 (torch.backends.cuda.matmul.allow_tf32 and torch.backends.cudnn.allow_tf32 "
+                         "on); a cpu run records fp32")
     ap.add_argument("--data", default=None, help="data folder (default $KHOST_DATA, else <repo>/data)")
     ap.add_argument("--json", action="store_true", help="print the record as one JSON line on stdout")
     ap.add_argument("--quiet", action="store_true")
@@ -198,6 +202,10 @@ class Record:
                      "epochs_requested": args.epochs, "batch_size": args.batch_size, "seed": args.seed,
                      "train_samples": train_samples, "val_samples": val_samples, "metric": t["metric"]}
         self.target, self.target_is_max = t.get("target", 0), t.get("target_is_max", False)
+        # the FP32 math, as khost records it: the cpu has no TF32
+        asked, device = getattr(args, "math", "fp32"), self.head["device"]
+        self.math = asked if device != "cpu" else "fp32"
+        self.math_note = "" if self.math == asked else "%s ignored on %s: the cpu has no TF32, strict fp32" % (asked, device)
         e = self.env
         e["reference"] = "%s (tools/reference/%s/%s.py)" % (args.framework, "pytorch" if args.framework == "pytorch"
                                                            else "keras3", args.task)
@@ -239,6 +247,9 @@ class Record:
                                  "batch_size", "seed", "train_samples", "val_samples", "metric")}
         out.update(metric_value=_num(value), mean_epoch_s=_num(mean), median_epoch_s=_num(median),
                    time_to_target_s=_num(ttt))
+        out["math"] = self.math
+        if self.math_note:
+            out["math_note"] = self.math_note
         out["epochs"] = [{k: (r["epoch"] if k == "epoch" else _num(r.get(k))) for k in
                           ("epoch", "elapsed", "loss", "acc", "val_loss", "val_acc", "train_s", "val_s", "epoch_s")}
                          for r in self.rows]

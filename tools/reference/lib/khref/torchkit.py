@@ -348,12 +348,14 @@ def main(args, build, loss, prepare, extra_env=None):
             print("error: --device %s: torch %s sees no CUDA device" % (args.device, torch.__version__), file=sys.stderr)
             return 5
         device = torch.device(args.device)
-        # strict FP32 like khost's GPU paths (cuBLAS default math, cuDNN FMA math): no TF32 anywhere
-        torch.backends.cuda.matmul.allow_tf32 = False
-        torch.backends.cudnn.allow_tf32 = False
+        # the FP32 math of khost's --math: fp32 is strict like khost's GPU paths (cuBLAS default math, cuDNN FMA
+        # math; PyTorch's own default allows TF32 in cuDNN convolutions, so both flags are set either way)
+        tf32 = getattr(args, "math", "fp32") == "tf32"
+        torch.backends.cuda.matmul.allow_tf32 = tf32
+        torch.backends.cudnn.allow_tf32 = tf32
         extra["device_name"] = torch.cuda.get_device_name(device)
-        extra["backend_env"] = "torch %s; CUDA %s; cuDNN %s; TF32 off" % (
-            torch.__version__, torch.version.cuda, torch.backends.cudnn.version())
+        extra["backend_env"] = "torch %s; CUDA %s; cuDNN %s; TF32 %s" % (
+            torch.__version__, torch.version.cuda, torch.backends.cudnn.version(), "on" if tf32 else "off")
 
     def go():
         data = loop.load_task_data(args)

@@ -1,0 +1,69 @@
+/* khost/kit/cuda.h — the kit's CUDA helper for the backends' GPU paths (library khost_kit_cuda, built only where
+ * cuDNN and cuBLAS are found: cmake/KhostCudaLibs.cmake): library errors as "name: description" and their
+ * status, cuBLAS and cuDNN handles bound to the session's stream in the session's math mode, the libraries'
+ * version string for a record's environment, and the cuDNN convolution algorithm choice of the graph backends
+ * (deterministic first, the fastest working one with a warning, the candidates logged when none works).
+ * Plain-C parts (candidate choice, driver error text): khost/kit/cuda_pick.h. Unverified on a GPU. */
+#ifndef KHOST_KIT_CUDA_H
+#define KHOST_KIT_CUDA_H
+
+#include <stddef.h>
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+#include <cudnn.h>
+
+#include "khost/abi.h"
+#include "khost/kit/cuda_pick.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* "CUDNN_STATUS_BAD_PARAM: <cuDNN's last error message>" (the name alone when cuDNN has no message). */
+const char *kh_cudnn_errtext(cudnnStatus_t e, char *buf, size_t n);
+/* "CUBLAS_STATUS_ALLOC_FAILED: <cublasGetStatusString>". */
+const char *kh_cublas_errtext(cublasStatus_t e, char *buf, size_t n);
+/* "cudaErrorMemoryAllocation: out of memory" (needs the CUDA runtime: kit/cuda/rt.c). */
+const char *kh_cudart_errtext(cudaError_t e, char *buf, size_t n);
+/* The status a failure maps to: KH_ERR_NOMEM for an allocation failure, else KH_ERR_DEVICE. */
+kh_status kh_cudnn_status(cudnnStatus_t e);
+kh_status kh_cublas_status(cublasStatus_t e);
+
+/* cuBLAS and cuDNN handles on the calling thread's current context, both bound to stream; cuBLAS in the
+ * session's math (tf32 = 0: CUBLAS_DEFAULT_MATH, never TF32 for FP32 GEMMs; 1: CUBLAS_TF32_TENSOR_OP_MATH).
+ * On failure nothing is left created and err says which call failed and why. */
+kh_status kh_cuda_handles(cudaStream_t stream, int tf32, cublasHandle_t *blas, cudnnHandle_t *dnn, char *err,
+                          size_t errlen);
+/* "cudnn=9.10.2 cublas=13.0.0" (cuBLAS's version read through blas; "cublas=?" when NULL). */
+void kh_cuda_lib_versions(cublasHandle_t blas, char *buf, size_t n);
+
+/* One direction of a convolution. */
+typedef enum kh_conv_dir { KH_CONV_FWD = 0, KH_CONV_BWD_DATA = 1, KH_CONV_BWD_FILTER = 2 } kh_conv_dir;
+/* "fwd", "bwd_data", "bwd_filter" */
+const char *kh_conv_dir_name(kh_conv_dir d);
+
+/* How a graph backend chooses a convolution's algorithm. */
+typedef struct kh_conv_choice_opts {
+    int deterministic;   /* [plugin X] deterministic: prefer deterministic algorithms */
+    int tf32;            /* the session's math is tf32: tensor-core TF32 candidates are usable */
+    size_t ws_cap;       /* largest workspace a candidate may need */
+    const kh_host_api *host; /* for the fallback warning and the candidate list (may be NULL) */
+    const char *plugin;  /* the log's module name */
+    const char *where;   /* "Conv2D node 3": names the convolution in the log */
+} kh_conv_choice_opts;
+
+/* cuDNN's heuristics (the _v7 queries) for direction d of the convolution described by x, w, conv, y, ranked
+ * fastest first, and the choice among them (kh_algo_pick). Usable: status success, FMA or default math (with
+ * tf32 also CUDNN_TENSOR_OP_MATH; never ..._ALLOW_CONVERSION, which may round to FP16), not FFT or non-fused
+ * Winograd (their FP32 error is beyond the parity tolerances), workspace within ws_cap. A non-deterministic
+ * fallback is logged as a warning; none usable is KH_ERR_UNSUPPORTED with the candidates in err (and logged).
+ * A failing query is its cuDNN status (kh_cudnn_status) with err naming it. *algo and *det on success. */
+kh_status kh_cudnn_conv_choose(cudnnHandle_t h, kh_conv_dir d, cudnnTensorDescriptor_t x, cudnnFilterDescriptor_t w,
+                               cudnnConvolutionDescriptor_t conv, cudnnTensorDescriptor_t y,
+                               const kh_conv_choice_opts *o, int *algo, int *det, char *err, size_t errlen);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
