@@ -70,3 +70,26 @@ function(khost_cuda_module target prefix)
   endif()
   target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:${_flags}>)
 endfunction()
+
+# khost_add_gpu_half(<module> <prefix> SOURCES ... [LIBS ...]) — a backend's GPU half (khost/kit/half.h): the
+# module's CUDA code as <module>-cuda/<module>_cuda.so beside <module>.so, loaded by the module on first use of the CUDA
+# kind, so the module itself links no CUDA library and cpu cells map none. One exported symbol (hidden
+# visibility otherwise); the folder keeps it out of the host's plugin discovery. Defines <prefix>_GPU_HALF=1 on
+# the module (the loader's `built`), links cuBLAS and cuDNN into the half and applies khost_cuda_module(<prefix>).
+# The target is <module>_cuda; building the module builds both.
+function(khost_add_gpu_half module prefix)
+  cmake_parse_arguments(H "" "" "SOURCES;LIBS" ${ARGN})
+  set(_t ${module}_cuda)
+  add_library(${_t} MODULE ${H_SOURCES})
+  set_target_properties(${_t} PROPERTIES PREFIX "" OUTPUT_NAME ${module}_cuda C_VISIBILITY_PRESET hidden
+                        CUDA_VISIBILITY_PRESET hidden LIBRARY_OUTPUT_DIRECTORY ${KHOST_PLUGIN_OUTPUT_DIR}/${module}-cuda)
+  target_include_directories(${_t} PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
+  target_link_libraries(${_t} PRIVATE khost_kit_cuda khost_kit ${KHOST_CUBLAS_TARGET} khost_cudnn m ${H_LIBS}) # kit/cuda.h
+  if(NOT KHOST_SANITIZE)
+    target_link_options(${_t} PRIVATE -Wl,--no-undefined)
+  endif()
+  khost_cuda_module(${_t} ${prefix}) # static runtime, -z nodelete, CUDA warnings, <prefix>_CUDA_MIN_ARCH
+  target_compile_definitions(${module} PRIVATE ${prefix}_GPU_HALF=1)
+  add_dependencies(${module} ${_t})
+  install(TARGETS ${_t} LIBRARY DESTINATION ${KHOST_INSTALL_MODDIR}/plugins/${module}-cuda)
+endfunction()

@@ -14,6 +14,7 @@
 
 int kh_cmd_list(kh_host *h) {
     printf("registry: %s\n", h->conf_path);
+    kh_modules_load_kind(&h->mods, -1, kh_host_api_get());
     for (int kind = KH_MODULE_BACKEND; kind <= KH_MODULE_TASK; kind++) {
         printf("%s:\n", kind == KH_MODULE_BACKEND ? "backends" : "tasks");
         int any = 0;

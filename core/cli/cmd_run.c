@@ -8,6 +8,7 @@
 
 #include "cli/args.h"
 #include "cell/cell.h"
+#include "cell/mapped.h"
 #include "cell/mathmode.h"
 #include "cli/commands.h"
 #include "cli/exitcodes.h"
@@ -224,5 +225,10 @@ int kh_cmd_run(kh_host *h, int argc, char **argv) {
     kh_record_free(&rec);
     kh_lock_release(&cell_lock);
     kh_lock_release(&dir_lock);
+    const char *mapped = getenv(KH_MAPPED_ENV); /* the cell is over: what it pulled in is still mapped */
+    if (mapped && *mapped && kh_mapped_write(mapped, err, sizeof err) != 0) {
+        kh_logf(KH_LOG_ERROR, "%s: %s", KH_MAPPED_ENV, err);
+        if (code == KH_EXIT_OK) code = KH_EXIT_IO;
+    }
     return code;
 }

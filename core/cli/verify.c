@@ -722,6 +722,7 @@ int kh_cmd_verify(kh_host *h, int argc, char **argv) {
     verify_layers(&v);
     if (strcmp(task, "none")) {
         printf("\n(b) tasks: one training step on one batch of real data, same initial weights, dropout off\n");
+        if (!tonly) kh_modules_load_kind(&h->mods, KH_MODULE_TASK, api);
         for (int i = 0; i < h->mods.n; i++) {
             kh_module *m = &h->mods.v[i];
             if (m->kind != KH_MODULE_TASK || (tonly ? m != tonly : !m->enabled)) continue;

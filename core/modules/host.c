@@ -40,7 +40,7 @@ int kh_host_open(kh_host *h, const char *argv0) {
     }
     for (int i = 0; i < h->reg.n_warnings; i++) kh_logf(KH_LOG_WARN, "%s", h->reg.warnings[i]);
     kh_host_api_bind(&h->reg);
-    kh_modules_discover(&h->reg, kh_host_api_get(), &h->mods);
+    kh_modules_index(&h->reg, kh_host_api_get(), &h->mods); /* opened when a command names them */
     return KH_EXIT_OK;
 }
 

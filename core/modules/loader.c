@@ -2,9 +2,14 @@
  * vetted, inspected in a child (scan.c) or known from the cache, then loaded through module.c.
  *
  * Choices the interface leaves open, and why:
- *  - A module whose registry section says enabled = false is still loaded and listed, marked enabled = 0:
+ *  - Discovery lists; it opens nothing (kh_modules_index). A module is opened in this process when a command
+ *    names it, or when a command over every module (--list, "all") loads them: a `khost run --plugin cntk`
+ *    maps neither tensorflow.so nor theano.so, nor whatever they link. The inspection (child or cache) already
+ *    gave each file's name and kind, so names, kinds and registry sections are checked when listing; a file
+ *    whose declared name or kind changed by the time it is opened is refused.
+ *  - A module whose registry section says enabled = false is still listed, marked enabled = 0:
  *    `khost --list` can then show its version, and `--plugin x` may still name it explicitly; only "all"
- *    selections skip it. (The ABI forbids heavy work in the entry point, so loading it costs little.)
+ *    selections skip it.
  *  - A module found in a search folder is taken with the kind it declares: plugin_dirs and task_dirs say
  *    where to look, not what must be there. Only a registry section insists on a kind ([plugin x] naming a
  *    task is an error).
@@ -14,8 +19,8 @@
  *    struct_size zeroed, so callers may test optional members (probes, augment, ...) against NULL without
  *    reading past an older module's table. Its struct_size stays the module's own.
  *  - Names are unique across both kinds (khost/abi.h): results and --list key everything by name.
- *  - ms->v never moves once modules are listed: discovery reserves KH_MODULES_SPARE extra slots for
- *    on-demand loads, so a kh_module pointer stays valid until kh_modules_free.
+ *  - ms->v never moves once modules are listed: discovery reserves a slot for every listed module and
+ *    KH_MODULES_SPARE more for loads by path, so a kh_module pointer stays valid until kh_modules_free.
  *  - Every file goes through vet_and_load: ownership/modes, then the cache or a child's inspection, then
  *    dlopen here. A file that changes between its inspection and the dlopen is a race this does not
  *    close; the rule keeps strangers from writing there, which is what makes that race harmless.
@@ -61,13 +66,14 @@ static void logf_host(const kh_host_api *host, kh_log_level level, const char *f
     host->log(level, "khost", "%s", msg);
 }
 
-/* Same rule as the registry's section names; bounded because results records keep names in 64 bytes. */
-/* The safe way in: modes and ownership, then what a child learned about this very file (from the cache,
- * or inspecting it now), and only then dlopen here. Same contract as kh_module_load_ex. */
-static int vet_and_load(kh_modules *ms, const char *path, const kh_host_api *host, kh_module *out, char *err,
-                        size_t errlen, int *no_entry) {
+/* The safe way in: modes and ownership, then what a child learned about this very file (from the cache, or
+ * inspecting it now). Nothing is opened in this process. 0 when it inspected clean: *real (malloc'ed realpath),
+ * *kind and *name (malloc'ed) as the module declared them; else -1 with err (and *no_entry for a plain
+ * library). */
+static int vet(kh_modules *ms, const char *path, const kh_host_api *host, char **real_out, int *kind, char **name,
+               char *err, size_t errlen, int *no_entry) {
     *no_entry = 0;
-    memset(out, 0, sizeof *out);
+    *real_out = *name = NULL;
     if (!path || !*path) {
         snprintf(err, errlen, "no module path given");
         return -1;
@@ -105,10 +111,28 @@ static int vet_and_load(kh_modules *ms, const char *path, const kh_host_api *hos
         snprintf(err, errlen, "%s: no entry symbol %s: not a khost module", real, KH_ENTRY_NAME);
     } else if (known->status != KH_SCAN_OK) {
         snprintf(err, errlen, "%s", known->message && *known->message ? known->message : "inspection failed");
+    } else if (!(*name = strdup(known->name ? known->name : ""))) {
+        snprintf(err, errlen, "%s: out of memory", real);
     } else {
-        rc = kh_module_load_ex(real, host, out, no_entry, err, errlen);
+        *kind = known->kind;
+        *real_out = real;
+        real = NULL;
+        rc = 0;
     }
     kh_modcache_entry_free(&fresh);
+    free(real);
+    return rc;
+}
+
+/* vet, then dlopen here. Same contract as kh_module_load_ex. */
+static int vet_and_load(kh_modules *ms, const char *path, const kh_host_api *host, kh_module *out, char *err,
+                        size_t errlen, int *no_entry) {
+    memset(out, 0, sizeof *out);
+    char *real, *name;
+    int kind;
+    if (vet(ms, path, host, &real, &kind, &name, err, errlen, no_entry) != 0) return -1;
+    int rc = kh_module_load_ex(real, host, out, no_entry, err, errlen);
+    free(name);
     free(real);
     return rc;
 }
@@ -145,6 +169,16 @@ static void add_error(kh_modules *ms, const kh_host_api *host, const char *path,
 static kh_module *find_by_name(kh_modules *ms, const char *name) {
     for (int i = 0; i < ms->n; i++)
         if (!strcmp(ms->v[i].desc->name, name)) return &ms->v[i];
+    return NULL;
+}
+
+/* A module listed but not opened yet, by declared name or path (NULL: any). */
+static kh_pending *pending_named(kh_modules *ms, const char *name, const char *real) {
+    for (int i = 0; i < ms->n_pending; i++) {
+        kh_pending *p = &ms->pending[i];
+        if (p->state == KH_PENDING_WAITING && (!name || !strcmp(p->name, name)) && (!real || !strcmp(p->path, real)))
+            return p;
+    }
     return NULL;
 }
 
@@ -206,42 +240,87 @@ static const kh_reg_module *reg_section(const kh_registry *reg, const char *name
     return NULL;
 }
 
-/* Load a file the registry names in section rm. */
-static void load_named(const kh_registry *reg, const kh_reg_module *rm, const kh_host_api *host, kh_modules *ms,
-                       seen_set *seen) {
-    char err[1024], msg[1400];
+/* List a file that inspected clean, to be opened when a command names it (load_pending). Takes real and name.
+ * Refused (err) when another module, listed or loaded, declares the same name. */
+static int add_pending(kh_modules *ms, char *real, char *name, int kind, int enabled, int from_registry,
+                       const char *origin, char *err, size_t errlen) {
+    const kh_pending *op = pending_named(ms, name, NULL);
+    const kh_module *om = find_by_name(ms, name);
+    kh_pending *np = NULL;
+    char *o = NULL;
+    if (op || om) {
+        snprintf(err, errlen, "%s: module name '%s' is already used by %s", real, name, op ? op->path : om->path);
+    } else if (!(np = realloc(ms->pending, (size_t)(ms->n_pending + 1) * sizeof *np)) || !(o = strdup(origin))) {
+        if (np) ms->pending = np;
+        snprintf(err, errlen, "%s: out of memory", real);
+    } else {
+        ms->pending = np;
+        np[ms->n_pending++] = (kh_pending){real, name, kind, enabled, from_registry, o, KH_PENDING_WAITING};
+        return 0;
+    }
+    free(real);
+    free(name);
+    return -1;
+}
+
+/* Open a listed module in this process; on failure the reason is also recorded as a load error (kh_modules_find
+ * quotes it). v has room reserved for every listed module, so it never moves. */
+static kh_module *load_pending(kh_modules *ms, kh_pending *p, const kh_host_api *host, char *err, size_t errlen) {
+    char e[1024], msg[1400];
     kh_module m;
     int no_entry;
-    char *real = realpath(rm->path, NULL);
-    if (real) {
-        seen_add(seen, real);
-        free(real);
+    p->state = KH_PENDING_TRIED;
+    if (vet_and_load(ms, p->path, host, &m, e, sizeof e, &no_entry) == 0) {
+        if (m.kind == p->kind && !strcmp(m.desc->name, p->name)) {
+            m.enabled = p->enabled;
+            m.from_registry = p->from_registry;
+            if (append(ms, &m, 0, e, sizeof e) == 0) return &ms->v[ms->n - 1];
+        } else {
+            snprintf(e, sizeof e, "%s: changed since it was inspected (now the %s '%s', was the %s '%s')", m.path,
+                     kh_module_kind_word(m.kind), m.desc->name, kh_module_kind_word(p->kind), p->name);
+            kh_module_unload(&m);
+        }
     }
-    if (vet_and_load(ms, rm->path, host, &m, err, sizeof err, &no_entry)) {
-        snprintf(msg, sizeof msg, "%s ([%s %s] at %s:%d)", err, section_word(rm->kind), rm->name, reg->file,
-                 rm->line);
+    snprintf(msg, sizeof msg, "%s%s", e, p->origin);
+    add_error(ms, host, p->path, msg);
+    snprintf(err, errlen, "%s", msg);
+    return NULL;
+}
+
+/* List a file the registry names in section rm. */
+static void load_named(const kh_registry *reg, const kh_reg_module *rm, const kh_host_api *host, kh_modules *ms,
+                       seen_set *seen) {
+    char err[1024], msg[1400], origin[600];
+    char *real, *name;
+    int kind, no_entry;
+    char *seen_path = realpath(rm->path, NULL);
+    if (seen_path) {
+        seen_add(seen, seen_path);
+        free(seen_path);
+    }
+    snprintf(origin, sizeof origin, " ([%s %s] at %s:%d)", section_word(rm->kind), rm->name, reg->file, rm->line);
+    if (vet(ms, rm->path, host, &real, &kind, &name, err, sizeof err, &no_entry)) {
+        snprintf(msg, sizeof msg, "%s%s", err, origin);
         add_error(ms, host, rm->path, msg);
         return;
     }
-    if (m.kind != rm->kind) {
-        snprintf(msg, sizeof msg, "%s: is a %s module, but [%s %s] at %s:%d expects a %s", m.path, kh_module_kind_word(m.kind),
+    if (kind != rm->kind) {
+        snprintf(msg, sizeof msg, "%s: is a %s module, but [%s %s] at %s:%d expects a %s", real, kh_module_kind_word(kind),
                  section_word(rm->kind), rm->name, reg->file, rm->line, kh_module_kind_word(rm->kind));
-        add_error(ms, host, m.path, msg);
-        kh_module_unload(&m);
-        return;
-    }
-    if (strcmp(m.desc->name, rm->name)) {
+        add_error(ms, host, real, msg);
+    } else if (strcmp(name, rm->name)) {
         snprintf(msg, sizeof msg, "%s: the module calls itself '%s', but its registry section is [%s %s] at %s:%d",
-                 m.path, m.desc->name, section_word(rm->kind), rm->name, reg->file, rm->line);
-        add_error(ms, host, m.path, msg);
-        kh_module_unload(&m);
+                 real, name, section_word(rm->kind), rm->name, reg->file, rm->line);
+        add_error(ms, host, real, msg);
+    } else {
+        char *path = strdup(real);
+        if (add_pending(ms, real, name, kind, rm->enabled, 1, origin, err, sizeof err))
+            add_error(ms, host, path ? path : rm->path, err);
+        free(path);
         return;
     }
-    m.enabled = rm->enabled;
-    m.from_registry = 1;
-    char *path = strdup(m.path);
-    if (append(ms, &m, 1, err, sizeof err)) add_error(ms, host, path ? path : rm->path, err);
-    free(path);
+    free(real);
+    free(name);
 }
 
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
@@ -285,26 +364,21 @@ static void scan_dir(const kh_registry *reg, const char *dir, const kh_host_api 
         if (!real || seen_has(seen, real)) goto next; /* named in the registry, or a second folder entry */
         seen_add(seen, real);
 
-        char err[1024], msg[1400];
-        kh_module m;
-        int no_entry;
-        if (vet_and_load(ms, real, host, &m, err, sizeof err, &no_entry)) {
+        char err[1024];
+        char *vreal, *name;
+        int kind, no_entry;
+        if (vet(ms, real, host, &vreal, &kind, &name, err, sizeof err, &no_entry)) {
             if (no_entry) logf_host(host, KH_LOG_DEBUG, "%s (skipped)", err);
             else add_error(ms, host, real, err);
             goto next;
         }
         /* A path-less registry section configures the module that carries its name. */
-        const kh_reg_module *rm = reg_section(reg, m.desc->name, m.kind);
-        if (rm) {
-            m.enabled = rm->enabled;
-            m.from_registry = rm->path == NULL;
-        }
-        if (append(ms, &m, 1, err, sizeof err)) {
-            snprintf(msg, sizeof msg, "%s", err);
-            add_error(ms, host, real, msg);
-        } else {
-            logf_host(host, KH_LOG_DEBUG, "%s: %s '%s' found in %s", real, kh_module_kind_word(m.kind), m.desc->name, dir);
-        }
+        const kh_reg_module *rm = reg_section(reg, name, kind);
+        if (add_pending(ms, vreal, name, kind, rm ? rm->enabled : 1, rm ? rm->path == NULL : 0, "", err, sizeof err))
+            add_error(ms, host, real, err);
+        else
+            logf_host(host, KH_LOG_DEBUG, "%s: %s '%s' found in %s", real, kh_module_kind_word(kind),
+                      ms->pending[ms->n_pending - 1].name, dir);
     next:
         free(real);
         free(full);
@@ -313,7 +387,7 @@ static void scan_dir(const kh_registry *reg, const char *dir, const kh_host_api 
     free(names);
 }
 
-void kh_modules_discover(const kh_registry *reg, const kh_host_api *host, kh_modules *out) {
+void kh_modules_index(const kh_registry *reg, const kh_host_api *host, kh_modules *out) {
     memset(out, 0, sizeof *out);
     if (!reg) return;
     out->lax_modes = !reg->strict_modes;
@@ -341,8 +415,8 @@ void kh_modules_discover(const kh_registry *reg, const kh_host_api *host, kh_mod
     for (int i = 0; i < reg->n_modules; i++) {
         const kh_reg_module *rm = &reg->modules[i];
         if (rm->path) continue;
-        kh_module *m = find_by_name(out, rm->name);
-        if (m && m->kind == rm->kind) continue;
+        const kh_pending *p = pending_named(out, rm->name, NULL);
+        if (p && p->kind == rm->kind) continue;
         char msg[1400];
         snprintf(msg, sizeof msg, "%s:%d: [%s %s] has no path and no %s module named '%s' was found in the %s",
                  reg->file, rm->line, section_word(rm->kind), rm->name, kh_module_kind_word(rm->kind), rm->name,
@@ -350,14 +424,25 @@ void kh_modules_discover(const kh_registry *reg, const kh_host_api *host, kh_mod
         add_error(out, host, reg->file, msg);
     }
 
-    /* Reserve room for on-demand loads so that v never moves once callers hold pointers into it. */
-    if (out->cap < out->n + KH_MODULES_SPARE) {
-        kh_module *nv = realloc(out->v, (size_t)(out->n + KH_MODULES_SPARE) * sizeof *nv);
-        if (nv) {
-            out->v = nv;
-            out->cap = out->n + KH_MODULES_SPARE;
-        }
+    /* Room for every listed module and for loads by path, so that v never moves once callers hold pointers. */
+    int want = out->n_pending + KH_MODULES_SPARE;
+    kh_module *nv = realloc(out->v, (size_t)want * sizeof *nv);
+    if (nv) {
+        out->v = nv;
+        out->cap = want;
     }
+}
+
+void kh_modules_load_kind(kh_modules *ms, int kind, const kh_host_api *host) {
+    char err[1400];
+    for (int i = 0; i < ms->n_pending; i++)
+        if (ms->pending[i].state == KH_PENDING_WAITING && (kind < 0 || ms->pending[i].kind == kind))
+            load_pending(ms, &ms->pending[i], host, err, sizeof err);
+}
+
+void kh_modules_discover(const kh_registry *reg, const kh_host_api *host, kh_modules *out) {
+    kh_modules_index(reg, host, out);
+    kh_modules_load_kind(out, -1, host);
 }
 
 // --- lookup ----------------------------------------------------------------------------------------------------
@@ -379,7 +464,16 @@ kh_module *kh_modules_find(kh_modules *ms, int kind, const char *what, const kh_
             return NULL;
         }
         kh_module *m = find_by_path(ms, real);
+        kh_pending *p = m ? NULL : pending_named(ms, NULL, real);
         free(real);
+        if (p) {
+            if (p->kind != kind) {
+                snprintf(err, errlen, "%s: is a %s module, not a %s", p->path, kh_module_kind_word(p->kind),
+                         kh_module_kind_word(kind));
+                return NULL;
+            }
+            return load_pending(ms, p, host, err, errlen);
+        }
         if (!m) {
             kh_module nm;
             int no_entry;
@@ -401,17 +495,24 @@ kh_module *kh_modules_find(kh_modules *ms, int kind, const char *what, const kh_
         return m;
     }
 
-    kh_module *other = NULL;
-    for (int pass = 0; pass < 2; pass++) { /* registry name first, then file name */
+    const char *other = NULL; /* the path of a module of the other kind with that name */
+    int other_kind = 0;
+    for (int pass = 0; pass < 2; pass++) { /* registry name first, then file name; loaded, then listed */
         for (int i = 0; i < ms->n; i++) {
             kh_module *m = &ms->v[i];
             if (strcmp(pass == 0 ? m->desc->name : base_name(m->path), what)) continue;
             if (m->kind == kind) return m;
-            other = m;
+            other = m->path, other_kind = m->kind;
+        }
+        for (int i = 0; i < ms->n_pending; i++) {
+            kh_pending *p = &ms->pending[i];
+            if (p->state != KH_PENDING_WAITING || strcmp(pass == 0 ? p->name : base_name(p->path), what)) continue;
+            if (p->kind == kind) return load_pending(ms, p, host, err, errlen);
+            other = p->path, other_kind = p->kind;
         }
     }
     if (other) {
-        snprintf(err, errlen, "'%s' is a %s module (%s), not a %s", what, kh_module_kind_word(other->kind), other->path,
+        snprintf(err, errlen, "'%s' is a %s module (%s), not a %s", what, kh_module_kind_word(other_kind), other,
                  kh_module_kind_word(kind));
         return NULL;
     }
@@ -435,6 +536,11 @@ kh_module *kh_modules_find(kh_modules *ms, int kind, const char *what, const kh_
         w += (size_t)snprintf(err + w, errlen - w, " %s", ms->v[i].desc->name);
         any = 1;
     }
+    for (int i = 0; i < ms->n_pending && w < errlen; i++) {
+        if (ms->pending[i].kind != kind || ms->pending[i].state != KH_PENDING_WAITING) continue;
+        w += (size_t)snprintf(err + w, errlen - w, " %s", ms->pending[i].name);
+        any = 1;
+    }
     if (w < errlen) snprintf(err + w, errlen - w, "%s)", any ? "" : " none");
     return NULL;
 }
@@ -448,6 +554,12 @@ void kh_modules_free(kh_modules *ms) {
         free(ms->errors[i].message);
     }
     free(ms->errors);
+    for (int i = 0; i < ms->n_pending; i++) {
+        free(ms->pending[i].path);
+        free(ms->pending[i].name);
+        free(ms->pending[i].origin);
+    }
+    free(ms->pending);
     kh_modcache_free(&ms->cache);
     memset(ms, 0, sizeof *ms);
 }

@@ -467,6 +467,7 @@ static int mx_modules(kh_host *h, int kind, const char *list, mx_mod **out, int 
     *out = NULL;
     *n = 0;
     if (!strcmp(list, "all")) {
+        kh_modules_load_kind(&h->mods, kind, kh_host_api_get());
         for (int i = 0; i < h->mods.n; i++) {
             kh_module *m = &h->mods.v[i];
             if (m->kind == kind && m->enabled && mx_add_mod(out, n, h, m)) goto oom;

@@ -10,7 +10,6 @@
  *   deterministic         GPU: 1 (default) prefer deterministic cuDNN algorithms (the fastest working one, with a
  *                         warning, where none is); 0 take the fastest working one
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,16 +21,15 @@
 
 static const kh_host_api *g_host;
 
-kh_status tf_fail(tf_session *s, kh_status st, const char *what, const char *fmt, ...) {
-    if (!s) return st;
-    char why[400];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(why, sizeof why, fmt, ap);
-    va_end(ap);
-    snprintf(s->err, sizeof s->err, "tensorflow %s on %s: %s", what, s->dev.id[0] ? s->dev.id : "cpu", why);
-    return st;
-}
+#ifndef TF_GPU_HALF
+#define TF_GPU_HALF 0 /* 1: CMake built tensorflow-cuda/tensorflow_cuda.so beside this module */
+#endif
+static kh_half g_half = KH_HALF_INIT("tensorflow", "tensorflow-cuda", "tensorflow_cuda.so", TF_CUDA_HALF_ENTRY,
+                                     TF_GPU_HALF, TF_CUDA_HALF_VERSION, sizeof(tf_session), sizeof(tf_model));
+
+const tf_cuda_table *tf_cuda_half(void) { return kh_half_load(&g_half); }
+const tf_cuda_table *tf_gpu(void) { return kh_half_loaded(&g_half); }
+const char *tf_cuda_why(void) { return kh_half_why(&g_half); }
 
 void *tf_alloc(tf_session *s, size_t bytes) { return kh_host_alloc(s->host, bytes); }
 
@@ -49,7 +47,9 @@ static kh_status tf_get_caps(uint32_t device_kind, kh_caps *out) {
         snprintf(c.note, sizeof c.note, "%s", c.available ? "dataflow executor, OpenBLAS MatMul, im2col Conv2D, NHWC"
                                                           : "built without BLAS: CPU path unavailable");
     } else if (device_kind == KH_DEVICE_CUDA) {
-        tf_cuda_caps(&c);
+        const tf_cuda_table *cu = tf_cuda_half();
+        if (cu) cu->caps(&c);
+        else snprintf(c.note, sizeof c.note, "%s", tf_cuda_why());
     } else {
         snprintf(c.note, sizeof c.note, "unknown device kind %u", device_kind);
     }
@@ -111,7 +111,9 @@ static kh_status tf_open(const kh_host_api *host, const kh_device *dev, kh_bsess
     s->set.inline_cost = inl;
     s->set.deterministic = (int)det;
     if (dev->kind == KH_DEVICE_CUDA) {
-        st = tf_cuda_open(s, err, errlen);
+        const tf_cuda_table *cu = tf_cuda_half();
+        st = cu ? cu->open(s, err, errlen)
+                : kh_errf(err, errlen, KH_ERR_UNSUPPORTED, "tensorflow open on %s: %s", id, tf_cuda_why());
         if (st != KH_OK) {
             free(b);
             return st;
@@ -132,7 +134,7 @@ static kh_status tf_open(const kh_host_api *host, const kh_device *dev, kh_bsess
 
 static void tf_close(kh_bsession *b) {
     if (!b) return;
-    if (b->s.cuda) tf_cuda_close(&b->s);
+    if (b->s.cuda) tf_gpu()->close(&b->s);
     tf_pool_destroy(b->s.pool);
     free(b);
 }
@@ -142,7 +144,7 @@ static const char *tf_last_error(kh_bsession *b) { return b ? b->s.err : "tensor
 static kh_status tf_environment(kh_bsession *b, char *buf, size_t n) {
     if (!b || !buf || n == 0) return KH_ERR_INVALID;
     tf_session *s = &b->s;
-    if (s->dev.kind == KH_DEVICE_CUDA) return tf_cuda_environment(s, buf, n);
+    if (s->dev.kind == KH_DEVICE_CUDA) return tf_gpu()->environment(s, buf, n);
     char ver[64];
     snprintf(buf, n, "blas=%s (single-threaded calls) threads=%d inter_op=%d intra_op=%d inline_cost=%lld",
              tf_blas_version(ver, sizeof ver), s->threads, s->set.inter_op, s->set.intra_op,

@@ -160,7 +160,7 @@ kh_status tf_api_compile(kh_bsession *bs, const kh_model_spec *spec, const kh_co
         if (st != KH_OK) st = tf_fail(s, st, "compile", "memory plan of function %d failed", f);
         else if (m->fn[f].plan.arena_bytes > m->arena_bytes) m->arena_bytes = m->fn[f].plan.arena_bytes;
     }
-    if (st == KH_OK) st = on_cuda(m) ? tf_cuda_compile(m) : alloc_cpu(m);
+    if (st == KH_OK) st = on_cuda(m) ? tf_gpu()->compile(m) : alloc_cpu(m);
     if (st != KH_OK) {
         tf_api_model_free(b);
         return st;
@@ -174,7 +174,7 @@ void tf_api_model_free(kh_bmodel *b) {
     tf_model *m = &b->m;
     tf_session *s = m->s;
     free(m->layer_kinds);
-    if (m->cuda) tf_cuda_free(m);
+    if (m->cuda) tf_gpu()->free_model(m);
     for (int f = 0; f < KH_GFN_COUNT; f++) {
         tf_fn *fn = &m->fn[f];
         if (fn->succ_off || fn->pending) tf_exec_release(m, fn);
@@ -221,7 +221,7 @@ kh_status tf_api_set_weight(kh_bmodel *b, int32_t layer, int32_t slot, const kh_
     int32_t v;
     kh_status st = check_slot(m, layer, slot, w, "set_weight", &v);
     if (st != KH_OK) return st;
-    if (on_cuda(m)) return tf_cuda_set_var(m, v, w->data);
+    if (on_cuda(m)) return tf_gpu()->set_var(m, v, w->data);
     memcpy(m->vars[v].w, w->data, (size_t)m->vars[v].numel * sizeof(float));
     return KH_OK;
 }
@@ -232,7 +232,7 @@ kh_status tf_api_get_weight(kh_bmodel *b, int32_t layer, int32_t slot, kh_tensor
     int32_t v;
     kh_status st = check_slot(m, layer, slot, w, "get_weight", &v);
     if (st != KH_OK) return st;
-    if (on_cuda(m)) return tf_cuda_get_var(m, v, w->data);
+    if (on_cuda(m)) return tf_gpu()->get_var(m, v, w->data);
     memcpy(w->data, m->vars[v].w, (size_t)m->vars[v].numel * sizeof(float));
     return KH_OK;
 }
@@ -278,7 +278,7 @@ kh_status tf_api_train_batch(kh_bmodel *b, const kh_tensor *x, const kh_tensor *
     if (st != KH_OK) return st;
     double lr = kh_optimizer_step_lr(&m->mg.opt, m->iterations);
     uint64_t counter = m->n_forward++;
-    if (on_cuda(m)) st = tf_cuda_run(m, KH_GFN_TRAIN, 0, n, lr, counter, x->data, y->data, NULL);
+    if (on_cuda(m)) st = tf_gpu()->run(m, KH_GFN_TRAIN, 0, n, lr, counter, x->data, y->data, NULL);
     else {
         stage(m, x, y, n);
         st = tf_exec_run(m, &m->fn[KH_GFN_TRAIN], 0, n, lr, counter);
@@ -296,7 +296,7 @@ kh_status tf_api_eval_batch(kh_bmodel *b, const kh_tensor *x, const kh_tensor *y
     if (st == KH_OK) st = check_x(m, x, "eval_batch", &n);
     if (st == KH_OK) st = check_y(m, y, n, "eval_batch");
     if (st != KH_OK) return st;
-    if (on_cuda(m)) return tf_cuda_run(m, KH_GFN_EVAL, 0, n, 0.0, 0, x->data, y->data, NULL);
+    if (on_cuda(m)) return tf_gpu()->run(m, KH_GFN_EVAL, 0, n, 0.0, 0, x->data, y->data, NULL);
     stage(m, x, y, n);
     st = tf_exec_run(m, &m->fn[KH_GFN_EVAL], 0, n, 0.0, 0);
     if (st == KH_OK) add_metrics(m, KH_GFN_EVAL, KH_PHASE_EVAL, n);
@@ -310,7 +310,7 @@ static kh_status check_out(tf_model *m, const kh_tensor *out, int64_t n, int64_t
 }
 
 static kh_status read_node(tf_model *m, kh_gfn fn, int32_t node, int64_t n, float *dst) {
-    if (on_cuda(m)) return tf_cuda_read_node(m, fn, node, n, dst);
+    if (on_cuda(m)) return tf_gpu()->read_node(m, fn, node, n, dst);
     memcpy(dst, m->fn[fn].out[node], (size_t)kh_graph_numel(m->fn[fn].g, node, n) * sizeof(float));
     return KH_OK;
 }
@@ -322,7 +322,7 @@ kh_status tf_api_predict(kh_bmodel *b, const kh_tensor *x, kh_tensor *out) {
     kh_status st = check_x(m, x, "predict", &n);
     if (st == KH_OK) st = check_out(m, out, n, m->mg.out_numel, "predict");
     if (st != KH_OK) return st;
-    if (on_cuda(m)) st = tf_cuda_run(m, KH_GFN_PREDICT, 0, n, 0.0, 0, x->data, NULL, NULL);
+    if (on_cuda(m)) st = tf_gpu()->run(m, KH_GFN_PREDICT, 0, n, 0.0, 0, x->data, NULL, NULL);
     else {
         stage(m, x, NULL, n);
         st = tf_exec_run(m, &m->fn[KH_GFN_PREDICT], 0, n, 0.0, 0);
@@ -334,7 +334,7 @@ kh_status tf_api_read_metrics(kh_bmodel *b, uint32_t phase, kh_metrics *out, int
     if (!b) return KH_ERR_INVALID;
     tf_model *m = M(b);
     if (!out || phase > KH_PHASE_EVAL) return tf_fail(m->s, KH_ERR_INVALID, "read_metrics", "bad phase %u", phase);
-    if (on_cuda(m)) return tf_cuda_read_metrics(m, phase, out, reset);
+    if (on_cuda(m)) return tf_gpu()->read_metrics(m, phase, out, reset);
     *out = m->met[phase];
     if (reset) memset(&m->met[phase], 0, sizeof m->met[phase]);
     return KH_OK;
@@ -343,7 +343,7 @@ kh_status tf_api_read_metrics(kh_bmodel *b, uint32_t phase, kh_metrics *out, int
 /* The CPU executor is synchronous; the CUDA one waits for its stream. */
 kh_status tf_api_sync(kh_bmodel *b) {
     if (!b) return KH_ERR_INVALID;
-    return on_cuda(M(b)) ? tf_cuda_sync(M(b)) : KH_OK;
+    return on_cuda(M(b)) ? tf_gpu()->sync(M(b)) : KH_OK;
 }
 
 // --- probes ---------------------------------------------------------------------------------------------------
@@ -355,7 +355,7 @@ kh_status tf_api_forward(kh_bmodel *b, const kh_tensor *x, kh_tensor *out) {
     if (st == KH_OK) st = check_out(m, out, n, m->mg.out_numel, "forward");
     if (st != KH_OK) return st;
     m->probe_counter = m->n_forward++;
-    if (on_cuda(m)) st = tf_cuda_run(m, KH_GFN_PROBE, 0, n, 0.0, m->probe_counter, x->data, NULL, NULL);
+    if (on_cuda(m)) st = tf_gpu()->run(m, KH_GFN_PROBE, 0, n, 0.0, m->probe_counter, x->data, NULL, NULL);
     else {
         stage(m, x, NULL, n);
         st = tf_exec_run(m, &m->fn[KH_GFN_PROBE], 0, n, 0.0, m->probe_counter);
@@ -378,7 +378,7 @@ kh_status tf_api_backward(kh_bmodel *b, const kh_tensor *dy, kh_tensor *dx) {
     if (dx && dxn >= 0 && check_out(m, dx, n, m->mg.input_numel, "backward") != KH_OK) return KH_ERR_INVALID;
     kh_status st;
     tf_fn *f = &m->fn[KH_GFN_PROBE];
-    if (on_cuda(m)) st = tf_cuda_run(m, KH_GFN_PROBE, 1, n, 0.0, m->probe_counter, NULL, NULL, dy->data);
+    if (on_cuda(m)) st = tf_gpu()->run(m, KH_GFN_PROBE, 1, n, 0.0, m->probe_counter, NULL, NULL, dy->data);
     else {
         memcpy(m->feed_dy, dy->data, (size_t)(n * m->mg.out_numel) * 4);
         /* accumulators of a probe start from zero at every backward (no Apply consumes them) */

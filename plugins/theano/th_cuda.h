@@ -1,5 +1,7 @@
-/* th_cuda.h — theano's GPU path as the rest of the backend sees it (th_cuda_session.c, th_cuda_model.c,
- * th_cuda_run.c), or the stub of builds without the CUDA toolkit, cuBLAS or cuDNN (th_cuda_stub.c).
+/* th_cuda.h — theano's GPU path (th_cuda_session.c, th_cuda_model.c, th_cuda_run.c) and the table through which
+ * the rest of the backend reaches it. The GPU path is built into the GPU half, theano-cuda/theano_cuda.so,
+ * which theano.so loads with khost/kit/half.h the first time the CUDA kind is asked for: theano.so itself links
+ * no CUDA library, so cpu cells map none.
  *
  * The model code (th_model.c) lowers the spec (LSTMs as scans on this path), runs the passes and plans each
  * function, as on the CPU; then th_cuda_compile emits each function as CUDA C (th_emit_cuda.c), compiles it with
@@ -11,6 +13,7 @@
 #define TH_CUDA_H
 
 #include "th.h"
+#include "khost/kit/half.h"
 
 typedef struct th_cuda_session th_cuda_session; /* th_cuda_exec.h */
 typedef struct th_cuda_model th_cuda_model;
@@ -36,5 +39,34 @@ kh_status th_cuda_run(th_model *m, kh_gfn fn, int part, int64_t n, double lr, ui
 kh_status th_cuda_read_node(th_model *m, kh_gfn fn, int32_t node, int64_t n, float *dst);
 kh_status th_cuda_read_metrics(th_model *m, uint32_t phase, kh_metrics *out, int32_t reset);
 kh_status th_cuda_sync(th_model *m);
+
+
+/* The half's one exported symbol (TH_CUDA_HALF_ENTRY) returns this table; th_cuda_half.c fills it with the
+ * functions above. Version and sizes are checked by the loader (th_entry.c). */
+#define TH_CUDA_HALF_ENTRY "theano_cuda_half_entry"
+#define TH_CUDA_HALF_VERSION 1u
+
+typedef struct th_cuda_table {
+    kh_half_header head; /* version, sizeof(th_session), sizeof(th_model) */
+    void (*caps)(kh_caps *c);
+    kh_status (*open)(th_session *s, char *err, size_t errlen);
+    void (*close)(th_session *s);
+    kh_status (*environment)(th_session *s, char *buf, size_t n);
+    kh_status (*compile)(th_model *m);
+    void (*free_model)(th_model *m);
+    kh_status (*set_var)(th_model *m, int32_t v, const float *w);
+    kh_status (*get_var)(th_model *m, int32_t v, float *w);
+    kh_status (*run)(th_model *m, kh_gfn fn, int part, int64_t n, double lr, uint64_t counter, const void *x,
+                     const int32_t *labels, const float *dy);
+    kh_status (*read_node)(th_model *m, kh_gfn fn, int32_t node, int64_t n, float *dst);
+    kh_status (*read_metrics)(th_model *m, uint32_t phase, kh_metrics *out, int32_t reset);
+    kh_status (*sync)(th_model *m);
+} th_cuda_table;
+
+/* theano.so's side: the half (loading it on first use), or NULL with th_cuda_why() saying why. */
+const th_cuda_table *th_cuda_half(void);
+/* The half once a session was opened through it; every call on a CUDA session or model goes through this. */
+const th_cuda_table *th_gpu(void);
+const char *th_cuda_why(void);
 
 #endif

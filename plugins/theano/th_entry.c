@@ -26,6 +26,16 @@
 #include "khost/kit/alloc.h"
 
 
+#ifndef TH_GPU_HALF
+#define TH_GPU_HALF 0 /* 1: CMake built theano-cuda/theano_cuda.so beside this module */
+#endif
+static kh_half g_half = KH_HALF_INIT("theano", "theano-cuda", "theano_cuda.so", TH_CUDA_HALF_ENTRY, TH_GPU_HALF,
+                                     TH_CUDA_HALF_VERSION, sizeof(th_session), sizeof(th_model));
+
+const th_cuda_table *th_cuda_half(void) { return kh_half_load(&g_half); }
+const th_cuda_table *th_gpu(void) { return kh_half_loaded(&g_half); }
+const char *th_cuda_why(void) { return kh_half_why(&g_half); }
+
 #define TH_DEFAULT_CFLAGS "-O3 -march=native -fopenmp -ffp-contract=fast -fno-math-errno -fno-trapping-math"
 
 static kh_status th_get_caps(uint32_t device_kind, kh_caps *out) {
@@ -39,7 +49,9 @@ static kh_status th_get_caps(uint32_t device_kind, kh_caps *out) {
         snprintf(c.note, sizeof c.note, "%s", c.available ? "optimised graph compiled to C (cc + dlopen), OpenBLAS GEMM"
                                                           : "built without BLAS: CPU path unavailable");
     } else if (device_kind == KH_DEVICE_CUDA) {
-        th_cuda_caps(&c); /* the note says plainly that this path has never run on a GPU */
+        const th_cuda_table *cu = th_cuda_half();
+        if (cu) cu->caps(&c); /* the note says plainly that this path has never run on a GPU */
+        else snprintf(c.note, sizeof c.note, "%s", th_cuda_why());
     } else {
         snprintf(c.note, sizeof c.note, "unknown device kind %u", device_kind);
     }
@@ -115,10 +127,15 @@ static kh_status th_open(const kh_host_api *host, const kh_device *dev, kh_bsess
         free(b);
         return st;
     }
-    if (dev->kind == KH_DEVICE_CUDA && (st = th_cuda_open(s, err, errlen)) != KH_OK) {
-        th_build_close(s);
-        free(b);
-        return st;
+    if (dev->kind == KH_DEVICE_CUDA) {
+        const th_cuda_table *cu = th_cuda_half();
+        st = cu ? cu->open(s, err, errlen)
+                : kh_errf(err, errlen, KH_ERR_UNSUPPORTED, "theano open on %s: %s", id, th_cuda_why());
+        if (st != KH_OK) {
+            th_build_close(s);
+            free(b);
+            return st;
+        }
     }
     th_blas_threads(1); /* the generated code's OpenMP loops split big GEMMs; BLAS never starts threads */
     /* Idle OpenMP workers spin briefly, then sleep (unless the user chose otherwise): the scans open two short
@@ -134,7 +151,7 @@ static kh_status th_open(const kh_host_api *host, const kh_device *dev, kh_bsess
 
 static void th_close(kh_bsession *b) {
     if (!b) return;
-    if (b->s.cuda) th_cuda_close(&b->s);
+    if (b->s.cuda) th_gpu()->close(&b->s);
     th_build_close(&b->s);
     free(b);
 }
@@ -148,7 +165,7 @@ static kh_status th_environment(kh_bsession *b, char *buf, size_t n) {
     if (s->cuda) {
         snprintf(buf, n, "optimize=%d", s->set.passes);
         size_t k = strlen(buf);
-        return th_cuda_environment(s, buf + k, n - k);
+        return th_gpu()->environment(s, buf + k, n - k);
     }
     snprintf(buf, n, "blas=%s threads=%d cc=%s cflags=\"%s\" optimize=%d cache=%s", th_blas_version(ver, sizeof ver),
              s->threads, s->set.cc, s->set.cflags, s->set.passes, th_build_cache_dir(s));

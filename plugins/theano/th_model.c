@@ -152,7 +152,7 @@ kh_status th_api_compile(kh_bsession *bs, const kh_model_spec *spec, const kh_co
     m->codegen_s += kh_now() - t0;
     for (int f = 0; f < KH_GFN_COUNT && st == KH_OK; f++)
         if (m->mg.fn[f].n_nodes > 0) st = build_fn(m, f);
-    if (st == KH_OK) st = s->cuda ? th_cuda_compile(m) : alloc_storage(m);
+    if (st == KH_OK) st = s->cuda ? th_gpu()->compile(m) : alloc_storage(m);
     if (st != KH_OK) {
         th_api_model_free(b);
         return st;
@@ -167,7 +167,7 @@ void th_api_model_free(kh_bmodel *b) {
     if (!b) return;
     th_model *m = &b->m;
     th_session *s = m->s;
-    th_cuda_free(m);
+    if (m->cuda) th_gpu()->free_model(m);
     for (int f = 0; f < KH_GFN_COUNT; f++) {
         th_fn_unit *u = &m->fn[f];
         if (u->dl) dlclose(u->dl);
@@ -211,7 +211,7 @@ kh_status th_api_set_weight(kh_bmodel *b, int32_t layer, int32_t slot, const kh_
     if (!b) return KH_ERR_INVALID;
     int32_t v = -1;
     kh_status st = check_slot(M(b), layer, slot, w, "set_weight", &v);
-    if (st == KH_OK && M(b)->cuda) return th_cuda_set_var(M(b), v, w->data);
+    if (st == KH_OK && M(b)->cuda) return th_gpu()->set_var(M(b), v, w->data);
     if (st == KH_OK) memcpy(M(b)->vars[v].w, w->data, (size_t)M(b)->vars[v].numel * sizeof(float));
     return st;
 }
@@ -220,7 +220,7 @@ kh_status th_api_get_weight(kh_bmodel *b, int32_t layer, int32_t slot, kh_tensor
     if (!b) return KH_ERR_INVALID;
     int32_t v = -1;
     kh_status st = check_slot(M(b), layer, slot, w, "get_weight", &v);
-    if (st == KH_OK && M(b)->cuda) return th_cuda_get_var(M(b), v, w->data);
+    if (st == KH_OK && M(b)->cuda) return th_gpu()->get_var(M(b), v, w->data);
     if (st == KH_OK) memcpy(w->data, M(b)->vars[v].w, (size_t)M(b)->vars[v].numel * sizeof(float));
     return st;
 }
@@ -248,7 +248,7 @@ static kh_status check_out(th_model *m, const kh_tensor *out, int64_t n, int64_t
 static kh_status run(th_model *m, kh_gfn f, int part, const kh_tensor *x, const kh_tensor *y, int64_t n, double lr,
                      uint64_t counter, const char *op) {
     th_fn_unit *u = &m->fn[f];
-    if (m->cuda) return th_cuda_run(m, f, part, n, lr, counter, x ? x->data : NULL, y ? (const int32_t *)y->data : NULL, NULL);
+    if (m->cuda) return th_gpu()->run(m, f, part, n, lr, counter, x ? x->data : NULL, y ? (const int32_t *)y->data : NULL, NULL);
     if (!u->run) return th_fail(m->s, KH_ERR_UNSUPPORTED, op, "the model has no loss (compiled for probes only)");
     if (x) memcpy(m->feed_x, x->data, (size_t)(n * m->mg.input_numel) * 4);
     if (y) memcpy(m->feed_labels, y->data, (size_t)n * 4);
@@ -266,7 +266,7 @@ static void add_metrics(th_model *m, kh_gfn f, uint32_t phase, int64_t n) {
 }
 
 static kh_status read_node(th_model *m, kh_gfn f, int32_t node, int64_t n, float *dst) {
-    if (m->cuda) return th_cuda_read_node(m, f, node, n, dst);
+    if (m->cuda) return th_gpu()->read_node(m, f, node, n, dst);
     const th_fn_unit *u = &m->fn[f];
     int32_t r = node;
     while (u->g.nodes[r].op == KH_GOP_RESHAPE) r = kh_graph_inputs(&u->g, r)[0];
@@ -322,7 +322,7 @@ kh_status th_api_read_metrics(kh_bmodel *b, uint32_t phase, kh_metrics *out, int
     if (!b) return KH_ERR_INVALID;
     th_model *m = M(b);
     if (!out || phase > KH_PHASE_EVAL) return th_fail(m->s, KH_ERR_INVALID, "read_metrics", "bad phase %u", phase);
-    if (m->cuda) return th_cuda_read_metrics(m, phase, out, reset); /* accumulated on the device */
+    if (m->cuda) return th_gpu()->read_metrics(m, phase, out, reset); /* accumulated on the device */
     *out = m->met[phase];
     if (reset) memset(&m->met[phase], 0, sizeof m->met[phase]);
     return KH_OK;
@@ -342,7 +342,7 @@ kh_status th_api_compile_info(kh_bmodel *b, kh_compile_info *out) {
 /* Generated C functions run synchronously on the calling thread; the GPU path's run on the session's stream. */
 kh_status th_api_sync(kh_bmodel *b) {
     if (!b) return KH_ERR_INVALID;
-    return M(b)->cuda ? th_cuda_sync(M(b)) : KH_OK;
+    return M(b)->cuda ? th_gpu()->sync(M(b)) : KH_OK;
 }
 
 // --- probes ---------------------------------------------------------------------------------------------------
@@ -372,7 +372,7 @@ kh_status th_api_backward(kh_bmodel *b, const kh_tensor *dy, kh_tensor *dx) {
     int32_t dxn = u->g.outputs[KH_GOUT_DX];
     if (dx && dxn >= 0 && check_out(m, dx, n, m->mg.input_numel, "backward") != KH_OK) return KH_ERR_INVALID;
     if (m->cuda) { /* th_cuda_run clears the accumulators and stages dy */
-        kh_status st = th_cuda_run(m, KH_GFN_PROBE, 1, n, 0.0, m->probe_counter, NULL, NULL, dy->data);
+        kh_status st = th_gpu()->run(m, KH_GFN_PROBE, 1, n, 0.0, m->probe_counter, NULL, NULL, dy->data);
         if (st != KH_OK) return st;
         m->have_grad = 1;
         return dx && dxn >= 0 ? read_node(m, KH_GFN_PROBE, dxn, n, dx->data) : KH_OK;

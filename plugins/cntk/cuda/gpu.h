@@ -2,8 +2,7 @@
  *
  * Built from cuda/session.c, cuda/model.c, cuda/layers.c, cuda/lstm.c and
  * cuda/kernels.cu into the GPU half (cntk_cuda.so; cntk.so reaches it through cuda/lazy.c) when
- * CMake finds the CUDA toolkit and cuDNN; otherwise
- * cuda/stub.c provides the same functions, each answering "built without CUDA".
+ * CMake finds the CUDA toolkit and cuDNN; in builds without them cuda/lazy.c answers "built without CUDA".
  * The entry points mirror the CPU executor's (cntk.h) and run from the same device-independent plan.
  */
 #ifndef KHOST_CNTK_CUDA_H

@@ -4,10 +4,8 @@
 #include "cuda/half.h"
 
 static const cntk_cuda_table g_table = {
-    .version = CNTK_CUDA_HALF_VERSION,
-    .session_size = sizeof(cntk_session),
-    .model_size = sizeof(cntk_model),
-    .plan_size = sizeof(cntk_plan),
+    .head = {.version = CNTK_CUDA_HALF_VERSION, .n_sizes = 3,
+             .sizes = {sizeof(cntk_session), sizeof(cntk_model), sizeof(cntk_plan)}},
     .caps = cntk_cuda_caps,
     .open = cntk_cuda_open,
     .close = cntk_cuda_close,
@@ -26,4 +24,4 @@ static const cntk_cuda_table g_table = {
     .sync = cntk_cuda_sync,
 };
 
-KH_EXPORT const cntk_cuda_table *cntk_cuda_half_entry(void) { return &g_table; }
+KH_EXPORT const kh_half_header *cntk_cuda_half_entry(void) { return &g_table.head; }

@@ -1,11 +1,7 @@
-/* cuda/lazy.c — cntk.so's side of the GPU half (cuda/half.h): the cntk_cuda_* entry points, each
- * routed to cntk_cuda.so, which is dlopen'ed on the first get_caps(cuda) or open on a CUDA device — never in a
- * cpu cell, so cpu cells map no cuBLAS/cuDNN. When the half cannot be loaded the CUDA kind is unavailable
- * and the note / error names the file and dlerror()'s reason. Loaded once (pthread_once) and never unloaded
- * (the half is linked -z nodelete: the static CUDA runtime registers atexit handlers inside it). */
-#define _GNU_SOURCE /* dladdr */
-#include <dlfcn.h>
-#include <pthread.h>
+/* cuda/lazy.c — cntk.so's side of the GPU half (cuda/half.h): the cntk_cuda_* entry points, each routed to
+ * cntk_cuda.so, which khost/kit/half.h loads on the first get_caps(cuda) or open on a CUDA device — never in a
+ * cpu cell, so cpu cells map no cuBLAS/cuDNN. When the half cannot be loaded (or was not built) the CUDA kind
+ * is unavailable and the note / error gives the loader's reason. */
 #include <stdio.h>
 #include <string.h>
 
@@ -13,51 +9,16 @@
 #include "cuda/half.h"
 #include "khost/kit/status.h"
 
-static pthread_once_t g_once = PTHREAD_ONCE_INIT;
-static const cntk_cuda_table *g_t; /* set once by load_half; read-only afterwards */
-static char g_why[768];            /* why the half is not loaded */
+#ifndef CNTK_GPU_HALF
+#define CNTK_GPU_HALF 0 /* 1: CMake built cntk-cuda/cntk_cuda.so beside this module */
+#endif
+static kh_half g_half = KH_HALF_INIT("cntk", "cntk-cuda", "cntk_cuda.so", CNTK_CUDA_HALF_ENTRY, CNTK_GPU_HALF,
+                                     CNTK_CUDA_HALF_VERSION, sizeof(cntk_session), sizeof(cntk_model),
+                                     sizeof(cntk_plan));
+#define g_t ((const cntk_cuda_table *)kh_half_loaded(&g_half)) /* the half once loaded, else NULL */
+#define g_why kh_half_why(&g_half)
 
-static void load_half(void) {
-    Dl_info di;
-    memset(&di, 0, sizeof di);
-    if (!dladdr((void *)&load_half, &di) || !di.dli_fname) {
-        snprintf(g_why, sizeof g_why, "cannot find the folder of cntk.so (dladdr failed)");
-        return;
-    }
-    const char *slash = strrchr(di.dli_fname, '/');
-    char path[4096];
-    snprintf(path, sizeof path, "%.*s/%s/%s", slash ? (int)(slash - di.dli_fname) : 1, slash ? di.dli_fname : ".",
-             CNTK_CUDA_HALF_DIR, CNTK_CUDA_HALF_FILE);
-    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    if (!h) {
-        const char *e = dlerror();
-        if (e && strstr(e, path)) /* dlerror usually names the file already */
-            snprintf(g_why, sizeof g_why, "%s", e);
-        else
-            snprintf(g_why, sizeof g_why, "%s: %s", path, e ? e : "dlopen failed");
-        return;
-    }
-    cntk_cuda_half_fn fn;
-    *(void **)(&fn) = dlsym(h, CNTK_CUDA_HALF_ENTRY);
-    const cntk_cuda_table *t = fn ? fn() : NULL;
-    if (!t) {
-        snprintf(g_why, sizeof g_why, "%s: no %s table", path, CNTK_CUDA_HALF_ENTRY);
-        return;
-    }
-    if (t->version != CNTK_CUDA_HALF_VERSION || t->session_size != sizeof(cntk_session) ||
-        t->model_size != sizeof(cntk_model) || t->plan_size != sizeof(cntk_plan)) {
-        snprintf(g_why, sizeof g_why, "%s is from another build (table version %u, structures %u/%u/%u bytes; "
-                 "cntk.so expects %u, %zu/%zu/%zu)", path, t->version, t->session_size, t->model_size, t->plan_size,
-                 CNTK_CUDA_HALF_VERSION, sizeof(cntk_session), sizeof(cntk_model), sizeof(cntk_plan));
-        return;
-    }
-    g_t = t;
-}
-
-static const cntk_cuda_table *half(void) {
-    pthread_once(&g_once, load_half);
-    return g_t;
-}
+static const cntk_cuda_table *half(void) { return kh_half_load(&g_half); }
 
 void cntk_cuda_caps(kh_caps *c) {
     const cntk_cuda_table *t = half();
@@ -66,12 +27,12 @@ void cntk_cuda_caps(kh_caps *c) {
         return;
     }
     c->available = 0;
-    snprintf(c->note, sizeof c->note, "GPU half not loadable: %s", g_why);
+    snprintf(c->note, sizeof c->note, "%s", g_why);
 }
 
 kh_status cntk_cuda_open(cntk_session *s, char *err, size_t errlen) {
     const cntk_cuda_table *t = half();
-    if (!t) return kh_errf(err, errlen, KH_ERR_UNSUPPORTED, "cntk open on %s: cannot load the GPU half: %s", s->dev.id, g_why);
+    if (!t) return kh_errf(err, errlen, KH_ERR_UNSUPPORTED, "cntk open on %s: %s", s->dev.id, g_why);
     return t->open(s, err, errlen);
 }
 
@@ -92,7 +53,7 @@ kh_status cntk_cuda_environment(cntk_session *s, char *buf, size_t n) {
     } while (0)
 
 kh_status cntk_cuda_compile(cntk_model *m) {
-    if (!half()) return cntk_fail(m->s, KH_ERR_UNSUPPORTED, "compile", "cannot load the GPU half: %s", g_why);
+    if (!half()) return cntk_fail(m->s, KH_ERR_UNSUPPORTED, "compile", "%s", g_why);
     return g_t->compile(m);
 }
 

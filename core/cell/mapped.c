@@ -1,0 +1,37 @@
+/* core/cell/mapped.c — the files this process has mapped, from /proc/self/maps (mapped.h). */
+#include "cell/mapped.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+int kh_mapped_write(const char *path, char *err, size_t errlen) {
+    FILE *in = fopen("/proc/self/maps", "r");
+    if (!in) {
+        snprintf(err, errlen, "/proc/self/maps: cannot open: %s", strerror(errno));
+        return -1;
+    }
+    FILE *out = fopen(path, "w");
+    if (!out) {
+        snprintf(err, errlen, "%s: cannot create: %s", path, strerror(errno));
+        fclose(in);
+        return -1;
+    }
+    /* maps lists a file once per mapped range, ranges of one file adjacent: print a path when it changes */
+    char line[4608], last[4096] = "";
+    while (fgets(line, sizeof line, in)) {
+        const char *file = strchr(line, '/');
+        if (!file) continue; /* anonymous, [heap], [stack], ... */
+        size_t n = strcspn(file, "\n");
+        if (n >= sizeof last || (!strncmp(file, last, n) && last[n] == 0)) continue;
+        memcpy(last, file, n);
+        last[n] = 0;
+        fprintf(out, "%s\n", last);
+    }
+    fclose(in);
+    if (fclose(out) != 0) {
+        snprintf(err, errlen, "%s: cannot write: %s", path, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
