@@ -716,6 +716,8 @@ int kh_cmd_verify(kh_host *h, int argc, char **argv) {
         kh_device_release(devs, dev);
         return KH_EXIT_DEVICE;
     }
+    char envs[512]; /* what the backend runs on (its record's environment): which path was verified */
+    if (v.b->environment && v.b->environment(v.s, envs, sizeof envs) == KH_OK) printf("environment: %s\n", envs);
     printf("metric: max|backend - reference| / max|reference| per tensor; step: distance outside the reference "
            "optimizer's reach / max reference update\n");
     printf("%-52s %12s %9s  %s\n", "layer/step", "max_rel_err", "tol", "result");

@@ -151,6 +151,9 @@ void cntk_sgemm_mt(cntk_pool *pool, int trans_a, int trans_b, int64_t m, int64_t
 int cntk_blas_available(void);
 void cntk_blas_set_threads(int n);
 const char *cntk_blas_version(char *buf, size_t n); /* "openblas-0.3.21" or "none" */
+/* The CPU path of this build (cpu/cpu_path.c): "onednn-2.6.3" or "openblas-im2col", and the caps note. */
+const char *cntk_cpu_path(char *buf, size_t n);
+const char *cntk_cpu_note(char *buf, size_t n);
 
 /* Aligned, checked allocation through the host's table (64-byte aligned, zeroed). */
 void *cntk_alloc(cntk_session *s, size_t bytes);

@@ -29,7 +29,8 @@ static kh_status cntk_get_caps(uint32_t device_kind, kh_caps *out) {
     c.image_layout = KH_LAYOUT_NCHW;
     if (device_kind == KH_DEVICE_CPU) {
         c.available = cntk_blas_available();
-        snprintf(c.note, sizeof c.note, "%s", c.available ? "OpenBLAS GEMM, im2col convolution, NCHW"
+        char note[sizeof c.note];
+        snprintf(c.note, sizeof c.note, "%s", c.available ? cntk_cpu_note(note, sizeof note)
                                                           : "built without BLAS: CPU path unavailable");
     } else if (device_kind == KH_DEVICE_CUDA) {
         cntk_cuda_caps(&c); /* cuDNN/cuBLAS: available only with a usable driver and device */
@@ -96,8 +97,9 @@ static const char *cntk_last_error(kh_bsession *s) { return s ? s->err : "cntk: 
 static kh_status cntk_environment(kh_bsession *s, char *buf, size_t n) {
     if (!s || !buf || n == 0) return KH_ERR_INVALID;
     if (s->dev.kind == KH_DEVICE_CUDA) return cntk_cuda_environment(s, buf, n);
-    char ver[64];
-    snprintf(buf, n, "blas=%s (single-threaded calls) threads=%d", cntk_blas_version(ver, sizeof ver), s->threads);
+    char ver[64], path[32];
+    snprintf(buf, n, "blas=%s (single-threaded calls) threads=%d cpu_path=%s", cntk_blas_version(ver, sizeof ver),
+             s->threads, cntk_cpu_path(path, sizeof path));
     return KH_OK;
 }
 
@@ -124,12 +126,19 @@ static const kh_backend_api cntk_backend_api = {
     .profile = cntk_api_profile,
 };
 
+/* --list shows the description: it names the CPU path this build has (the caps note says it too). */
+#ifdef CNTK_HAVE_DNNL
+#define CNTK_CPU_DESC "oneDNN convolutions, OpenBLAS GEMM on CPU (NCHW between layers)"
+#else
+#define CNTK_CPU_DESC "OpenBLAS GEMM, im2col on CPU (NCHW)"
+#endif
+
 static const kh_module_desc g_desc = {
     KH_MODULE_DESC_HEAD,
     .kind = KH_MODULE_BACKEND,
     .name = "cntk",
     .version = CNTK_VERSION,
-    .description = "vendor-library strategy: cuDNN/cuBLAS on GPU (fused cuDNN RNN); OpenBLAS GEMM, im2col on CPU (NCHW)",
+    .description = "vendor-library strategy: cuDNN/cuBLAS on GPU (fused cuDNN RNN); " CNTK_CPU_DESC,
     .api = &cntk_backend_api,
 };
 

@@ -59,9 +59,11 @@ const char *kb_plugin_name(void) {
 
 void kb_load_module(kb_backend *b) {
     memset(b, 0, sizeof *b);
-    const char *build = getenv("KHOST_BUILD");
+    /* KHOST_TEST_PLUGIN_DIR: another build of the module (cntk's im2col CPU path), else $KHOST_BUILD/plugins */
+    const char *build = getenv("KHOST_BUILD"), *dir = getenv("KHOST_TEST_PLUGIN_DIR");
     char path[4096];
-    snprintf(path, sizeof path, "%s/plugins/%s.so", build && *build ? build : ".", kb_plugin_name());
+    if (dir && *dir) snprintf(path, sizeof path, "%s/%s.so", dir, kb_plugin_name());
+    else snprintf(path, sizeof path, "%s/plugins/%s.so", build && *build ? build : ".", kb_plugin_name());
     b->dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (!b->dl) {
         char why[4400];
@@ -94,6 +96,17 @@ void kb_load(kb_backend *b, int threads) {
         char why[600];
         snprintf(why, sizeof why, "%s open cpu: %s", kb_plugin_name(), err);
         kh_test_skip(why);
+    }
+    /* KHOST_TEST_EXPECT_ENV: the session's environment string must contain it (which path ran: never a
+     * silent fallback counted as the path under test) */
+    const char *want = getenv("KHOST_TEST_EXPECT_ENV");
+    if (want && *want) {
+        char env[512] = "";
+        if (!b->api->environment || b->api->environment(b->s, env, sizeof env) != KH_OK || !strstr(env, want)) {
+            fprintf(stderr, "FAIL: %s environment '%s' does not contain '%s'\n", kb_plugin_name(), env, want);
+            exit(1);
+        }
+        printf("%s environment: %s\n", kb_plugin_name(), env);
     }
 }
 

@@ -1,6 +1,8 @@
 /* tests/backend/backend_testlib.h — the harness of the conformance suite and of the backend-specific tests:
  * load build/plugins/<plugin>.so with dlopen (as the host does; the plugin is $KHOST_TEST_PLUGIN, default
- * cntk), a minimal host-services table, a cpu session ($KHOST_TEST_THREADS threads), and model helpers. */
+ * cntk; $KHOST_TEST_PLUGIN_DIR names another folder), a minimal host-services table, a cpu session
+ * ($KHOST_TEST_THREADS threads; $KHOST_TEST_EXPECT_ENV must be in its environment string), and model
+ * helpers. */
 #ifndef KHOST_TESTS_BACKEND_TESTLIB_H
 #define KHOST_TESTS_BACKEND_TESTLIB_H
 

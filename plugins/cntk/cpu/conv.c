@@ -1,4 +1,5 @@
-/* cpu/conv.c — Conv2D on CPU by im2col + GEMM, NCHW, parallel over the samples of the batch.
+/* cpu/conv.c — Conv2D on CPU by im2col + GEMM, NCHW, parallel over the samples of the batch; built with
+ * oneDNN, setup hands the layer to cpu/conv_onednn.c instead and only the weight conversions below serve it.
  *
  * The weights are converted once, at set_weight, from Keras's [kh, kw, cin, cout] to the GEMM layout
  * Wg [F, K] with K = cin*kh*kw ordered (c, i, j) like the im2col rows; get_weight converts back.
@@ -16,17 +17,12 @@
  */
 #include <string.h>
 
-#include "cpu/cpu.h"
+#include "cpu/conv.h"
 #include "khost/kit/geometry.h"
 
 #define CNTK_MAX_KW 64 /* widest kernel supported (checked at setup) */
 
-typedef struct conv_geom {
-    int64_t C, H, W, F, OH, OW, KH, KW, SH, SW, PT, PL;
-    int64_t K, P;   /* K = C*KH*KW rows of col, P = OH*OW pixels per sample */
-    int64_t parts;  /* pool threads: one scratch slot each */
-    int64_t slot;   /* floats per slot: col [K, P], partial dWg [F, K], partial db [F] */
-} conv_geom;
+typedef cntk_conv_geom conv_geom;
 
 static void geom_of(const cntk_cpu_layer *L, conv_geom *g) {
     const kh_layer_shapes *sh = &L->p->sh;
@@ -117,15 +113,24 @@ static kh_status conv_setup(cntk_cpu_model *m, cntk_cpu_layer *L) {
     if (!g) return KH_ERR_NOMEM;
     L->st = g;
     geom_of(L, g);
+#ifdef CNTK_HAVE_DNNL
+    return cntk_conv_dnnl_setup(m, L, g);
+#else
     g->parts = cntk_pool_threads(m->s->pool);
     if (g->KW > CNTK_MAX_KW)
         return cntk_layer_fail(m->s, KH_ERR_UNSUPPORTED, L->p->spec.kind, L->p->index, "compile",
                                "kernel width %lld above %d", (long long)g->KW, CNTK_MAX_KW);
     cntk_cpu_need_scratch(m, g->parts * g->slot);
     return KH_OK;
+#endif
 }
 
-static void conv_teardown(cntk_cpu_model *m, cntk_cpu_layer *L) { cntk_free(m->s, L->st); }
+static void conv_teardown(cntk_cpu_model *m, cntk_cpu_layer *L) {
+#ifdef CNTK_HAVE_DNNL
+    if (L->st) cntk_conv_dnnl_teardown(m, L->st);
+#endif
+    cntk_free(m->s, L->st);
+}
 
 typedef struct conv_job {
     cntk_cpu_model *m;
@@ -165,6 +170,9 @@ static void forward_parts(void *ctx, int64_t pb, int64_t pe) {
 static kh_status conv_forward(cntk_cpu_model *m, cntk_cpu_layer *L, int n, int train) {
     (void)train;
     const conv_geom *g = L->st;
+#ifdef CNTK_HAVE_DNNL
+    if (g->dnnl) return cntk_conv_dnnl_forward(m, L, n);
+#endif
     conv_job J = {.m = m, .L = L, .n = n};
     cntk_parallel_for(m->s->pool, g->parts, 1, forward_parts, &J);
     return KH_OK;
@@ -201,6 +209,9 @@ static void backward_parts(void *ctx, int64_t pb, int64_t pe) {
 
 static kh_status conv_backward(cntk_cpu_model *m, cntk_cpu_layer *L, int n, float *dy, float *dx, int fused) {
     const conv_geom *g = L->st;
+#ifdef CNTK_HAVE_DNNL
+    if (g->dnnl) return cntk_conv_dnnl_backward(m, L, n, dy, dx, fused);
+#endif
     conv_job J = {.m = m, .L = L, .n = n, .dy = dy, .dx = dx, .fused = fused};
     int64_t parts = n < g->parts ? n : g->parts; /* parts beyond n have no samples and no partial sums */
     cntk_parallel_for(m->s->pool, parts, 1, backward_parts, &J);

@@ -4,7 +4,8 @@
  *   - every layer owns its output y (N, out_numel) because backward passes need saved activations;
  *   - activation gradients ping-pong between two model-wide buffers gb[0], gb[1] sized for the largest
  *     layer tensor: layer i reads dy from one and writes dx into the other;
- *   - one shared scratch area (im2col columns, ...) sized for the layer that needs most;
+ *   - one shared scratch area (im2col columns, ...) sized for the layer that needs most, and with oneDNN
+ *     one shared scratchpad for its primitives (cpu/onednn.c);
  *   - parameter gradients live beside their weights (Embedding: only the touched rows, see cntk_param).
  * Conventions (llm.c style): activation gradients overwrite, parameter gradients are overwritten by each
  * backward (no accumulation across batches), dy buffers handed to backward are the executor's scratch and
@@ -31,6 +32,7 @@ typedef struct cntk_param {
 } cntk_param;
 
 typedef struct cntk_cpu_layer cntk_cpu_layer;
+typedef struct cntk_dnnl cntk_dnnl; /* cpu/onednn.h */
 
 typedef struct cntk_cpu_ops {
     /* Allocate the layer's state and parameters (prm[].w/g are allocated by the model, from plan shapes,
@@ -76,6 +78,7 @@ struct cntk_cpu_model {
     kh_metrics met[2];   /* TRAIN, EVAL */
     int32_t last_n;      /* batch of the last training-mode forward (probes) */
     int32_t have_fwd, have_grad;
+    cntk_dnnl *dnnl;     /* oneDNN engine, stream and scratchpad (cpu/onednn.h); NULL on the im2col path */
     double *prof;        /* NULL unless profiling (cpu/profile.c): per layer forward then backward seconds,
                             [2 * n_layers]; the drivers test it once per layer */
 };

@@ -4,6 +4,9 @@
 #include <string.h>
 
 #include "cpu/cpu.h"
+#ifdef CNTK_HAVE_DNNL
+#include "cpu/onednn.h"
+#endif
 #include "khost/kit/clock.h"
 #include "khost/kit/spec.h"
 
@@ -45,6 +48,9 @@ void cntk_cpu_free(cntk_cpu_model *c) {
         }
         cntk_free(s, c->L);
     }
+#ifdef CNTK_HAVE_DNNL
+    cntk_dnnl_close(c); /* after the layers: their primitives and memories were made on its engine */
+#endif
     cntk_free(s, c->xin);
     cntk_free(s, c->xidx);
     cntk_free(s, c->labels);
@@ -73,6 +79,10 @@ kh_status cntk_cpu_compile(cntk_model *m) {
     if (!c->L) return oom(m, NULL, "layers", 0);
     c->n_layers = p->n_layers;
     int64_t N = p->max_batch;
+#ifdef CNTK_HAVE_DNNL
+    kh_status dst = cntk_dnnl_open(c);
+    if (dst != KH_OK) return dst;
+#endif
 
     /* staged input */
     int64_t in0 = p->layers[0].in_numel;
@@ -131,6 +141,9 @@ kh_status cntk_cpu_compile(cntk_model *m) {
         c->scratch = cntk_alloc(s, (size_t)c->scratch_numel * sizeof(float));
         if (!c->scratch) return oom(m, NULL, "scratch", c->scratch_numel);
     }
+#ifdef CNTK_HAVE_DNNL
+    if ((dst = cntk_dnnl_finish(c)) != KH_OK) return dst;
+#endif
     return KH_OK;
 }
 

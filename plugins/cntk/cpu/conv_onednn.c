@@ -1,0 +1,235 @@
+/* cpu/conv_onednn.c — Conv2D through oneDNN's convolution primitives: forward (bias and, for relu, the
+ * activation as a post-op), backward data, backward weights with the bias gradient.
+ *
+ * Layouts: every primitive is created with format_tag any, so oneDNN picks its blocked layouts (nChw16c
+ * and OIhw16i16o on AVX-512). The model's other layers read and write NCHW, so each argument whose chosen
+ * layout differs from the plain one gets its own buffer and a reorder at the layer's boundary; an argument
+ * two primitives want in the same layout is reordered once and shared (the forward's source and weights
+ * for the backward passes, the output gradient for both backward passes). The parameters stay in the
+ * plain oihw layout (Wg [F, C*KH*KW], what cpu/conv.c converts Keras's weights to), so the optimizer and
+ * the weight exchange are the same on both paths.
+ * Batch: the primitives are created once, for max_batch. A smaller batch (the last, partial one) runs them
+ * at max_batch with the rows past n zeroed in the input and in the output gradient, so those rows add
+ * nothing to the weight gradients; their outputs are never read.
+ */
+#include <string.h>
+
+#include "cpu/conv.h"
+#include "cpu/onednn.h"
+#include "khost/kit/geometry.h"
+
+/* One argument of a primitive: its layout, the memory object the primitive reads or writes, and, when the
+ * layout differs from the user's, the buffer it lives in and the reorder to or from the user's buffer. */
+typedef struct darg {
+    dnnl_memory_desc_t md;
+    dnnl_memory_t mem;
+    void *buf;        /* own buffer (NULL: mem takes the user's handle at each step, or aliases another) */
+    int alias;        /* mem is over another argument's buffer, filled by that argument's reorder */
+    cntk_dreorder r;  /* user -> md for inputs, md -> user for outputs */
+} darg;
+
+struct cntk_conv_dnnl {
+    cntk_dprim fwd, bwd_data, bwd_w;
+    darg src, wei, bias, dst;             /* forward */
+    darg bw_src, bw_ddst, bw_dwei, bw_db; /* backward weights */
+    darg bd_ddst, bd_wei, bd_dsrc;        /* backward data */
+    int64_t N, in_numel, out_numel;
+    int post_relu;                        /* relu done by the forward primitive */
+};
+
+static const dnnl_memory_desc_t *pd_md(const_dnnl_primitive_desc_t pd, dnnl_query_t q) {
+    return dnnl_primitive_desc_query_md(pd, q, 0);
+}
+
+/* user: the plain layout; want: the primitive's. like: an argument already holding the same tensor. */
+static kh_status arg_setup(cntk_cpu_model *m, const cntk_cpu_layer *L, const char *name, int output,
+                           const dnnl_memory_desc_t *user, const dnnl_memory_desc_t *want, const darg *like,
+                           darg *a) {
+    a->md = *want;
+    if (dnnl_memory_desc_equal(user, want)) return cntk_dnnl_mem(m, L, want, DNNL_MEMORY_NONE, &a->mem);
+    if (like && like->buf && dnnl_memory_desc_equal(&like->md, want)) {
+        a->alias = 1;
+        return cntk_dnnl_mem(m, L, want, like->buf, &a->mem);
+    }
+    kh_status st = cntk_dnnl_buffer(m, L, want, &a->buf, &a->mem);
+    if (st != KH_OK) return st;
+    return output ? cntk_dnnl_reorder(m, L, name, want, user, &a->r) : cntk_dnnl_reorder(m, L, name, user, want, &a->r);
+}
+
+static void arg_free(cntk_cpu_model *m, darg *a) {
+    cntk_dnnl_reorder_free(&a->r);
+    if (a->mem) dnnl_memory_destroy(a->mem);
+    cntk_free(m->s, a->buf);
+    memset(a, 0, sizeof *a);
+}
+
+/* Before the primitive: an argument in the user's layout takes the user's buffer as its handle; an input
+ * in its own layout is reordered from it (inputs only: reorder). */
+static kh_status arg_bind(cntk_cpu_model *m, const cntk_cpu_layer *L, const darg *a, const void *user, int reorder) {
+    if (a->alias) return KH_OK;
+    if (a->buf) return reorder ? cntk_dnnl_reorder_run(m, L, &a->r, (void *)user, a->buf) : KH_OK;
+    CNTK_DNNL_TRY(m, L, "step", "memory handle", dnnl_memory_set_data_handle(a->mem, (void *)user));
+    return KH_OK;
+}
+static kh_status arg_in(cntk_cpu_model *m, const cntk_cpu_layer *L, const darg *a, const void *user) {
+    return arg_bind(m, L, a, user, 1);
+}
+/* After the primitive: an output in its own layout goes back to the user's buffer. */
+static kh_status arg_out(cntk_cpu_model *m, const cntk_cpu_layer *L, const darg *a, void *user) {
+    return a->buf ? cntk_dnnl_reorder_run(m, L, &a->r, a->buf, user) : KH_OK;
+}
+
+/* Create pd from op desc d (attr: user scratchpad, and post for the forward) and its primitive. */
+static kh_status make_pd(cntk_cpu_model *m, const cntk_cpu_layer *L, const char *name, const_dnnl_op_desc_t d,
+                         const_dnnl_primitive_desc_t hint, int post_relu, dnnl_primitive_desc_t *pd) {
+    dnnl_primitive_attr_t attr = NULL;
+    dnnl_post_ops_t po = NULL;
+    kh_status st = cntk_dnnl_attr(m, L, &attr);
+    dnnl_status_t ds = dnnl_success;
+    if (st == KH_OK && post_relu) {
+        ds = dnnl_post_ops_create(&po);
+        if (ds == dnnl_success) ds = dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_relu, 0.0f, 0.0f);
+        if (ds == dnnl_success) ds = dnnl_primitive_attr_set_post_ops(attr, po);
+        if (ds != dnnl_success) st = cntk_dnnl_fail(m, L, "compile", name, ds);
+    }
+    if (st == KH_OK) {
+        ds = dnnl_primitive_desc_create(pd, d, attr, m->dnnl->eng, hint);
+        if (ds != dnnl_success) st = cntk_dnnl_fail(m, L, "compile", name, ds);
+    }
+    if (po) dnnl_post_ops_destroy(po);
+    if (attr) dnnl_primitive_attr_destroy(attr);
+    return st;
+}
+
+kh_status cntk_conv_dnnl_setup(cntk_cpu_model *m, cntk_cpu_layer *L, cntk_conv_geom *g) {
+    cntk_conv_dnnl *c = cntk_alloc(m->s, sizeof *c);
+    if (!c) return KH_ERR_NOMEM;
+    g->dnnl = c;
+    c->N = m->plan->max_batch;
+    c->in_numel = L->p->in_numel;
+    c->out_numel = L->p->out_numel;
+    c->post_relu = L->p->act == KH_ACT_RELU;
+    dnnl_dims_t sd = {c->N, g->C, g->H, g->W}, dd = {c->N, g->F, g->OH, g->OW};
+    dnnl_dims_t wd = {g->F, g->C, g->KH, g->KW}, bd = {g->F};
+    dnnl_dims_t strides = {g->SH, g->SW}, pl = {g->PT, g->PL};
+    dnnl_dims_t pr = {(g->OH - 1) * g->SH + g->KH - g->H - g->PT, (g->OW - 1) * g->SW + g->KW - g->W - g->PL};
+    dnnl_memory_desc_t u_src, u_dst, u_wei, u_bias, a_src, a_dst, a_wei;
+    CNTK_DNNL_TRY(m, L, "compile", "memory descriptor", dnnl_memory_desc_init_by_tag(&u_src, 4, sd, dnnl_f32, dnnl_nchw));
+    CNTK_DNNL_TRY(m, L, "compile", "memory descriptor", dnnl_memory_desc_init_by_tag(&u_dst, 4, dd, dnnl_f32, dnnl_nchw));
+    CNTK_DNNL_TRY(m, L, "compile", "memory descriptor", dnnl_memory_desc_init_by_tag(&u_wei, 4, wd, dnnl_f32, dnnl_oihw));
+    CNTK_DNNL_TRY(m, L, "compile", "memory descriptor", dnnl_memory_desc_init_by_tag(&u_bias, 1, bd, dnnl_f32, dnnl_x));
+    CNTK_DNNL_TRY(m, L, "compile", "memory descriptor", dnnl_memory_desc_init_by_tag(&a_src, 4, sd, dnnl_f32, dnnl_format_tag_any));
+    CNTK_DNNL_TRY(m, L, "compile", "memory descriptor", dnnl_memory_desc_init_by_tag(&a_dst, 4, dd, dnnl_f32, dnnl_format_tag_any));
+    CNTK_DNNL_TRY(m, L, "compile", "memory descriptor", dnnl_memory_desc_init_by_tag(&a_wei, 4, wd, dnnl_f32, dnnl_format_tag_any));
+
+    dnnl_convolution_desc_t fd, bdd, bwd;
+    CNTK_DNNL_TRY(m, L, "compile", "convolution forward descriptor",
+                  dnnl_convolution_forward_desc_init(&fd, dnnl_forward_training, dnnl_convolution_direct, &a_src,
+                                                     &a_wei, &u_bias, &a_dst, strides, pl, pr));
+    CNTK_DNNL_TRY(m, L, "compile", "convolution backward data descriptor",
+                  dnnl_convolution_backward_data_desc_init(&bdd, dnnl_convolution_direct, &a_src, &a_wei, &a_dst,
+                                                           strides, pl, pr));
+    CNTK_DNNL_TRY(m, L, "compile", "convolution backward weights descriptor",
+                  dnnl_convolution_backward_weights_desc_init(&bwd, dnnl_convolution_direct, &a_src, &a_wei,
+                                                              &u_bias, &a_dst, strides, pl, pr));
+    dnnl_primitive_desc_t fpd = NULL, dpd = NULL, wpd = NULL;
+    kh_status st = make_pd(m, L, "convolution forward", &fd, NULL, c->post_relu, &fpd);
+    if (st == KH_OK) st = make_pd(m, L, "convolution backward data", &bdd, fpd, 0, &dpd);
+    if (st == KH_OK) st = make_pd(m, L, "convolution backward weights", &bwd, fpd, 0, &wpd);
+    if (st == KH_OK) st = cntk_dnnl_prim(m, L, "convolution forward", fpd, &c->fwd);
+    if (st == KH_OK) st = cntk_dnnl_prim(m, L, "convolution backward data", dpd, &c->bwd_data);
+    if (st == KH_OK) st = cntk_dnnl_prim(m, L, "convolution backward weights", wpd, &c->bwd_w);
+    /* forward */
+    if (st == KH_OK)
+        st = arg_setup(m, L, "reorder of the input", 0, &u_src, pd_md(fpd, dnnl_query_src_md), NULL, &c->src);
+    if (st == KH_OK)
+        st = arg_setup(m, L, "reorder of the weights", 0, &u_wei, pd_md(fpd, dnnl_query_weights_md), NULL, &c->wei);
+    if (st == KH_OK) st = arg_setup(m, L, "bias", 0, &u_bias, &u_bias, NULL, &c->bias);
+    if (st == KH_OK)
+        st = arg_setup(m, L, "reorder of the output", 1, &u_dst, pd_md(fpd, dnnl_query_dst_md), NULL, &c->dst);
+    /* backward weights: the forward's source when in the same layout */
+    if (st == KH_OK)
+        st = arg_setup(m, L, "reorder of the input", 0, &u_src, pd_md(wpd, dnnl_query_src_md), &c->src, &c->bw_src);
+    if (st == KH_OK)
+        st = arg_setup(m, L, "reorder of the output gradient", 0, &u_dst, pd_md(wpd, dnnl_query_diff_dst_md), NULL,
+                       &c->bw_ddst);
+    if (st == KH_OK)
+        st = arg_setup(m, L, "reorder of the weight gradient", 1, &u_wei, pd_md(wpd, dnnl_query_diff_weights_md),
+                       NULL, &c->bw_dwei);
+    if (st == KH_OK) st = arg_setup(m, L, "bias gradient", 1, &u_bias, &u_bias, NULL, &c->bw_db);
+    /* backward data: the output gradient and the weights of the passes before it when in the same layout */
+    if (st == KH_OK)
+        st = arg_setup(m, L, "reorder of the output gradient", 0, &u_dst, pd_md(dpd, dnnl_query_diff_dst_md),
+                       &c->bw_ddst, &c->bd_ddst);
+    if (st == KH_OK)
+        st = arg_setup(m, L, "reorder of the weights", 0, &u_wei, pd_md(dpd, dnnl_query_weights_md), &c->wei,
+                       &c->bd_wei);
+    if (st == KH_OK)
+        st = arg_setup(m, L, "reorder of the input gradient", 1, &u_src, pd_md(dpd, dnnl_query_diff_src_md), NULL,
+                       &c->bd_dsrc);
+    if (fpd) dnnl_primitive_desc_destroy(fpd);
+    if (dpd) dnnl_primitive_desc_destroy(dpd);
+    if (wpd) dnnl_primitive_desc_destroy(wpd);
+    return st;
+}
+
+void cntk_conv_dnnl_teardown(cntk_cpu_model *m, cntk_conv_geom *g) {
+    cntk_conv_dnnl *c = g->dnnl;
+    if (!c) return;
+    cntk_dnnl_prim_free(&c->fwd);
+    cntk_dnnl_prim_free(&c->bwd_data);
+    cntk_dnnl_prim_free(&c->bwd_w);
+    darg *args[] = {&c->src, &c->wei, &c->bias, &c->dst, &c->bw_src, &c->bw_ddst, &c->bw_dwei, &c->bw_db,
+                    &c->bd_ddst, &c->bd_wei, &c->bd_dsrc};
+    for (size_t i = 0; i < sizeof args / sizeof args[0]; i++) arg_free(m, args[i]);
+    cntk_free(m->s, c);
+    g->dnnl = NULL;
+}
+
+/* Rows [n, N) of a (N, numel) buffer to zero: a partial batch adds nothing to the weight gradients. */
+static void zero_tail(const cntk_conv_dnnl *c, float *buf, int n, int64_t numel) {
+    if (n < c->N) memset(buf + n * numel, 0, (size_t)((c->N - n) * numel) * sizeof(float));
+}
+
+kh_status cntk_conv_dnnl_forward(cntk_cpu_model *m, cntk_cpu_layer *L, int n) {
+    const cntk_conv_geom *g = L->st;
+    const cntk_conv_dnnl *c = g->dnnl;
+    /* the input's padding rows belong to the previous layer's output (or the staged input), and no one
+     * reads rows past n there */
+    zero_tail(c, (float *)L->x, n, c->in_numel);
+    kh_status st;
+    if ((st = arg_in(m, L, &c->src, L->x)) != KH_OK) return st;
+    if ((st = arg_in(m, L, &c->wei, L->prm[0].w)) != KH_OK) return st;
+    if ((st = arg_in(m, L, &c->bias, L->prm[1].w)) != KH_OK) return st;
+    if ((st = arg_bind(m, L, &c->dst, L->y, 0)) != KH_OK) return st;
+    dnnl_exec_arg_t args[5] = {{DNNL_ARG_SRC, c->src.mem}, {DNNL_ARG_WEIGHTS, c->wei.mem},
+                               {DNNL_ARG_BIAS, c->bias.mem}, {DNNL_ARG_DST, c->dst.mem}};
+    if ((st = cntk_dnnl_run(m, L, &c->fwd, 4, args)) != KH_OK) return st;
+    if ((st = arg_out(m, L, &c->dst, L->y)) != KH_OK) return st;
+    if (!c->post_relu) cntk_act_span(L->p->act, L->y, n * c->out_numel);
+    return KH_OK;
+}
+
+kh_status cntk_conv_dnnl_backward(cntk_cpu_model *m, cntk_cpu_layer *L, int n, float *dy, float *dx, int fused) {
+    const cntk_conv_geom *g = L->st;
+    const cntk_conv_dnnl *c = g->dnnl;
+    if (!fused) cntk_act_grad_span(L->p->act, L->y, dy, n * c->out_numel);
+    zero_tail(c, dy, n, c->out_numel);
+    kh_status st;
+    if ((st = arg_in(m, L, &c->bw_src, L->x)) != KH_OK) return st;
+    if ((st = arg_in(m, L, &c->bw_ddst, dy)) != KH_OK) return st;
+    if ((st = arg_bind(m, L, &c->bw_dwei, L->prm[0].g, 0)) != KH_OK) return st;
+    if ((st = arg_bind(m, L, &c->bw_db, L->prm[1].g, 0)) != KH_OK) return st;
+    dnnl_exec_arg_t wargs[5] = {{DNNL_ARG_SRC, c->bw_src.mem}, {DNNL_ARG_DIFF_DST, c->bw_ddst.mem},
+                                {DNNL_ARG_DIFF_WEIGHTS, c->bw_dwei.mem}, {DNNL_ARG_DIFF_BIAS, c->bw_db.mem}};
+    if ((st = cntk_dnnl_run(m, L, &c->bwd_w, 4, wargs)) != KH_OK) return st;
+    if ((st = arg_out(m, L, &c->bw_dwei, L->prm[0].g)) != KH_OK) return st;
+    if (!dx) return KH_OK;
+    if ((st = arg_in(m, L, &c->bd_ddst, dy)) != KH_OK) return st;
+    if ((st = arg_in(m, L, &c->bd_wei, L->prm[0].w)) != KH_OK) return st;
+    if ((st = arg_bind(m, L, &c->bd_dsrc, dx, 0)) != KH_OK) return st;
+    dnnl_exec_arg_t dargs[4] = {{DNNL_ARG_DIFF_DST, c->bd_ddst.mem}, {DNNL_ARG_WEIGHTS, c->bd_wei.mem},
+                                {DNNL_ARG_DIFF_SRC, c->bd_dsrc.mem}};
+    if ((st = cntk_dnnl_run(m, L, &c->bwd_data, 3, dargs)) != KH_OK) return st;
+    return arg_out(m, L, &c->bd_dsrc, dx);
+}

@@ -1,0 +1,36 @@
+/* cpu/cpu_path.c — which CPU path this build of the module has, for the caps note and the environment
+ * record: oneDNN convolutions (built with CNTK_HAVE_DNNL, version from the library actually loaded) or the
+ * OpenBLAS im2col fallback. */
+#include <stdio.h>
+
+#include "cntk.h"
+
+#ifdef CNTK_HAVE_DNNL
+#include <oneapi/dnnl/dnnl.h>
+
+const char *cntk_cpu_path(char *buf, size_t n) {
+    const dnnl_version_t *v = dnnl_version();
+    snprintf(buf, n, "onednn-%d.%d.%d", v->major, v->minor, v->patch);
+    return buf;
+}
+
+const char *cntk_cpu_note(char *buf, size_t n) {
+    char ver[32];
+    snprintf(buf, n, "OpenBLAS GEMM, %s convolution (blocked layouts), NCHW between layers",
+             cntk_cpu_path(ver, sizeof ver));
+    return buf;
+}
+
+#else
+
+const char *cntk_cpu_path(char *buf, size_t n) {
+    snprintf(buf, n, "openblas-im2col");
+    return buf;
+}
+
+const char *cntk_cpu_note(char *buf, size_t n) {
+    snprintf(buf, n, "OpenBLAS GEMM, im2col convolution, NCHW");
+    return buf;
+}
+
+#endif

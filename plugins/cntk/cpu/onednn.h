@@ -1,0 +1,72 @@
+/* cpu/onednn.h — the CPU executor's use of oneDNN (built with CNTK_HAVE_DNNL only): one engine and stream
+ * per model, one scratchpad owned by the plugin and shared by every primitive (layers run one at a time),
+ * and checked wrappers that name the primitive and the layer in every error.
+ * Primitives are created once per shape at compile time; a step only sets data handles and executes.
+ */
+#ifndef KHOST_CNTK_ONEDNN_H
+#define KHOST_CNTK_ONEDNN_H
+
+#include <oneapi/dnnl/dnnl.h>
+
+#include "cpu/cpu.h"
+
+struct cntk_dnnl {
+    dnnl_engine_t eng;
+    dnnl_stream_t strm;
+    void *scratch;        /* (scratch_bytes) the user scratchpad, allocated after every layer's setup */
+    size_t scratch_bytes;
+    int threads;          /* OpenMP threads for primitives: the session's */
+};
+
+/* A primitive with the memory object that hands it the shared scratchpad (NULL when it needs none). */
+typedef struct cntk_dprim {
+    dnnl_primitive_t p;
+    dnnl_memory_t scratch;
+    const char *name; /* "convolution forward", ...: for errors */
+} cntk_dprim;
+
+/* A reorder between a user buffer and a primitive's layout; p is NULL when the two layouts are equal. */
+typedef struct cntk_dreorder {
+    cntk_dprim r;
+    dnnl_memory_t from, to;
+} cntk_dreorder;
+
+/* Layer errors: "cntk <kind>[i] <op> on <device>: oneDNN <what>: <status>". */
+kh_status cntk_dnnl_fail(cntk_cpu_model *m, const cntk_cpu_layer *L, const char *op, const char *what,
+                         dnnl_status_t st);
+#define CNTK_DNNL_TRY(m, L, op, what, call)                                                                  \
+    do {                                                                                                     \
+        dnnl_status_t st_ = (call);                                                                          \
+        if (st_ != dnnl_success) return cntk_dnnl_fail((m), (L), (op), (what), st_);                         \
+    } while (0)
+
+kh_status cntk_dnnl_open(cntk_cpu_model *m);
+/* Allocate the scratchpad sized by the primitives created so far (end of compile). */
+kh_status cntk_dnnl_finish(cntk_cpu_model *m);
+void cntk_dnnl_close(cntk_cpu_model *m);
+
+/* Primitive attributes with the user scratchpad mode; *attr is destroyed by the caller. */
+kh_status cntk_dnnl_attr(cntk_cpu_model *m, const cntk_cpu_layer *L, dnnl_primitive_attr_t *attr);
+/* Create the primitive of pd (which the caller still owns) and its scratchpad memory. */
+kh_status cntk_dnnl_prim(cntk_cpu_model *m, const cntk_cpu_layer *L, const char *name,
+                         const_dnnl_primitive_desc_t pd, cntk_dprim *out);
+void cntk_dnnl_prim_free(cntk_dprim *p);
+/* Execute with args (nargs of them, room for one more: the scratchpad is appended) and wait. */
+kh_status cntk_dnnl_run(cntk_cpu_model *m, const cntk_cpu_layer *L, const cntk_dprim *p, int nargs,
+                        dnnl_exec_arg_t *args);
+
+/* A memory object over handle (DNNL_MEMORY_NONE: set before each execute). */
+kh_status cntk_dnnl_mem(cntk_cpu_model *m, const cntk_cpu_layer *L, const dnnl_memory_desc_t *md, void *handle,
+                        dnnl_memory_t *out);
+/* A buffer of md's size from the host allocator and a memory object over it; free *buf with cntk_free. */
+kh_status cntk_dnnl_buffer(cntk_cpu_model *m, const cntk_cpu_layer *L, const dnnl_memory_desc_t *md,
+                           void **buf, dnnl_memory_t *out);
+/* A reorder from -> to when the descriptors differ; both memory objects are created without handles. */
+kh_status cntk_dnnl_reorder(cntk_cpu_model *m, const cntk_cpu_layer *L, const char *name,
+                            const dnnl_memory_desc_t *from, const dnnl_memory_desc_t *to, cntk_dreorder *out);
+/* Run it from src to dst (either may be an existing memory's handle). */
+kh_status cntk_dnnl_reorder_run(cntk_cpu_model *m, const cntk_cpu_layer *L, const cntk_dreorder *r,
+                                void *src, void *dst);
+void cntk_dnnl_reorder_free(cntk_dreorder *r);
+
+#endif
