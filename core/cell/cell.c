@@ -423,6 +423,25 @@ static const char *cache_word(int32_t cache) {
 /* A backend's seconds: NAN when negative or not finite (unknown, never a fake zero). */
 static double seconds_or_nan(double s) { return isfinite(s) && s >= 0 ? s : NAN; }
 
+/* The device memory the model held at its peak, as the backend counts its own allocations (ABI 1.4
+ * memory_info), into the record's device_mem. A module that does not count leaves the record's null. */
+static void memory_info(cell *c, kh_cell_record *rec) {
+    const kh_backend_api *b = c->b;
+    if (!KH_HAS_MEMBER(kh_backend_api, b->struct_size, memory_info) || !b->memory_info || !c->model) return;
+    kh_memory_info mi;
+    memset(&mi, 0, sizeof mi);
+    mi.struct_size = sizeof mi;
+    mi.device_bytes = mi.device_peak_bytes = -1;
+    kh_status st = b->memory_info(c->model, &mi);
+    if (st != KH_OK) {
+        kh_logf(KH_LOG_WARN, "%s: memory_info: %s: %s", c->o->backend->desc->name, kh_status_name(st), berr(c));
+        return;
+    }
+    mi.what[sizeof mi.what - 1] = 0; /* a module's text is not trusted to end */
+    if (mi.device_peak_bytes >= 0) rec->dev_peak_bytes = mi.device_peak_bytes;
+    snprintf(rec->dev_mem_what, sizeof rec->dev_mem_what, "%s", mi.what);
+}
+
 /* Model-compile time (ABI 1.2). compile_s is the wall time of the compile call that made the trained model,
  * for every backend. A backend with compile_info also says whether its generated code came from its cache
  * and how the time splits; after a miss the host compiles the same spec once more, right away and before any
@@ -661,6 +680,7 @@ static int run(cell *c) {
     kh_energy_close(energy);
     free(epoch_j), free(epoch_w);
     free(order);
+    memory_info(c, rec);
     if (kh_device_mem_info(o->dev, &rec->dev_free_after, &dev_total) != 0) rec->dev_free_after = -1;
     char finished[64];
     kh_env_now_iso(finished, sizeof finished);

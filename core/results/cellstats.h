@@ -41,7 +41,7 @@ typedef struct kh_cell_stats {
     kh_rep *reps; int n_reps;  /* by index */
     int n_failed;              /* repetitions whose status is not ok */
     kh_rep_stats epoch, step;
-    char step_sync[8];         /* the first sample-carrying record's samples.step_sync ("" unknown) */
+    char step_sync[16];        /* the first sample-carrying record's samples.step_sync ("" unknown) */
     int rep_file;              /* the record that stands for the cell (its first ok repetition, else its
                                   first): index into reps */
 } kh_cell_stats;

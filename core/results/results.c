@@ -23,7 +23,7 @@ void kh_record_init(kh_cell_record *r) {
     r->compile_units = -1;
     r->rep_index = r->rep_of = r->rep_round = 1;
     r->peak_rss_bytes = -1;
-    r->dev_free_before = r->dev_free_after = -1;
+    r->dev_free_before = r->dev_free_after = r->dev_peak_bytes = -1;
 }
 
 void kh_record_free(kh_cell_record *r) {
@@ -226,10 +226,14 @@ static void add_repeat_and_samples(cJSON *o, const kh_cell_record *r) {
     }
     cJSON *dm = cJSON_AddObjectToObject(o, "device_mem");
     if (dm) {
-        cJSON_AddNullToObject(dm, "peak_bytes");
-        cJSON_AddStringToObject(dm, "source", "unavailable");
-        cJSON_AddStringToObject(dm, "reason", r->dev_free_before >= 0
-                                                  ? "no backend reports its peak device memory (no ABI call); "
+        int counted = r->dev_peak_bytes >= 0;
+        cJSON_AddItemToObject(dm, "peak_bytes", counted ? cJSON_CreateNumber((double)r->dev_peak_bytes) : cJSON_CreateNull());
+        cJSON_AddStringToObject(dm, "source", counted ? "backend" : "unavailable");
+        cJSON_AddStringToObject(dm, "reason", counted && r->dev_mem_what[0] ? r->dev_mem_what
+                                              : counted ? "the backend's count of its own allocations"
+                                              : r->dev_mem_what[0] ? r->dev_mem_what
+                                              : r->dev_free_before >= 0
+                                                  ? "the backend does not count its device memory (ABI 1.4 memory_info); "
                                                     "free_before - free_after bounds what the cell still held"
                                                   : "not a CUDA device, or the driver has no cuMemGetInfo");
         cJSON_AddItemToObject(dm, "free_before", r->dev_free_before >= 0 ? cJSON_CreateNumber((double)r->dev_free_before)
@@ -500,6 +504,10 @@ int kh_record_read(const char *path, kh_cell_record *r, char *err, size_t errlen
     if (cJSON_IsObject(dm)) {
         if (isfinite(v = get_num(dm, "free_before")) && v >= 0) r->dev_free_before = (int64_t)v;
         if (isfinite(v = get_num(dm, "free_after")) && v >= 0) r->dev_free_after = (int64_t)v;
+        if (isfinite(v = get_num(dm, "peak_bytes")) && v >= 0) r->dev_peak_bytes = (int64_t)v;
+        const cJSON *src = cJSON_GetObjectItemCaseSensitive(dm, "source");
+        if (cJSON_IsString(src) && !strcmp(src->valuestring, "backend"))
+            get_str(dm, "reason", r->dev_mem_what, sizeof r->dev_mem_what);
     }
     const cJSON *env = cJSON_GetObjectItemCaseSensitive(o, "environment");
     cJSON_ArrayForEach(e, env) {

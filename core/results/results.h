@@ -32,7 +32,8 @@
  *   "samples": {"step_s": [0.0213, ...], "epoch_s": [3.4, ...], "step_sync": "device", "warmup_steps": 0,
  *               "steps_per_epoch": 469},        (6 significant digits; see kh_cell_record.step_s)
  *   "peak_rss_bytes": 812345344 | null,          (the cell process's peak resident set)
- *   "device_mem": {"peak_bytes": null, "source": "unavailable", "reason": .., "free_before", "free_after"},
+ *   "device_mem": {"peak_bytes": 123456 | null, "source": "backend" | "unavailable", "reason": .. (what the
+ *                  backend's count covers, or why there is none), "free_before", "free_after"},
  *   "energy": {"source": "nvml"|"rapl"|"unavailable", "reason", "domain", "epoch_j": [..], "epoch_w": [..]},
  *   "environment": { "khost_version", "git_rev", "plugin_version", "task_version", "device_name",
  *                    "device_pci_bus_id", "compute_capability", "device_memory_bytes", "driver_version",
@@ -88,12 +89,14 @@ typedef struct kh_cell_record {
      * end, or the epoch's start, to the end of this step after the backend's sync when step_sync is
      * "device"); the warm-up steps before epoch 1 are not among them */
     double *step_s; int64_t n_step_s, cap_step_s;
-    char step_sync[8];         /* "device" | "none" | "" (no samples) */
+    char step_sync[16];        /* "device" | "host-loss" (Keras 3 references) | "none" | "" (no samples) */
     int64_t warmup_steps, steps_per_epoch;
     int64_t peak_rss_bytes;    /* the cell process's peak resident set; -1 unknown */
     /* CUDA devices: free device memory (cuMemGetInfo) after the session opened and after training; -1
-     * unknown. The backends' own peak (arena, workspaces) has no ABI call yet: device_mem says so. */
-    int64_t dev_free_before, dev_free_after;
+     * unknown. dev_peak_bytes: the backend's own count of what the model held at its peak (ABI 1.4
+     * memory_info; -1 not counted), dev_mem_what what that count covers. */
+    int64_t dev_free_before, dev_free_after, dev_peak_bytes;
+    char dev_mem_what[160];
     /* the record's "energy" member as JSON text (kh_energy_json, core/devices/energy.h): per timed epoch
      * joules and average watts, or "unavailable" with the reason; NULL when the cell never ran (malloc'ed) */
     char *energy_json;

@@ -34,7 +34,8 @@ extern "C" {
  * 1.3: kh_module_desc.layer_spec_size (the element size of the module's kh_layer_spec arrays; older
  *      descriptors end before it and mean KH_LAYER_SPEC_SIZE_1_0)
  * 1.4: kh_device.math (kh_math_mode: fp32 or tf32; a shorter kh_device from an older host means fp32, and an
- *      older module, which never reads it, keeps its own FP32 math) */
+ *      older module, which never reads it, keeps its own FP32 math); kh_backend_api.memory_info (optional:
+ *      the device memory a model holds, as the backend counts its own allocations) */
 #define KH_ABI_MINOR 4
 
 /* The one symbol a module exports. */

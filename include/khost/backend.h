@@ -108,6 +108,16 @@ typedef struct kh_profile {
     double other_s;        /* out: time in no row (loss, optimizer when not per layer, staging) */
 } kh_profile;
 
+/* The device memory a model holds (ABI 1.4, kh_backend_api.memory_info), as the backend counts its own
+ * allocations for it (weights, optimizer slots, arena, staging, workspaces); what a library allocates inside
+ * its own calls (cuBLAS's workspace, cuDNN's handle state) is not the backend's to count, and `what` says so. */
+typedef struct kh_memory_info {
+    uint32_t struct_size;      /* set by the host; the backend writes only members it covers (KH_HAS_MEMBER) */
+    int64_t device_bytes;      /* out: held now on the model's device; -1 not counted (e.g. a cpu session) */
+    int64_t device_peak_bytes; /* out: the most held at once since compile; -1 not counted */
+    char what[160];            /* out: what the count covers, e.g. "cudaMalloc: weights, slots, arena, workspaces" */
+} kh_memory_info;
+
 /* How a model was compiled (ABI 1.2, kh_backend_api.compile_info): for backends that generate and compile
  * code at model-compile time through a cache (theano). Times are seconds of the compile() call that made the
  * model, measured by the backend; the host measures the call's wall time itself. */
@@ -187,6 +197,11 @@ typedef struct kh_backend_api {
      * When m was a cache miss, the host compiles the same spec once more right after (expecting a hit) to
      * record the warm compile time beside the cold one, and frees that second model before training. */
     kh_status (*compile_info)(kh_bmodel *m, kh_compile_info *out /* out */);
+
+    /* --- ABI 1.4 (read only when struct_size covers it; NULL when the backend does not count) ---
+     * memory_info: the device memory model m holds now and held at its peak (kh_memory_info); out is
+     * host-owned with struct_size set, device_bytes and device_peak_bytes -1, what empty. Cheap, no sync. */
+    kh_status (*memory_info)(kh_bmodel *m, kh_memory_info *out /* out */);
 } kh_backend_api;
 
 #ifdef __cplusplus

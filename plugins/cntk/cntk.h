@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "khost/khost.h"
+#include "khost/kit/alloc.h"
 #include "khost/kit/spec.h"
 
 #define CNTK_VERSION "0.1.0"
@@ -98,6 +99,7 @@ typedef struct kh_bmodel {
     cntk_plan plan;
     cntk_cpu_model *cpu;   /* the CPU executor (cpu sessions) */
     cntk_cuda_model *cuda; /* the CUDA executor (cuda sessions; cuda/gpu.h) */
+    kh_mem_count dev_mem;  /* what the CUDA executor allocated on the device for this model (memory_info) */
 } cntk_model;
 
 /* Model-level ABI functions (cntk_api.c): validate arguments, route to the model's executor. */
@@ -111,6 +113,7 @@ kh_status cntk_api_eval_batch(kh_bmodel *m, const kh_tensor *x, const kh_tensor 
 kh_status cntk_api_predict(kh_bmodel *m, const kh_tensor *x, kh_tensor *out);
 kh_status cntk_api_read_metrics(kh_bmodel *m, uint32_t phase, kh_metrics *out, int32_t reset);
 kh_status cntk_api_sync(kh_bmodel *m);
+kh_status cntk_api_memory_info(kh_bmodel *m, kh_memory_info *out);
 kh_status cntk_api_forward(kh_bmodel *m, const kh_tensor *x, kh_tensor *out);
 kh_status cntk_api_backward(kh_bmodel *m, const kh_tensor *dy, kh_tensor *dx);
 kh_status cntk_api_get_grad(kh_bmodel *m, int32_t layer, int32_t slot, kh_tensor *g);

@@ -104,6 +104,13 @@ kh_status cntk_api_sync(kh_bmodel *m) {
     return on_cuda(m) ? cntk_cuda_sync(m) : KH_OK;
 }
 
+kh_status cntk_api_memory_info(kh_bmodel *m, kh_memory_info *out) {
+    if (!m) return KH_ERR_INVALID;
+    return kh_mem_count_report(&m->dev_mem, on_cuda(m),
+                               "cudaMalloc by cntk for this model: parameter arena, activations, staging, cuDNN "
+                               "workspace (cuBLAS's and cuDNN's own allocations not counted)", out);
+}
+
 kh_status cntk_api_forward(kh_bmodel *m, const kh_tensor *x, kh_tensor *out) {
     if (!m) return KH_ERR_INVALID;
     if (!x || !out) return cntk_fail(m->s, KH_ERR_INVALID, "forward", "missing x or out");

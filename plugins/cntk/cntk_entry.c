@@ -124,6 +124,7 @@ static const kh_backend_api cntk_backend_api = {
     .backward = cntk_api_backward,
     .get_grad = cntk_api_get_grad,
     .profile = cntk_api_profile,
+    .memory_info = cntk_api_memory_info,
 };
 
 /* --list shows the description: it names the CPU path this build has (the caps note says it too). */

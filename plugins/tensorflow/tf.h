@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "khost/backend.h"
+#include "khost/kit/alloc.h"
 #include "khost/kit/graph.h"
 
 #define TF_VERSION "0.1.0"
@@ -107,6 +108,7 @@ typedef struct tf_model {
     int32_t have_grad;
     tf_cuda_model *cuda;
     uint32_t *layer_kinds; /* spec layer kinds (profile rows); n = mg.shapes.n_layers */
+    kh_mem_count dev_mem;  /* what the GPU path allocated on the device for this model (memory_info) */
 } tf_model;
 
 struct kh_bmodel { tf_model m; };
@@ -194,6 +196,7 @@ kh_status tf_api_eval_batch(kh_bmodel *m, const kh_tensor *x, const kh_tensor *y
 kh_status tf_api_predict(kh_bmodel *m, const kh_tensor *x, kh_tensor *out);
 kh_status tf_api_read_metrics(kh_bmodel *m, uint32_t phase, kh_metrics *out, int32_t reset);
 kh_status tf_api_sync(kh_bmodel *m);
+kh_status tf_api_memory_info(kh_bmodel *m, kh_memory_info *out);
 kh_status tf_api_forward(kh_bmodel *m, const kh_tensor *x, kh_tensor *out);
 kh_status tf_api_backward(kh_bmodel *m, const kh_tensor *dy, kh_tensor *dx);
 kh_status tf_api_get_grad(kh_bmodel *m, int32_t layer, int32_t slot, kh_tensor *g);

@@ -189,7 +189,10 @@ kh_status tfc_malloc(tf_model *m, void **p, size_t bytes, const char *what) {
     *p = NULL;
     if (bytes == 0) bytes = 256;
     cudaError_t e = cudaMalloc(p, bytes);
-    if (e == cudaSuccess) return KH_OK;
+    if (e == cudaSuccess) {
+        kh_mem_count_add(&m->dev_mem, (int64_t)bytes);
+        return KH_OK;
+    }
     *p = NULL;
     cudaGetLastError();
     size_t fr = 0, tot = 0;

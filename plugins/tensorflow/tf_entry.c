@@ -172,6 +172,7 @@ static const kh_backend_api tf_backend_api = {
     .backward = tf_api_backward,
     .get_grad = tf_api_get_grad,
     .profile = tf_api_profile,
+    .memory_info = tf_api_memory_info,
 };
 
 static const kh_module_desc g_desc = {

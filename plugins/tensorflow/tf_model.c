@@ -346,6 +346,13 @@ kh_status tf_api_sync(kh_bmodel *b) {
     return on_cuda(M(b)) ? tf_gpu()->sync(M(b)) : KH_OK;
 }
 
+kh_status tf_api_memory_info(kh_bmodel *b, kh_memory_info *out) {
+    if (!b) return KH_ERR_INVALID;
+    return kh_mem_count_report(&M(b)->dev_mem, on_cuda(M(b)),
+                               "cudaMalloc by tensorflow for this model: weights, optimizer slots, arena, staging, "
+                               "cuDNN workspaces (cuBLAS's and cuDNN's own allocations not counted)", out);
+}
+
 // --- probes ---------------------------------------------------------------------------------------------------
 kh_status tf_api_forward(kh_bmodel *b, const kh_tensor *x, kh_tensor *out) {
     if (!b) return KH_ERR_INVALID;

@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "khost/backend.h"
+#include "khost/kit/alloc.h"
 #include "khost/kit/graph.h"
 #include "rt/th_rt.h"
 #include "th_sb.h"
@@ -77,6 +78,7 @@ typedef struct th_model {
     double codegen_s, cc_s, load_s;
     int32_t cache_misses, units;
     struct th_cuda_model *cuda; /* the GPU path's model (th_cuda.h); NULL on the cpu */
+    kh_mem_count dev_mem;       /* what the GPU path allocated on the device for this model (memory_info) */
 } th_model;
 
 struct kh_bmodel {
@@ -148,6 +150,7 @@ kh_status th_api_eval_batch(kh_bmodel *m, const kh_tensor *x, const kh_tensor *y
 kh_status th_api_predict(kh_bmodel *m, const kh_tensor *x, kh_tensor *out);
 kh_status th_api_read_metrics(kh_bmodel *m, uint32_t phase, kh_metrics *out, int32_t reset);
 kh_status th_api_sync(kh_bmodel *m);
+kh_status th_api_memory_info(kh_bmodel *m, kh_memory_info *out);
 kh_status th_api_forward(kh_bmodel *m, const kh_tensor *x, kh_tensor *out);
 kh_status th_api_backward(kh_bmodel *m, const kh_tensor *dy, kh_tensor *dx);
 kh_status th_api_get_grad(kh_bmodel *m, int32_t layer, int32_t slot, kh_tensor *g);

@@ -280,7 +280,10 @@ kh_status thc_alloc(th_model *m, CUdeviceptr *p, size_t bytes, const char *what)
     if (bytes == 0) bytes = 256;
     CUresult r = th_cu.MemAlloc(p, bytes);
     if (r == CUDA_SUCCESS) r = th_cu.MemsetD8Async(*p, 0, bytes, m->s->cuda->stream);
-    if (r == CUDA_SUCCESS) return KH_OK;
+    if (r == CUDA_SUCCESS) {
+        kh_mem_count_add(&m->dev_mem, (int64_t)bytes);
+        return KH_OK;
+    }
     if (*p) th_cu.MemFree(*p);
     *p = 0;
     size_t fr = 0, tot = 0;

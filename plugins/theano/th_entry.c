@@ -192,6 +192,7 @@ static const kh_backend_api th_backend_api = {
     .backward = th_api_backward,
     .get_grad = th_api_get_grad,
     .compile_info = th_api_compile_info,
+    .memory_info = th_api_memory_info,
 };
 
 static const kh_module_desc g_desc = {

@@ -345,6 +345,13 @@ kh_status th_api_sync(kh_bmodel *b) {
     return M(b)->cuda ? th_gpu()->sync(M(b)) : KH_OK;
 }
 
+kh_status th_api_memory_info(kh_bmodel *b, kh_memory_info *out) {
+    if (!b) return KH_ERR_INVALID;
+    return kh_mem_count_report(&M(b)->dev_mem, M(b)->cuda != NULL,
+                               "cuMemAlloc by theano for this model: weights, optimizer slots, arena, scratch, feeds, "
+                               "cuDNN workspace (cuBLAS's and cuDNN's own allocations not counted)", out);
+}
+
 // --- probes ---------------------------------------------------------------------------------------------------
 kh_status th_api_forward(kh_bmodel *b, const kh_tensor *x, kh_tensor *out) {
     if (!b) return KH_ERR_INVALID;

@@ -9,7 +9,9 @@
  *      a bad value is a usage error naming --math;
  *   3. khost matrix hands --math to every cell, and --resume reruns a cell recorded with another math;
  *   4. khost report (text and --html) shows each column's math and says when a column mixes modes;
- *   5. khost verify prints the session's math.
+ *   5. khost verify prints the session's math;
+ *   and the device memory a backend counts (ABI 1.4 memory_info) reaches the record's device_mem, through a
+ *   matrix too.
  * Usage: KHOST_BIN=khost test_math khost-test.ini FAKE_LIBCUDA */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
@@ -81,6 +83,19 @@ static void unit(void) {
           "fp32 anywhere: fp32 without a note (%s)", note);
 }
 
+/* The device memory the backend counted (ABI 1.4 memory_info) lands in the record's device_mem: the
+ * fixture's figure on cuda, nothing on the cpu or from a module older than 1.4. */
+static void check_device_mem(const char *dir, const char *plugin, const char *device, int64_t expect) {
+    kh_cell_record r;
+    if (record(dir, plugin, device, &r) != 0) return;
+    CHECK(r.dev_peak_bytes == expect, "%s %s: device_mem.peak_bytes %lld, expected %lld", plugin, device,
+          (long long)r.dev_peak_bytes, (long long)expect);
+    if (expect >= 0)
+        CHECK(strstr(r.dev_mem_what, "fixture: weights") != NULL, "%s %s: device_mem reason '%s'", plugin, device,
+              r.dev_mem_what);
+    kh_record_free(&r);
+}
+
 static void run_cells(const char *dir) {
     char a[4096];
     snprintf(a, sizeof a, "run --plugin fixture_cuda --task fixture_blobs --device cuda:0 --math tf32 --out '%s' --quiet", dir);
@@ -93,11 +108,17 @@ static void run_cells(const char *dir) {
              dir);
     CHECK(khost(a) == 0, "run ABI 1.3 module --math tf32: %s", out);
     check_cell(dir, "fixture_cuda13", "cuda:0", "fp32", "math=0", "ABI 1.3");
+    /* fixture_blobs: 8 dimensions x 4 classes; weights and RMSprop accumulators, plus the fixture's 1 MiB */
+    check_device_mem(dir, "fixture_cuda", "cuda:0", 2 * (8 * 4 + 4) * 4 + (1 << 20));
+    check_device_mem(dir, "fixture_cuda", "cpu", -1);
+    check_device_mem(dir, "fixture_cuda13", "cuda:0", -1);
     /* the report of those three: cuda:0 mixes tf32 and fp32 */
     snprintf(a, sizeof a, "report '%s'", dir);
     CHECK(khost(a) == 0, "report: %s", out);
     CHECK(strstr(out, "FP32 math: cpu = fp32; cuda:0 = mixed (fixture_cuda: tf32; fixture_cuda13: fp32).") != NULL,
           "report names each column's math: %s", out);
+    CHECK(strstr(out, "Peak memory (MiB)") != NULL && strstr(out, " + 1 dev |") != NULL,
+          "report shows the backend's device memory beside the peak RSS: %s", out);
     CHECK(strstr(out, "Note: the cuda:0 column mixes math modes, (fixture_cuda: tf32; fixture_cuda13: fp32)") != NULL,
           "report notes the mixed column: %s", out);
     char html[4200];
@@ -127,6 +148,8 @@ static void matrix(const char *dir) {
     CHECK(khost(a) == 0, "matrix --math tf32: %s", out);
     check_cell(dir, "fixture_cuda", "cuda:0", "tf32", "math=1", NULL);
     check_cell(dir, "fixture_cuda", "cpu", "fp32", "math=0", "tf32 ignored");
+    /* the matrix rewrites a child's record (the kernel's peak RSS): the backend's count survives it */
+    check_device_mem(dir, "fixture_cuda", "cuda:0", 2 * (8 * 4 + 4) * 4 + (1 << 20));
     /* --resume keeps a record only when it was measured with the math asked now */
     snprintf(a, sizeof a,
              "matrix --plugins fixture_cuda --tasks fixture_blobs --devices cuda:0 --math fp32 --resume --out '%s' --quiet",

@@ -323,6 +323,22 @@ static kh_status read_metrics(kh_bmodel *m, uint32_t phase, kh_metrics *out, int
 }
 static kh_status sync_m(kh_bmodel *m) { return KH_OK; }
 
+#if FIXTURE_MODE == 5 && !defined(FIXTURE_MINOR_OVERRIDE)
+/* ABI 1.4 memory_info: on the (fake) CUDA device, as many "device" bytes as the model's weights and
+ * accumulators take, plus 1 MiB, so the test knows the figure; nothing counted on the cpu. */
+static kh_status memory_info(kh_bmodel *m, kh_memory_info *out) {
+    if (m->s->kind != KH_DEVICE_CUDA) return KH_OK;
+    int64_t b = 2 * ((int64_t)m->in * m->out + m->out) * (int64_t)sizeof(float) + (1 << 20);
+    out->device_bytes = b;
+    out->device_peak_bytes = b;
+    snprintf(out->what, sizeof out->what, "fixture: weights, accumulators and 1 MiB of workspace");
+    return KH_OK;
+}
+#define FIXTURE_MEMORY_INFO memory_info
+#else
+#define FIXTURE_MEMORY_INFO NULL
+#endif
+
 #ifdef FIXTURE_ABI11
 #define FIXTURE_API_SIZE offsetof(kh_backend_api, compile_info)
 #define FIXTURE_MINOR 1
@@ -343,6 +359,7 @@ static const kh_backend_api api = {
 #ifdef FIXTURE_CODEGEN
     .compile_info = compile_info,
 #endif
+    .memory_info = FIXTURE_MEMORY_INFO,
 };
 
 static const kh_module_desc desc = {

@@ -47,6 +47,9 @@ int kh_report_vs_reference(const kh_report_task *t, int p, int d, int kind, doub
 void kh_report_fmt_time_cell(const kh_report_task *t, int p, int d, int kind, char *buf, size_t n);
 /* The time-per-step table, when some record of the task has per-step samples (report_stats.c). */
 void kh_report_print_steps(FILE *f, const kh_report_task *t);
+/* The peak-memory table (peak RSS; the backend's device memory where it counts it), when any record has one
+ * (report_memory.c). */
+void kh_report_print_memory(FILE *f, const kh_report_task *t);
 /* The HTML page's strip plots of per-step samples per backend, one per device (report_strip.c). */
 void kh_report_html_strips(FILE *f, const kh_report_task *t);
 /* The HTML page's time-per-step table and measurement warnings (report_strip.c). */

@@ -75,6 +75,7 @@ struct ccu_layer {
 
 struct cntk_cuda_model {
     cntk_session *s;
+    kh_mem_count *dev_mem; /* the model's count (cntk_model.dev_mem): ccu_malloc adds to it */
     cntk_cuda_sess *cs;
     const cntk_plan *plan;
     int n_layers;

@@ -89,6 +89,7 @@ kh_status cntk_cuda_compile(cntk_model *mm) {
     if (!m) return cntk_fail(s, KH_ERR_NOMEM, "compile", "out of host memory");
     mm->cuda = m;
     m->s = s;
+    m->dev_mem = &mm->dev_mem;
     m->cs = s->cuda;
     m->plan = p;
     const char *pe = getenv("CNTK_CUDA_POISON"), *ce = getenv("CNTK_CUDA_CHECK_LAYERS"),

@@ -174,7 +174,10 @@ kh_status ccu_malloc(ccu_model *m, const ccu_layer *L, void **p, size_t bytes, c
     *p = NULL;
     if (bytes == 0) bytes = 256;
     cudaError_t e = cudaMalloc(p, bytes);
-    if (e == cudaSuccess) return KH_OK;
+    if (e == cudaSuccess) {
+        kh_mem_count_add(m->dev_mem, (int64_t)bytes);
+        return KH_OK;
+    }
     *p = NULL;
     cudaGetLastError();
     size_t fr = 0, tot = 0;
