@@ -117,7 +117,7 @@ static void run_cells(const char *dir) {
     CHECK(khost(a) == 0, "report: %s", out);
     CHECK(strstr(out, "FP32 math: cpu = fp32; cuda:0 = mixed (fixture_cuda: tf32; fixture_cuda13: fp32).") != NULL,
           "report names each column's math: %s", out);
-    CHECK(strstr(out, "Peak memory (MiB)") != NULL && strstr(out, " + 1 dev |") != NULL,
+    CHECK(strstr(out, "Peak memory:") != NULL && strstr(out, " + 1 MiB dev |") != NULL,
           "report shows the backend's device memory beside the peak RSS: %s", out);
     CHECK(strstr(out, "Note: the cuda:0 column mixes math modes, (fixture_cuda: tf32; fixture_cuda13: fp32)") != NULL,
           "report notes the mixed column: %s", out);

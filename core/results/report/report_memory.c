@@ -17,7 +17,7 @@ void kh_report_print_memory(FILE *f, const kh_report_task *t) {
     }
     if (!any && !any_dev) return;
     const double mib = 1.0 / (1024.0 * 1024.0);
-    fprintf(f, "\nPeak memory (MiB): the cell process's resident set%s:\n\n",
+    fprintf(f, "\nPeak memory: the cell process's resident set%s:\n\n",
             any_dev ? "; + dev = the device memory the backend counted for its model (weights, arena, workspaces)" : "");
     fprintf(f, "| backend |");
     for (int d = 0; d < t->nd; d++) fprintf(f, " %s |", t->devices[d]);
@@ -30,13 +30,13 @@ void kh_report_print_memory(FILE *f, const kh_report_task *t) {
         fprintf(f, "| %s%s |", t->plugins[p], lab && kh_report_is_reference(lab) ? " (reference)" : "");
         for (int d = 0; d < t->nd; d++) {
             const kh_cell_record *r = t->cells[p * t->nd + d];
-            if (!is_ok(r)) {
-                fprintf(f, " %s |", r ? r->status : "");
+            if (!is_ok(r)) { /* the time tables say what happened to it */
+                fprintf(f, " — |");
                 continue;
             }
-            if (r->peak_rss_bytes > 0) fprintf(f, " %.0f", (double)r->peak_rss_bytes * mib);
+            if (r->peak_rss_bytes > 0) fprintf(f, " %.0f MiB", (double)r->peak_rss_bytes * mib);
             else fprintf(f, " —");
-            if (r->dev_peak_bytes >= 0) fprintf(f, " + %.0f dev", (double)r->dev_peak_bytes * mib);
+            if (r->dev_peak_bytes >= 0) fprintf(f, " + %.0f MiB dev", (double)r->dev_peak_bytes * mib);
             fprintf(f, " |");
         }
         fprintf(f, "\n");
