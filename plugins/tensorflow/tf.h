@@ -15,8 +15,8 @@
 #include <stdint.h>
 
 #include "khost/backend.h"
-#include "khost/kit/alloc.h"
 #include "khost/kit/graph.h"
+#include "khost/kit/graph_runtime.h"
 
 #define TF_VERSION "0.1.0"
 #define TF_ALIGN 64
@@ -34,23 +34,13 @@ typedef struct tf_settings {
     int deterministic;   /* GPU: 1 (default) prefer deterministic cuDNN algorithms, 0 take the fastest working */
 } tf_settings;
 
+/* A session: the graph runtime's (host, device, threads, error text) first. */
 typedef struct tf_session {
-    const kh_host_api *host;
-    kh_device dev;
-    int threads;
+    kh_grt_session rt;
     tf_settings set;
     tf_pool *pool;       /* cpu: threads - 1 workers; the calling thread is the last one */
     tf_cuda_session *cuda;
-    char err[512];
 } tf_session;
-
-struct kh_bsession { tf_session s; };
-
-/* One variable: canonical layout, its optimizer slots. */
-typedef struct tf_var {
-    float *w, *s1, *s2;
-    int64_t numel;
-} tf_var;
 
 struct tf_fn;
 typedef struct tf_run tf_run;
@@ -85,33 +75,17 @@ typedef struct tf_fn {
     _Atomic int32_t *pending; /* run-time counts */
 } tf_fn;
 
+/* A model: the graph runtime's first (lowered graphs, counters; on the cpu the host storage the plans lay out:
+ * variables with their slots, one arena, accumulators, feeds), then the executors' state. */
 typedef struct tf_model {
-    tf_session *s;
-    kh_model_graphs mg;
+    kh_grt_model rt;
+    tf_session *s;       /* rt.s as this backend's session */
     tf_fn fn[KH_GFN_COUNT];
-    int64_t max_batch;
-    uint64_t seed;
-    tf_var *vars;        /* mg.n_vars */
-    void *arena;
-    int64_t arena_bytes;
-    void **persistent[KH_GFN_COUNT]; /* per function: its GatherGrad accumulators */
-    float *feed_x;       /* staged input (max_batch, input_numel) f32, or i32 for index input */
-    int32_t *feed_labels;
-    float *feed_dy;      /* probe: (max_batch, out_numel) */
     float *im2col;       /* per-thread scratch for convolution: threads x im2col_floats */
     int64_t im2col_floats;
-    uint64_t n_forward;  /* training-mode forwards (dropout counter) */
-    uint64_t probe_counter; /* the dropout counter of the last probe forward, reused by its backward */
-    int64_t iterations;  /* optimizer steps */
-    kh_metrics met[2];
-    int32_t last_n;      /* batch of the last probe forward; 0 = none */
-    int32_t have_grad;
     tf_cuda_model *cuda;
-    uint32_t *layer_kinds; /* spec layer kinds (profile rows); n = mg.shapes.n_layers */
-    kh_mem_count dev_mem;  /* what the GPU path allocated on the device for this model (memory_info) */
+    uint32_t *layer_kinds; /* spec layer kinds (profile rows); n = rt.mg.shapes.n_layers */
 } tf_model;
-
-struct kh_bmodel { tf_model m; };
 
 /* The state of one run of a function (stack-allocated by the executor). */
 struct tf_run {
@@ -125,14 +99,10 @@ struct tf_run {
     char err[384];
 };
 
-// --- errors (tf_entry.c) ------------------------------------------------------------------------------------
-kh_status tf_fail(tf_session *s, kh_status st, const char *what, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 4, 5)))
-#endif
-    ;
-void *tf_alloc(tf_session *s, size_t bytes);
-void tf_free(tf_session *s, void *p);
+// --- errors and memory: the graph runtime's --------------------------------------------------------------
+#define tf_fail(s, ...) kh_grt_fail(&(s)->rt, __VA_ARGS__)
+static inline void *tf_alloc(tf_session *s, size_t bytes) { return kh_grt_alloc(&s->rt, bytes); }
+static inline void tf_free(tf_session *s, void *p) { kh_grt_free(&s->rt, p); }
 
 // --- thread pool (tf_pool.c) --------------------------------------------------------------------------------
 /* `workers` threads; the calling thread works too, so threads in use never exceed workers + 1. */
@@ -186,20 +156,10 @@ void tf_sgemm(int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha, cons
 void tf_sgemm_par(tf_run *r, int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
                   int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
 
-// --- model (tf_model.c) -------------------------------------------------------------------------------------
-kh_status tf_api_compile(kh_bsession *s, const kh_model_spec *spec, const kh_compile_opts *opts, kh_bmodel **out);
-void tf_api_model_free(kh_bmodel *m);
-kh_status tf_api_set_weight(kh_bmodel *m, int32_t layer, int32_t slot, const kh_tensor *w);
-kh_status tf_api_get_weight(kh_bmodel *m, int32_t layer, int32_t slot, kh_tensor *w);
-kh_status tf_api_train_batch(kh_bmodel *m, const kh_tensor *x, const kh_tensor *y);
-kh_status tf_api_eval_batch(kh_bmodel *m, const kh_tensor *x, const kh_tensor *y);
-kh_status tf_api_predict(kh_bmodel *m, const kh_tensor *x, kh_tensor *out);
-kh_status tf_api_read_metrics(kh_bmodel *m, uint32_t phase, kh_metrics *out, int32_t reset);
-kh_status tf_api_sync(kh_bmodel *m);
-kh_status tf_api_memory_info(kh_bmodel *m, kh_memory_info *out);
-kh_status tf_api_forward(kh_bmodel *m, const kh_tensor *x, kh_tensor *out);
-kh_status tf_api_backward(kh_bmodel *m, const kh_tensor *dy, kh_tensor *dx);
-kh_status tf_api_get_grad(kh_bmodel *m, int32_t layer, int32_t slot, kh_tensor *g);
+// --- the backend's compile step and CPU executor for the graph runtime (tf_model.c) --------------------------
+kh_status tf_prepare(kh_grt_model *m, const kh_model_spec *spec);
+void tf_release(kh_grt_model *m);
+extern const kh_grt_exec tf_cpu_exec;
 /* ABI 1.1: per-layer and per-op-kind profile of training steps (tf_profile.c; cpu only). */
 kh_status tf_api_profile(kh_bmodel *m, const kh_tensor *x, const kh_tensor *y, int32_t warmup, int32_t steps,
                          kh_profile *out);

@@ -19,7 +19,8 @@
 #define STREAM(m) ((m)->cuda->cs->stream)
 
 // --- free ------------------------------------------------------------------------------------------------
-void tf_cuda_free(tf_model *m) {
+void tf_cuda_free(kh_grt_model *rtm) {
+    tf_model *m = (tf_model *)rtm;
     tf_cuda_model *cm = m->cuda;
     if (!cm) return;
     if (cm->cs) cudaStreamSynchronize(cm->cs->stream);
@@ -34,7 +35,7 @@ void tf_cuda_free(tf_model *m) {
             for (int32_t k = 0; k < fn->n_pers; k++) tfc_free_dev(fn->pers[k]);
         free(fn->pers);
     }
-    for (int32_t v = 0; v < m->mg.n_vars; v++) {
+    for (int32_t v = 0; v < m->rt.mg.n_vars; v++) {
         if (cm->w) tfc_free_dev(cm->w[v]);
         if (cm->s1) tfc_free_dev(cm->s1[v]);
         if (cm->s2) tfc_free_dev(cm->s2[v]);
@@ -66,15 +67,15 @@ static kh_status host_oom(tf_model *m, const char *what) {
 
 static kh_status alloc_vars(tf_model *m) {
     tf_cuda_model *cm = m->cuda;
-    int32_t nv = m->mg.n_vars;
+    int32_t nv = m->rt.mg.n_vars;
     cm->w = calloc((size_t)nv + 1, sizeof *cm->w);
     cm->s1 = calloc((size_t)nv + 1, sizeof *cm->s1);
     cm->s2 = calloc((size_t)nv + 1, sizeof *cm->s2);
     if (!cm->w || !cm->s1 || !cm->s2) return host_oom(m, "the variable table");
-    int slots = kh_optimizer_slots(m->mg.opt.kind);
+    int slots = kh_optimizer_slots(m->rt.mg.opt.kind);
     for (int32_t v = 0; v < nv; v++) {
-        size_t b = (size_t)m->mg.vars[v].numel * sizeof(float);
-        kh_status st = tfc_malloc(m, (void **)&cm->w[v], b, m->mg.vars[v].name);
+        size_t b = (size_t)m->rt.mg.vars[v].numel * sizeof(float);
+        kh_status st = tfc_malloc(m, (void **)&cm->w[v], b, m->rt.mg.vars[v].name);
         if (st == KH_OK && slots >= 1) st = tfc_malloc(m, (void **)&cm->s1[v], b, "an optimizer slot");
         if (st == KH_OK && slots >= 2) st = tfc_malloc(m, (void **)&cm->s2[v], b, "an optimizer slot");
         if (st != KH_OK) return st;
@@ -87,10 +88,10 @@ static kh_status alloc_vars(tf_model *m) {
 
 static kh_status alloc_feeds(tf_model *m) {
     tf_cuda_model *cm = m->cuda;
-    int64_t N = m->max_batch;
-    cm->feed_bytes[KH_GIN_X] = (size_t)(N * m->mg.input_numel) * 4u;
+    int64_t N = m->rt.max_batch;
+    cm->feed_bytes[KH_GIN_X] = (size_t)(N * m->rt.mg.input_numel) * 4u;
     cm->feed_bytes[KH_GIN_LABELS] = (size_t)N * 4u;
-    cm->feed_bytes[KH_GIN_DY] = (size_t)(N * m->mg.out_numel) * 4u;
+    cm->feed_bytes[KH_GIN_DY] = (size_t)(N * m->rt.mg.out_numel) * 4u;
     const char *names[3] = {"the staged input", "the staged labels", "the staged output gradient"};
     size_t total = 0;
     for (int k = 0; k < 3; k++) {
@@ -137,7 +138,7 @@ static void bounds(tf_model *m, const kh_graph *g) {
 static kh_status prepare_fn(tf_model *m, int f) {
     tf_cuda_model *cm = m->cuda;
     tfc_fn *fn = &cm->fn[f];
-    const kh_graph *g = &m->mg.fn[f];
+    const kh_graph *g = &m->rt.mg.fn[f];
     const kh_gplan *p = &m->fn[f].plan;
     int32_t n = g->n_nodes;
     fn->ptr = calloc((size_t)n + 1, sizeof *fn->ptr);
@@ -175,7 +176,8 @@ static kh_status prepare_fn(tf_model *m, int f) {
     return KH_OK;
 }
 
-kh_status tf_cuda_compile(tf_model *m) {
+kh_status tf_cuda_compile(kh_grt_model *rtm) {
+    tf_model *m = (tf_model *)rtm;
     tf_session *s = m->s;
     if (!s->cuda) return tf_fail(s, KH_ERR_INTERNAL, "compile", "no CUDA session state");
     tf_cuda_model *cm = calloc(1, sizeof *cm);
@@ -188,16 +190,16 @@ kh_status tf_cuda_compile(tf_model *m) {
     kh_gplan plans[KH_GFN_COUNT];
     for (int f = 0; f < KH_GFN_COUNT; f++) plans[f] = m->fn[f].plan;
     char why[256];
-    kh_status st = tf_cu_layout_build(&m->mg, plans, &cm->lay, why, sizeof why);
+    kh_status st = tf_cu_layout_build(&m->rt.mg, plans, &cm->lay, why, sizeof why);
     if (st != KH_OK) return tf_fail(s, st, "compile", "device layout: %s", why);
-    if (cm->lay.arena_bytes != m->arena_bytes)
+    if (cm->lay.arena_bytes != m->rt.arena_bytes)
         return tf_fail(s, KH_ERR_INTERNAL, "compile", "device arena %lld B, the plans need %lld B",
-                       (long long)cm->lay.arena_bytes, (long long)m->arena_bytes);
+                       (long long)cm->lay.arena_bytes, (long long)m->rt.arena_bytes);
     if ((st = tfc_malloc(m, &cm->arena, (size_t)cm->lay.arena_bytes, "the arena")) != KH_OK) return st;
     if ((st = alloc_vars(m)) != KH_OK) return st;
     if ((st = alloc_feeds(m)) != KH_OK) return st;
     for (int f = 0; f < KH_GFN_COUNT; f++)
-        if (m->mg.fn[f].n_nodes > 0 && (st = prepare_fn(m, f)) != KH_OK) return st;
+        if (m->rt.mg.fn[f].n_nodes > 0 && (st = prepare_fn(m, f)) != KH_OK) return st;
     if (cm->ws_bytes > 0 && (st = tfc_malloc(m, &cm->ws, cm->ws_bytes, "the cuDNN workspace")) != KH_OK) return st;
     if (cm->xpad_floats > 0 &&
         (st = tfc_malloc(m, (void **)&cm->xpad, (size_t)cm->xpad_floats * sizeof(float), "the padded input")) != KH_OK)
@@ -210,15 +212,17 @@ kh_status tf_cuda_compile(tf_model *m) {
 }
 
 // --- variables -------------------------------------------------------------------------------------------
-kh_status tf_cuda_set_var(tf_model *m, int32_t v, const float *w) {
-    size_t b = (size_t)m->mg.vars[v].numel * sizeof(float);
+kh_status tf_cuda_set_var(kh_grt_model *rtm, int32_t v, const float *w) {
+    tf_model *m = (tf_model *)rtm;
+    size_t b = (size_t)m->rt.mg.vars[v].numel * sizeof(float);
     TFC_CUDA(m, NULL, -1, "set_weight", cudaMemcpyAsync(m->cuda->w[v], w, b, cudaMemcpyHostToDevice, STREAM(m)));
     TFC_CUDA(m, NULL, -1, "set_weight", cudaStreamSynchronize(STREAM(m)));
     return KH_OK;
 }
 
-kh_status tf_cuda_get_var(tf_model *m, int32_t v, float *w) {
-    size_t b = (size_t)m->mg.vars[v].numel * sizeof(float);
+kh_status tf_cuda_get_var(kh_grt_model *rtm, int32_t v, float *w) {
+    tf_model *m = (tf_model *)rtm;
+    size_t b = (size_t)m->rt.mg.vars[v].numel * sizeof(float);
     TFC_CUDA(m, NULL, -1, "get_weight", cudaMemcpyAsync(w, m->cuda->w[v], b, cudaMemcpyDeviceToHost, STREAM(m)));
     TFC_CUDA(m, NULL, -1, "get_weight", cudaStreamSynchronize(STREAM(m)));
     return KH_OK;
@@ -232,13 +236,13 @@ static kh_status stage(tf_model *m, int64_t n, const void *x, const int32_t *lab
     TFC_CUDA(m, NULL, -1, "run", cudaEventSynchronize(cm->staged[k]));
     char *pin = cm->pin[k];
     char *at[3] = {pin, pin + cm->feed_bytes[0], pin + cm->feed_bytes[0] + cm->feed_bytes[1]};
-    size_t bytes[3] = {x ? (size_t)(n * m->mg.input_numel) * 4u : 0, labels ? (size_t)n * 4u : 0,
-                       dy ? (size_t)(n * m->mg.out_numel) * 4u : 0};
+    size_t bytes[3] = {x ? (size_t)(n * m->rt.mg.input_numel) * 4u : 0, labels ? (size_t)n * 4u : 0,
+                       dy ? (size_t)(n * m->rt.mg.out_numel) * 4u : 0};
     if (x) {
         memcpy(at[0], x, bytes[0]);
-        if (m->mg.input_dtype == KH_I32 && cm->idx_bound > 0) {
+        if (m->rt.mg.input_dtype == KH_I32 && cm->idx_bound > 0) {
             const int32_t *idx = (const int32_t *)at[0];
-            for (int64_t j = 0; j < n * m->mg.input_numel; j++)
+            for (int64_t j = 0; j < n * m->rt.mg.input_numel; j++)
                 if (idx[j] < 0 || idx[j] >= cm->idx_bound)
                     return tf_fail(m->s, KH_ERR_INVALID, "run", "index %d at position %lld outside [0, %d)", idx[j],
                                    (long long)j, cm->idx_bound);
@@ -261,10 +265,11 @@ static kh_status stage(tf_model *m, int64_t n, const void *x, const int32_t *lab
     return KH_OK;
 }
 
-kh_status tf_cuda_run(tf_model *m, kh_gfn fn, int part, int64_t n, double lr, uint64_t counter, const void *x,
+kh_status tf_cuda_run(kh_grt_model *rtm, kh_gfn fn, int part, int64_t n, double lr, uint64_t counter, const void *x,
                       const int32_t *labels, const float *dy) {
+    tf_model *m = (tf_model *)rtm;
     tf_cuda_model *cm = m->cuda;
-    const kh_graph *g = &m->mg.fn[fn];
+    const kh_graph *g = &m->rt.mg.fn[fn];
     tfc_fn *f = &cm->fn[fn];
     if (!f->ptr) return tf_fail(m->s, KH_ERR_INTERNAL, "run", "function %d was not compiled", (int)fn);
     kh_status st = stage(m, n, x, labels, dy);
@@ -284,16 +289,18 @@ kh_status tf_cuda_run(tf_model *m, kh_gfn fn, int part, int64_t n, double lr, ui
     return KH_OK;
 }
 
-kh_status tf_cuda_read_node(tf_model *m, kh_gfn fn, int32_t node, int64_t n, float *dst) {
+kh_status tf_cuda_read_node(kh_grt_model *rtm, kh_gfn fn, int32_t node, int64_t n, float *dst) {
+    tf_model *m = (tf_model *)rtm;
     void *src = m->cuda->fn[fn].ptr ? m->cuda->fn[fn].ptr[node] : NULL;
     if (!src) return tf_fail(m->s, KH_ERR_INTERNAL, "read", "node %d of function %d has no storage", node, (int)fn);
-    size_t b = (size_t)kh_graph_numel(&m->mg.fn[fn], node, n) * sizeof(float);
+    size_t b = (size_t)kh_graph_numel(&m->rt.mg.fn[fn], node, n) * sizeof(float);
     TFC_CUDA(m, NULL, -1, "read", cudaMemcpyAsync(dst, src, b, cudaMemcpyDeviceToHost, STREAM(m)));
     TFC_CUDA(m, NULL, -1, "read", cudaStreamSynchronize(STREAM(m)));
     return KH_OK;
 }
 
-kh_status tf_cuda_read_metrics(tf_model *m, uint32_t phase, kh_metrics *out, int32_t reset) {
+kh_status tf_cuda_read_metrics(kh_grt_model *rtm, uint32_t phase, kh_metrics *out, int32_t reset) {
+    tf_model *m = (tf_model *)rtm;
     tf_cuda_model *cm = m->cuda;
     TFC_CUDA(m, NULL, -1, "read_metrics",
              cudaMemcpyAsync(cm->h_met, cm->d_met, 4 * sizeof(double), cudaMemcpyDeviceToHost, STREAM(m)));
@@ -308,7 +315,8 @@ kh_status tf_cuda_read_metrics(tf_model *m, uint32_t phase, kh_metrics *out, int
     return KH_OK;
 }
 
-kh_status tf_cuda_sync(tf_model *m) {
+kh_status tf_cuda_sync(kh_grt_model *rtm) {
+    tf_model *m = (tf_model *)rtm;
     TFC_CUDA(m, NULL, -1, "sync", cudaStreamSynchronize(STREAM(m)));
     return KH_OK;
 }

@@ -30,7 +30,7 @@ static const float k_one = 1.0f, k_zero = 0.0f;
 
 #define CM(m) ((m)->cuda)
 #define STREAM(m) ((m)->cuda->cs->stream)
-#define G(m, f) (&(m)->mg.fn[(f)])
+#define G(m, f) (&(m)->rt.mg.fn[(f)])
 
 static void *dptr(tf_model *m, int f, int32_t node) { return CM(m)->fn[f].ptr[node]; }
 static void *din(tf_model *m, int f, int32_t i, int k) { return dptr(m, f, kh_graph_inputs(G(m, f), i)[k]); }
@@ -80,7 +80,7 @@ static kh_status choose_algo(tf_model *m, int f, int32_t i, tfc_conv *c) {
     char where[64], why[600];
     snprintf(where, sizeof where, "%s node %d", kh_gop_name(op), i);
     kh_conv_choice_opts o = {.deterministic = m->s->set.deterministic != 0, .tf32 = CM(m)->cs->tf32,
-                             .ws_cap = TFC_WS_CAP, .host = m->s->host, .plugin = "tensorflow", .where = where};
+                             .ws_cap = TFC_WS_CAP, .host = m->s->rt.host, .plugin = "tensorflow", .where = where};
     kh_status st = kh_cudnn_conv_choose(CM(m)->cs->dnn, d, c->xd, c->wd, c->cd, c->yd, &o, &c->algo, &c->det, why,
                                         sizeof why);
     if (st != KH_OK) return tfc_fail(m, g, i, "compile", st, "%s", why);
@@ -95,7 +95,7 @@ static kh_status prepare_conv(tf_model *m, int f, int32_t i) {
     tfc_conv *c = calloc(1, sizeof *c);
     if (!c) return tfc_fail(m, g, i, "compile", KH_ERR_NOMEM, "out of host memory");
     CM(m)->fn[f].conv[i] = c;
-    if (tf_cu_geom_of(g, i, m->max_batch, &c->g) != KH_OK)
+    if (tf_cu_geom_of(g, i, m->rt.max_batch, &c->g) != KH_OK)
         return tfc_fail(m, g, i, "compile", KH_ERR_INTERNAL, "inconsistent convolution shapes");
     const tf_cu_geom *q = &c->g;
     c->asym = q->asym;
@@ -145,7 +145,7 @@ kh_status tfc_prepare_node(tf_model *m, int f, int32_t i) {
         return prepare_conv(m, f, i);
     if (kind == TF_CU_MAXPOOL || kind == TF_CU_MAXPOOL_GRAD) {
         tf_cu_geom q;
-        if (tf_cu_geom_of(g, i, m->max_batch, &q) != KH_OK)
+        if (tf_cu_geom_of(g, i, m->rt.max_batch, &q) != KH_OK)
             return tfc_fail(m, g, i, "compile", KH_ERR_INTERNAL, "inconsistent pooling shapes");
     }
     return KH_OK;
@@ -271,12 +271,12 @@ static kh_status run_apply(tf_model *m, int f, int32_t i, int64_t n, double lr) 
     const kh_graph *g = G(m, f);
     const kh_gnode *nd = &g->nodes[i];
     tf_cuda_model *cm = CM(m);
-    int32_t v = kh_model_graphs_var(&m->mg, nd->attr.layer, nd->attr.slot);
+    int32_t v = kh_model_graphs_var(&m->rt.mg, nd->attr.layer, nd->attr.slot);
     if (v < 0) return tfc_fail(m, g, i, "run", KH_ERR_INTERNAL, "no variable (%d, %d)", nd->attr.layer, nd->attr.slot);
-    const kh_optimizer_spec *o = &m->mg.opt;
+    const kh_optimizer_spec *o = &m->rt.mg.opt;
     tfk_opt k = {opt_code(nd->op), (float)lr, o->rho, o->beta_1, o->beta_2, o->epsilon};
     float *grad = din(m, f, i, 1);
-    TFC_CUDA(m, g, i, "run", tfk_apply(STREAM(m), k, cm->w[v], cm->s1[v], cm->s2[v], grad, m->mg.vars[v].numel));
+    TFC_CUDA(m, g, i, "run", tfk_apply(STREAM(m), k, cm->w[v], cm->s1[v], cm->s2[v], grad, m->rt.mg.vars[v].numel));
     int32_t gnode = kh_graph_inputs(g, i)[1];
     const kh_gnode *gn = &g->nodes[gnode];
     if (gn->op == KH_GOP_GATHER_GRAD) { /* leave the accumulator zero for the next step */
@@ -399,7 +399,7 @@ kh_status tfc_launch(tf_model *m, int f, int32_t i, int64_t n, double lr, uint64
         return KH_OK;
     }
     case TF_CU_DROPOUT: {
-        uint64_t key = kh_crng_key(m->seed, counter, (uint64_t)nd->attr.salt);
+        uint64_t key = kh_crng_key(m->rt.seed, counter, (uint64_t)nd->attr.salt);
         TFC_CUDA(m, g, i, "run", tfk_dropout(s, din(m, f, i, 0), y, cnt, key, nd->attr.rate,
                                              (float)(1.0 / (1.0 - (double)nd->attr.rate))));
         return KH_OK;

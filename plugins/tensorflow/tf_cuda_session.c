@@ -61,37 +61,38 @@ static void sess_destroy(tf_cuda_session *cs) {
     free(cs);
 }
 
-kh_status tf_cuda_open(tf_session *s, char *err, size_t errlen) {
-    const char *id = s->dev.id;
+kh_status tf_cuda_open(kh_grt_session *rts, char *err, size_t errlen) {
+    tf_session *s = (tf_session *)rts;
+    const char *id = s->rt.dev.id;
     kh_caps c;
     memset(&c, 0, sizeof c);
     tf_cuda_caps(&c);
     if (!c.available) return kh_errf(err, errlen, KH_ERR_UNSUPPORTED, "tensorflow open on %s: %s", id, c.note);
     int count = 0;
     cudaGetDeviceCount(&count);
-    if (s->dev.ordinal < 0 || s->dev.ordinal >= count)
+    if (s->rt.dev.ordinal < 0 || s->rt.dev.ordinal >= count)
         return kh_errf(err, errlen, KH_ERR_INVALID, "tensorflow open on %s: ordinal %d, %d CUDA device(s)", id,
-                       s->dev.ordinal, count);
+                       s->rt.dev.ordinal, count);
     struct cudaDeviceProp prop;
-    cudaError_t e = cudaGetDeviceProperties(&prop, s->dev.ordinal);
+    cudaError_t e = cudaGetDeviceProperties(&prop, s->rt.dev.ordinal);
     if (e != cudaSuccess)
         return kh_errf(err, errlen, KH_ERR_DEVICE, "tensorflow open on %s: %s (cudaGetDeviceProperties)", id,
                        cudaGetErrorName(e));
     kh_status as = kh_cuda_arch_check(prop.major, prop.minor, TF_CUDA_MIN_ARCH, "tensorflow", id, err, errlen);
     if (as != KH_OK) return as;
-    if (s->dev.math != KH_MATH_FP32 && s->dev.math != KH_MATH_TF32)
+    if (s->rt.dev.math != KH_MATH_FP32 && s->rt.dev.math != KH_MATH_TF32)
         return kh_errf(err, errlen, KH_ERR_UNSUPPORTED, "tensorflow open on %s: math mode %u (fp32 and tf32 only)", id,
-                       s->dev.math);
+                       s->rt.dev.math);
     tf_cuda_session *cs = calloc(1, sizeof *cs);
     if (!cs) return kh_errf(err, errlen, KH_ERR_NOMEM, "tensorflow open on %s: out of host memory", id);
-    cs->ordinal = s->dev.ordinal;
+    cs->ordinal = s->rt.dev.ordinal;
     const char *what = "cudaSetDevice";
     if ((e = cudaSetDevice(cs->ordinal)) != cudaSuccess) goto cuda_fail;
     what = "cudaStreamCreateWithFlags";
     if ((e = cudaStreamCreateWithFlags(&cs->stream, cudaStreamNonBlocking)) != cudaSuccess) goto cuda_fail;
     /* cuBLAS and cuDNN on the stream, in the session's math: fp32 is FP32 with FMA, no TF32 tensor cores (parity
      * with the CPU path and the float64 reference); tf32 allows them (kh_cuda_handles) */
-    cs->tf32 = s->dev.math == KH_MATH_TF32;
+    cs->tf32 = s->rt.dev.math == KH_MATH_TF32;
     char why[400];
     kh_status hs = kh_cuda_handles(cs->stream, cs->tf32, &cs->blas, &cs->dnn, why, sizeof why);
     if (hs != KH_OK) {
@@ -108,19 +109,21 @@ cuda_fail:
                    "tensorflow open on %s: %s: %s", id, what, kh_cudart_errtext(e, et, sizeof et));
 }
 
-void tf_cuda_close(tf_session *s) {
+void tf_cuda_close(kh_grt_session *rts) {
+    tf_session *s = (tf_session *)rts;
     sess_destroy(s->cuda);
     s->cuda = NULL;
 }
 
-kh_status tf_cuda_environment(tf_session *s, char *buf, size_t n) {
+kh_status tf_cuda_environment(kh_grt_session *rts, char *buf, size_t n) {
+    tf_session *s = (tf_session *)rts;
     int rt = 0, drv = 0;
     cudaRuntimeGetVersion(&rt);
     cudaDriverGetVersion(&drv);
     char libs[96];
     kh_cuda_lib_versions(s->cuda ? s->cuda->blas : NULL, libs, sizeof libs);
     snprintf(buf, n, "cuda=%d.%d driver=%d.%d %s device=\"%s\" cc=%d.%d executor=single-stream math=%s", rt / 1000,
-             (rt % 1000) / 10, drv / 1000, (drv % 1000) / 10, libs, s->dev.name, s->dev.cc_major, s->dev.cc_minor,
+             (rt % 1000) / 10, drv / 1000, (drv % 1000) / 10, libs, s->rt.dev.name, s->rt.dev.cc_major, s->rt.dev.cc_minor,
              s->cuda && s->cuda->tf32 ? "tf32" : "fp32");
     size_t u = strlen(buf);
     if (s->cuda && s->cuda->conv_algos[0] && u < n)
@@ -190,7 +193,7 @@ kh_status tfc_malloc(tf_model *m, void **p, size_t bytes, const char *what) {
     if (bytes == 0) bytes = 256;
     cudaError_t e = cudaMalloc(p, bytes);
     if (e == cudaSuccess) {
-        kh_mem_count_add(&m->dev_mem, (int64_t)bytes);
+        kh_mem_count_add(&m->rt.dev_mem, (int64_t)bytes);
         return KH_OK;
     }
     *p = NULL;

@@ -1,21 +1,10 @@
-/* tf_fail.c — how calls fail. A session's error names the call and the device (tf_fail); a run of a compiled
- * function keeps the first failing node's op, index and layer (later failures keep the first), so every kernel
- * file reports through one function below it. Built into tensorflow.so and into its GPU half. */
+/* tf_fail.c — how a run fails: a run of a compiled function keeps the first failing node's op, index and layer
+ * (later failures keep the first), so every kernel file reports through one function below it (a session's
+ * error is the graph runtime's, tf_fail). Built into tensorflow.so and into its GPU half. */
 #include <stdarg.h>
 #include <stdio.h>
 
 #include "tf.h"
-
-kh_status tf_fail(tf_session *s, kh_status st, const char *what, const char *fmt, ...) {
-    if (!s) return st;
-    char why[400];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(why, sizeof why, fmt, ap);
-    va_end(ap);
-    snprintf(s->err, sizeof s->err, "tensorflow %s on %s: %s", what, s->dev.id[0] ? s->dev.id : "cpu", why);
-    return st;
-}
 
 kh_status tf_run_fail(tf_run *r, int32_t i, kh_status st, const char *fmt, ...) {
     int32_t expected = 0;

@@ -41,12 +41,12 @@ static void upd_range(void *v, int64_t b, int64_t e, int slot) {
 static kh_status k_apply(tf_run *r, int32_t i) {
     const kh_gnode *nd = tf_node(r, i);
     tf_model *m = r->m;
-    int32_t v = kh_model_graphs_var(&m->mg, nd->attr.layer, nd->attr.slot);
+    int32_t v = kh_model_graphs_var(&m->rt.mg, nd->attr.layer, nd->attr.slot);
     if (v < 0) return tf_run_fail(r, i, KH_ERR_INTERNAL, "no variable (%d, %d)", nd->attr.layer, nd->attr.slot);
-    const kh_optimizer_spec *o = &m->mg.opt;
-    upd u = {nd->op, m->vars[v].w, m->vars[v].s1, m->vars[v].s2, tf_in(r, i, 1), (float)r->lr, o->rho, o->beta_1,
+    const kh_optimizer_spec *o = &m->rt.mg.opt;
+    upd u = {nd->op, m->rt.w[v], m->rt.s1[v], m->rt.s2[v], tf_in(r, i, 1), (float)r->lr, o->rho, o->beta_1,
              o->beta_2, o->epsilon};
-    int64_t n = m->vars[v].numel;
+    int64_t n = m->rt.mg.vars[v].numel;
     tf_ew_for(r, n, upd_range, &u);
     int32_t gnode = kh_graph_inputs(r->f->g, i)[1];
     const kh_gnode *gn = &r->f->g->nodes[gnode];

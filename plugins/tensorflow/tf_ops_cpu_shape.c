@@ -136,7 +136,7 @@ static void drop_range(void *v, int64_t b, int64_t e, int slot) {
 /* Dropout and its gradient are the same masked scaling: the gradient recomputes the forward's mask. */
 static kh_status k_dropout(tf_run *r, int32_t i) {
     const kh_gattr *t = &tf_node(r, i)->attr;
-    drop d = {tf_in(r, i, 0), tf_out(r, i), kh_crng_key(r->m->seed, r->drop_key_counter, (uint64_t)t->salt), t->rate,
+    drop d = {tf_in(r, i, 0), tf_out(r, i), kh_crng_key(r->m->rt.seed, r->drop_key_counter, (uint64_t)t->salt), t->rate,
               (float)(1.0 / (1.0 - (double)t->rate))};
     tf_ew_for(r, tf_numel(r, i), drop_range, &d);
     return KH_OK;

@@ -21,7 +21,7 @@ static void add(kh_profile_row *r, int phase, double t) {
 
 static void fill(const tf_model *m, const tf_fn *f, const double *t, int32_t steps, kh_profile *out) {
     const kh_graph *g = f->g;
-    int32_t n_layers = m->mg.shapes.n_layers;
+    int32_t n_layers = m->rt.mg.shapes.n_layers;
     out->n_rows = 0;
     for (int32_t l = 0; l < n_layers && out->n_rows < out->cap_rows; l++) {
         kh_profile_row *r = &out->rows[out->n_rows++];
@@ -58,21 +58,21 @@ static void fill(const tf_model *m, const tf_fn *f, const double *t, int32_t ste
 kh_status tf_api_profile(kh_bmodel *b, const kh_tensor *x, const kh_tensor *y, int32_t warmup, int32_t steps,
                          kh_profile *out) {
     if (!b) return KH_ERR_INVALID;
-    tf_model *m = &b->m;
+    tf_model *m = (tf_model *)kh_grt_model_of(b);
     if (!x || !y || !out || steps < 1 || warmup < 0)
         return tf_fail(m->s, KH_ERR_INVALID, "profile", "missing x, y or out, or steps < 1");
-    if (m->s->dev.kind != KH_DEVICE_CPU)
+    if (m->s->rt.dev.kind != KH_DEVICE_CPU)
         return tf_fail(m->s, KH_ERR_UNSUPPORTED, "profile", "per-op profiling is implemented on cpu only");
     tf_fn *f = &m->fn[KH_GFN_TRAIN];
     if (!f->g || f->n == 0) return tf_fail(m->s, KH_ERR_INVALID, "profile", "the model has no training function");
     kh_status st = KH_OK;
-    for (int32_t i = 0; i < warmup && st == KH_OK; i++) st = tf_api_train_batch(b, x, y);
+    for (int32_t i = 0; i < warmup && st == KH_OK; i++) st = kh_grt_train_batch(b, x, y);
     if (st != KH_OK) return st;
     double *t = calloc((size_t)f->n + 1, sizeof *t);
     if (!t) return tf_fail(m->s, KH_ERR_NOMEM, "profile", "out of host memory");
     f->prof_s = t;
     double t0 = kh_now();
-    for (int32_t i = 0; i < steps && st == KH_OK; i++) st = tf_api_train_batch(b, x, y);
+    for (int32_t i = 0; i < steps && st == KH_OK; i++) st = kh_grt_train_batch(b, x, y);
     out->total_s = kh_now() - t0;
     f->prof_s = NULL;
     if (st == KH_OK) fill(m, f, t, steps, out);

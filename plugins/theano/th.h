@@ -7,8 +7,8 @@
 #include <stdint.h>
 
 #include "khost/backend.h"
-#include "khost/kit/alloc.h"
 #include "khost/kit/graph.h"
+#include "khost/kit/graph_runtime.h"
 #include "rt/th_rt.h"
 #include "th_sb.h"
 
@@ -27,24 +27,13 @@ typedef struct th_settings {
 
 struct th_cache;
 
+/* A session: the graph runtime's (host, device, threads, error text) first. */
 typedef struct th_session {
-    const kh_host_api *host;
+    kh_grt_session rt;
     struct th_cache *cache; /* the generated-code cache (th_build.c) */
-    kh_device dev;
-    int threads;
     th_settings set;
-    char err[512];
     struct th_cuda_session *cuda; /* the GPU path's session state (th_cuda.h); NULL on the cpu */
 } th_session;
-
-struct kh_bsession {
-    th_session s;
-};
-
-typedef struct th_var {
-    float *w, *s1, *s2;
-    int64_t numel;
-} th_var;
 
 typedef struct th_fn_unit {
     kh_graph g;          /* the optimised graph */
@@ -56,44 +45,24 @@ typedef struct th_fn_unit {
     float **persistent;
 } th_fn_unit;
 
+/* A model: the graph runtime's first (lowered graphs, counters; on the cpu the host storage the generated
+ * functions run over: variables with their slots, one arena, accumulators, feeds), then the compiled functions. */
 typedef struct th_model {
-    th_session *s;
-    kh_model_graphs mg;
+    kh_grt_model rt;
+    th_session *s;       /* rt.s as this backend's session */
     th_fn_unit fn[KH_GFN_COUNT];
-    int64_t max_batch;
-    uint64_t seed;
-    int64_t iterations, n_forward;
-    uint64_t probe_counter;
-    int32_t last_n, have_grad;
-    th_var *vars;
-    float **w, **s1, **s2;
-    char *arena;
-    int64_t arena_bytes;
     float *scratch;
     int64_t scratch_floats;
-    void *feed_x;
-    int32_t *feed_labels;
-    float *feed_dy;
-    kh_metrics met[2];
     double codegen_s, cc_s, load_s;
     int32_t cache_misses, units;
     struct th_cuda_model *cuda; /* the GPU path's model (th_cuda.h); NULL on the cpu */
-    kh_mem_count dev_mem;       /* what the GPU path allocated on the device for this model (memory_info) */
 } th_model;
 
-struct kh_bmodel {
-    th_model m;
-};
-
-/* th_entry.c */
-kh_status th_fail(th_session *s, kh_status st, const char *what, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-void *th_alloc(th_session *s, size_t bytes);
-void th_free(th_session *s, void *p);
+/* Errors and memory are the graph runtime's; log lines go to the session's host, else the module's (th_fail.c). */
+#define th_fail(s, ...) kh_grt_fail(&(s)->rt, __VA_ARGS__)
+static inline void *th_alloc(th_session *s, size_t bytes) { return kh_grt_alloc(&s->rt, bytes); }
+static inline void th_free(th_session *s, void *p) { kh_grt_free(&s->rt, p); }
 void th_log(th_session *s, kh_log_level lvl, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-/* The host the module entry was called with (th_fail.c): sessions opened without one log through it. */
-void th_set_module_host(const kh_host_api *host);
-const kh_host_api *th_module_host(void);
 
 /* th_blas.c */
 int th_blas_available(void);
@@ -140,20 +109,16 @@ const char *th_build_cache_dir(const th_session *s);
 kh_status th_build(th_session *s, const char *source, size_t len, const char *what, void **dl, th_fn *fn,
                    int *hit, double *cc_s, double *load_s);
 
-/* th_model.c: ABI calls */
-kh_status th_api_compile(kh_bsession *s, const kh_model_spec *spec, const kh_compile_opts *opts, kh_bmodel **out);
-void th_api_model_free(kh_bmodel *m);
-kh_status th_api_set_weight(kh_bmodel *m, int32_t layer, int32_t slot, const kh_tensor *w);
-kh_status th_api_get_weight(kh_bmodel *m, int32_t layer, int32_t slot, kh_tensor *w);
-kh_status th_api_train_batch(kh_bmodel *m, const kh_tensor *x, const kh_tensor *y);
-kh_status th_api_eval_batch(kh_bmodel *m, const kh_tensor *x, const kh_tensor *y);
-kh_status th_api_predict(kh_bmodel *m, const kh_tensor *x, kh_tensor *out);
-kh_status th_api_read_metrics(kh_bmodel *m, uint32_t phase, kh_metrics *out, int32_t reset);
-kh_status th_api_sync(kh_bmodel *m);
-kh_status th_api_memory_info(kh_bmodel *m, kh_memory_info *out);
-kh_status th_api_forward(kh_bmodel *m, const kh_tensor *x, kh_tensor *out);
-kh_status th_api_backward(kh_bmodel *m, const kh_tensor *dy, kh_tensor *dx);
-kh_status th_api_get_grad(kh_bmodel *m, int32_t layer, int32_t slot, kh_tensor *g);
+/* th_model.c: theano's compile step for the graph runtime (passes, plans, C code) and its CPU executor */
+kh_status th_prepare(kh_grt_model *m, const kh_model_spec *spec);
+void th_release(kh_grt_model *m);
+void th_ready(kh_grt_model *m);
 kh_status th_api_compile_info(kh_bmodel *m, kh_compile_info *out);
+/* the CPU executor's model side (th_entry.c puts it into th_cpu_exec with the session side) */
+kh_status th_cpu_prepare(kh_grt_model *m);
+void th_cpu_release(kh_grt_model *m);
+kh_status th_cpu_run(kh_grt_model *m, kh_gfn fn, int part, int64_t n, double lr, uint64_t counter, const void *x,
+                     const int32_t *labels, const float *dy);
+extern const kh_grt_exec th_cpu_exec;
 
 #endif

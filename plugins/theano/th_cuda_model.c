@@ -1,6 +1,6 @@
 #define _POSIX_C_SOURCE 200809L
 /* th_cuda_model.c — a compiled model on the GPU: each optimised, planned function emitted as CUDA C
- * (th_emit_cuda.c), compiled by NVRTC for the device's architecture, its CUBIN checked against the launch plan
+ * (th_emit.c in the CUDA dialect), compiled by NVRTC for the device's architecture, its CUBIN checked against the launch plan
  * (kernel names and parameter layouts, th_cubin.c) and loaded with cuModuleLoadData; then the device memory,
  * all of it allocated here and none during a step: one arena of the largest function plan (the same offsets
  * the CPU path uses), the scratch the plans ask for (convolution filters in cuDNN's layout, padded inputs, scan
@@ -22,7 +22,8 @@ static const char *const g_fn_names[KH_GFN_COUNT] = {"train", "eval", "predict",
 
 
 // --- free -----------------------------------------------------------------------------------------------------------
-void th_cuda_free(th_model *m) {
+void th_cuda_free(kh_grt_model *rtm) {
+    th_model *m = (th_model *)rtm;
     th_cuda_model *cm = m->cuda;
     if (!cm) return;
     if (cm->cs) {
@@ -40,7 +41,7 @@ void th_cuda_free(th_model *m) {
         free(fn->pers);
         th_cu_plan_free(&fn->plan);
     }
-    for (int32_t v = 0; v < m->mg.n_vars; v++) {
+    for (int32_t v = 0; v < m->rt.mg.n_vars; v++) {
         if (cm->w) thc_free(cm->w[v]);
         if (cm->s1) thc_free(cm->s1[v]);
         if (cm->s2) thc_free(cm->s2[v]);
@@ -110,7 +111,7 @@ static kh_status build_module(th_model *m, int f) {
     th_fn_unit *u = &m->fn[f];
     char why[2048];
     double t0 = kh_now();
-    th_emit_env env = {.g = &u->g, .plan = &u->plan, .mg = &m->mg, .fn = (kh_gfn)f, .scratch_floats = NULL};
+    th_emit_env env = {.g = &u->g, .plan = &u->plan, .mg = &m->rt.mg, .fn = (kh_gfn)f, .scratch_floats = NULL};
     th_sb src = {0};
     kh_status st = th_emit_cuda(&env, &src, &fn->plan, why, sizeof why);
     m->codegen_s += kh_now() - t0;
@@ -179,15 +180,15 @@ static kh_status build_module(th_model *m, int f) {
 // --- memory ---------------------------------------------------------------------------------------------------------
 static kh_status alloc_vars(th_model *m) {
     th_cuda_model *cm = m->cuda;
-    int32_t nv = m->mg.n_vars;
+    int32_t nv = m->rt.mg.n_vars;
     cm->w = calloc((size_t)nv + 1, sizeof *cm->w);
     cm->s1 = calloc((size_t)nv + 1, sizeof *cm->s1);
     cm->s2 = calloc((size_t)nv + 1, sizeof *cm->s2);
     if (!cm->w || !cm->s1 || !cm->s2) return th_fail(m->s, KH_ERR_NOMEM, "compile", "out of host memory");
-    int slots = kh_optimizer_slots(m->mg.opt.kind);
+    int slots = kh_optimizer_slots(m->rt.mg.opt.kind);
     for (int32_t v = 0; v < nv; v++) {
-        size_t b = (size_t)m->mg.vars[v].numel * sizeof(float);
-        kh_status st = thc_alloc(m, &cm->w[v], b, m->mg.vars[v].name);
+        size_t b = (size_t)m->rt.mg.vars[v].numel * sizeof(float);
+        kh_status st = thc_alloc(m, &cm->w[v], b, m->rt.mg.vars[v].name);
         if (st == KH_OK && slots >= 1) st = thc_alloc(m, &cm->s1[v], b, "an optimizer slot");
         if (st == KH_OK && slots >= 2) st = thc_alloc(m, &cm->s2[v], b, "an optimizer slot");
         if (st != KH_OK) return st;
@@ -197,10 +198,10 @@ static kh_status alloc_vars(th_model *m) {
 
 static kh_status alloc_feeds(th_model *m) {
     th_cuda_model *cm = m->cuda;
-    int64_t N = m->max_batch;
-    cm->feed_bytes[KH_GIN_X] = (size_t)(N * m->mg.input_numel) * 4u;
+    int64_t N = m->rt.max_batch;
+    cm->feed_bytes[KH_GIN_X] = (size_t)(N * m->rt.mg.input_numel) * 4u;
     cm->feed_bytes[KH_GIN_LABELS] = (size_t)N * 4u;
-    cm->feed_bytes[KH_GIN_DY] = (size_t)(N * m->mg.out_numel) * 4u;
+    cm->feed_bytes[KH_GIN_DY] = (size_t)(N * m->rt.mg.out_numel) * 4u;
     const char *names[3] = {"the staged input", "the staged labels", "the staged output gradient"};
     size_t total = 0;
     for (int k = 0; k < 3; k++) {
@@ -265,7 +266,8 @@ static kh_status prepare_fn(th_model *m, int f) {
     return thc_prepare_convs(m, f);
 }
 
-kh_status th_cuda_compile(th_model *m) {
+kh_status th_cuda_compile(kh_grt_model *rtm) {
+    th_model *m = (th_model *)rtm;
     th_session *s = m->s;
     if (!s->cuda) return th_fail(s, KH_ERR_INTERNAL, "compile", "no CUDA session state");
     th_cuda_model *cm = calloc(1, sizeof *cm);
@@ -277,13 +279,13 @@ kh_status th_cuda_compile(th_model *m) {
     cm->sync_each = se && *se && *se != '0';
     kh_status st = thc_bind(m, "compile");
     for (int f = 0; f < KH_GFN_COUNT && st == KH_OK; f++)
-        if (m->mg.fn[f].n_nodes > 0) {
+        if (m->rt.mg.fn[f].n_nodes > 0) {
             st = build_module(m, f);
             if (st == KH_OK && cm->fn[f].plan.scratch_bytes > cm->scratch_bytes)
                 cm->scratch_bytes = cm->fn[f].plan.scratch_bytes;
         }
     if (st != KH_OK) return st;
-    cm->arena_bytes = m->arena_bytes; /* the largest function plan: one function runs at a time */
+    cm->arena_bytes = m->rt.arena_bytes; /* the largest function plan: one function runs at a time */
     if ((st = thc_alloc(m, &cm->arena, (size_t)cm->arena_bytes, "the arena")) != KH_OK) return st;
     if (cm->scratch_bytes > 0 && (st = thc_alloc(m, &cm->scratch, (size_t)cm->scratch_bytes, "the scratch")) != KH_OK)
         return st;
@@ -299,26 +301,29 @@ kh_status th_cuda_compile(th_model *m) {
 }
 
 // --- weights, values, metrics -----------------------------------------------------------------------------------------
-kh_status th_cuda_set_var(th_model *m, int32_t v, const float *w) {
+kh_status th_cuda_set_var(kh_grt_model *rtm, int32_t v, const float *w) {
+    th_model *m = (th_model *)rtm;
     kh_status st = thc_bind(m, "set_weight");
     if (st != KH_OK) return st;
-    size_t b = (size_t)m->mg.vars[v].numel * sizeof(float);
+    size_t b = (size_t)m->rt.mg.vars[v].numel * sizeof(float);
     THC_CU(m, -1, -1, "set_weight", th_cu.MemcpyHtoDAsync(m->cuda->w[v], w, b, m->cuda->cs->stream));
     THC_CU(m, -1, -1, "set_weight", th_cu.StreamSynchronize(m->cuda->cs->stream));
     return KH_OK;
 }
 
-kh_status th_cuda_get_var(th_model *m, int32_t v, float *w) {
+kh_status th_cuda_get_var(kh_grt_model *rtm, int32_t v, float *w) {
+    th_model *m = (th_model *)rtm;
     kh_status st = thc_bind(m, "get_weight");
     if (st != KH_OK) return st;
-    size_t b = (size_t)m->mg.vars[v].numel * sizeof(float);
+    size_t b = (size_t)m->rt.mg.vars[v].numel * sizeof(float);
     THC_CU(m, -1, -1, "get_weight", th_cu.MemcpyDtoHAsync(w, m->cuda->w[v], b, m->cuda->cs->stream));
     THC_CU(m, -1, -1, "get_weight", th_cu.StreamSynchronize(m->cuda->cs->stream));
     return KH_OK;
 }
 
-kh_status th_cuda_read_node(th_model *m, kh_gfn f, int32_t node, int64_t n, float *dst) {
-    th_emit_env env = {.g = &m->fn[f].g, .plan = &m->fn[f].plan, .mg = &m->mg, .fn = f, .scratch_floats = NULL};
+kh_status th_cuda_read_node(kh_grt_model *rtm, kh_gfn f, int32_t node, int64_t n, float *dst) {
+    th_model *m = (th_model *)rtm;
+    th_emit_env env = {.g = &m->fn[f].g, .plan = &m->fn[f].plan, .mg = &m->rt.mg, .fn = f, .scratch_floats = NULL};
     th_cu_ref r;
     if (node < 0 || node >= m->fn[f].g.n_nodes || th_cu_value(&env, node, &r) != KH_OK)
         return th_fail(m->s, KH_ERR_INTERNAL, "read", "node %d of the %s function has no storage", node, g_fn_names[f]);
@@ -330,7 +335,8 @@ kh_status th_cuda_read_node(th_model *m, kh_gfn f, int32_t node, int64_t n, floa
     return KH_OK;
 }
 
-kh_status th_cuda_read_metrics(th_model *m, uint32_t phase, kh_metrics *out, int32_t reset) {
+kh_status th_cuda_read_metrics(kh_grt_model *rtm, uint32_t phase, kh_metrics *out, int32_t reset) {
+    th_model *m = (th_model *)rtm;
     th_cuda_model *cm = m->cuda;
     kh_status st = thc_bind(m, "read_metrics");
     if (st != KH_OK) return st;
@@ -347,7 +353,8 @@ kh_status th_cuda_read_metrics(th_model *m, uint32_t phase, kh_metrics *out, int
     return KH_OK;
 }
 
-kh_status th_cuda_sync(th_model *m) {
+kh_status th_cuda_sync(kh_grt_model *rtm) {
+    th_model *m = (th_model *)rtm;
     kh_status st = thc_bind(m, "sync");
     if (st != KH_OK) return st;
     THC_CU(m, -1, -1, "sync", th_cu.StreamSynchronize(m->cuda->cs->stream));

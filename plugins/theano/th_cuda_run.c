@@ -72,7 +72,7 @@ static kh_status choose_algo(th_model *m, int f, const th_cu_launch *e, thc_conv
     char where[64], why[600];
     snprintf(where, sizeof where, "convolution node %d", e->node);
     kh_conv_choice_opts o = {.deterministic = m->s->set.deterministic != 0, .tf32 = m->cuda->cs->tf32,
-                             .ws_cap = CONV_WS_CAP, .host = m->s->host, .plugin = "theano", .where = where};
+                             .ws_cap = CONV_WS_CAP, .host = m->s->rt.host, .plugin = "theano", .where = where};
     int det = 0;
     kh_status st = kh_cudnn_conv_choose(m->cuda->cs->dnn, d, c->xd, c->wd, c->cd, c->yd, &o, &c->algo, &det, why,
                                         sizeof why);
@@ -91,7 +91,7 @@ static kh_status prepare_conv(th_model *m, int f, int32_t k) {
     thc_conv *c = calloc(1, sizeof *c);
     if (!c) return thc_fail(m, f, e->node, "compile", KH_ERR_NOMEM, "out of host memory");
     m->cuda->fn[f].conv[k] = c;
-    int N = (int)m->max_batch;
+    int N = (int)m->rt.max_batch;
     THC_DNN(m, f, e->node, "compile", cudnnCreateTensorDescriptor(&c->xd));
     THC_DNN(m, f, e->node, "compile", cudnnCreateTensorDescriptor(&c->yd));
     THC_DNN(m, f, e->node, "compile", cudnnCreateFilterDescriptor(&c->wd));
@@ -256,13 +256,13 @@ static kh_status stage(th_model *m, int64_t n, const void *x, const int32_t *lab
     THC_CU(m, -1, -1, "run", th_cu.EventSynchronize(cm->staged[k]));
     char *pin = cm->pin[k];
     char *at[3] = {pin, pin + cm->feed_bytes[0], pin + cm->feed_bytes[0] + cm->feed_bytes[1]};
-    size_t bytes[3] = {x ? (size_t)(n * m->mg.input_numel) * 4u : 0, labels ? (size_t)n * 4u : 0,
-                       dy ? (size_t)(n * m->mg.out_numel) * 4u : 0};
+    size_t bytes[3] = {x ? (size_t)(n * m->rt.mg.input_numel) * 4u : 0, labels ? (size_t)n * 4u : 0,
+                       dy ? (size_t)(n * m->rt.mg.out_numel) * 4u : 0};
     if (x) {
         memcpy(at[0], x, bytes[0]);
-        if (m->mg.input_dtype == KH_I32 && cm->idx_bound > 0) {
+        if (m->rt.mg.input_dtype == KH_I32 && cm->idx_bound > 0) {
             const int32_t *idx = (const int32_t *)at[0];
-            for (int64_t j = 0; j < n * m->mg.input_numel; j++)
+            for (int64_t j = 0; j < n * m->rt.mg.input_numel; j++)
                 if (idx[j] < 0 || idx[j] >= cm->idx_bound)
                     return th_fail(m->s, KH_ERR_INVALID, "run", "embedding index %d at position %lld outside [0, %d)",
                                    idx[j], (long long)j, cm->idx_bound);
@@ -283,8 +283,9 @@ static kh_status stage(th_model *m, int64_t n, const void *x, const int32_t *lab
     return KH_OK;
 }
 
-kh_status th_cuda_run(th_model *m, kh_gfn f, int part, int64_t n, double lr, uint64_t counter, const void *x,
+kh_status th_cuda_run(kh_grt_model *rtm, kh_gfn f, int part, int64_t n, double lr, uint64_t counter, const void *x,
                       const int32_t *labels, const float *dy) {
+    th_model *m = (th_model *)rtm;
     th_cuda_model *cm = m->cuda;
     thc_fn *fn = &cm->fn[f];
     if (!fn->mod) return th_fail(m->s, KH_ERR_UNSUPPORTED, "run", "the model has no such function (no loss?)");
@@ -295,7 +296,7 @@ kh_status th_cuda_run(th_model *m, kh_gfn f, int part, int64_t n, double lr, uin
         for (int32_t k = 0; k < fn->n_pers; k++)
             THC_CU(m, f, -1, "backward", th_cu.MemsetD8Async(fn->pers[k], 0, (size_t)m->fn[f].plan.persistent_bytes[k],
                                                              cm->cs->stream));
-    run_args a = {n, (float)lr, m->seed, counter, 0};
+    run_args a = {n, (float)lr, m->rt.seed, counter, 0};
     const th_cu_plan *p = &fn->plan;
     for (int32_t k = 0; k < p->n && st == KH_OK; k++) {
         const th_cu_launch *e = &p->v[k];

@@ -139,23 +139,24 @@ static void sess_destroy(th_cuda_session *cs) {
     free(cs);
 }
 
-kh_status th_cuda_open(th_session *s, char *err, size_t errlen) {
-    const char *id = s->dev.id;
+kh_status th_cuda_open(kh_grt_session *rts, char *err, size_t errlen) {
+    th_session *s = (th_session *)rts;
+    const char *id = s->rt.dev.id;
     kh_caps c;
     memset(&c, 0, sizeof c);
     th_cuda_caps(&c);
     if (!c.available) return kh_errf(err, errlen, KH_ERR_UNSUPPORTED, "theano open on %s: %s", id, c.note);
-    if (s->dev.math != KH_MATH_FP32 && s->dev.math != KH_MATH_TF32)
+    if (s->rt.dev.math != KH_MATH_FP32 && s->rt.dev.math != KH_MATH_TF32)
         return kh_errf(err, errlen, KH_ERR_UNSUPPORTED, "theano open on %s: math mode %u (fp32 and tf32 only)", id,
-                       s->dev.math);
+                       s->rt.dev.math);
     th_cuda_session *cs = calloc(1, sizeof *cs);
     if (!cs) return kh_errf(err, errlen, KH_ERR_NOMEM, "theano open on %s: out of host memory", id);
     char e[160];
     const char *what = "cuDeviceGet";
-    CUresult r = th_cu.DeviceGet(&cs->dev, s->dev.ordinal);
+    CUresult r = th_cu.DeviceGet(&cs->dev, s->rt.dev.ordinal);
     CUcontext cur = NULL;
     if (r == CUDA_SUCCESS) what = "cuCtxGetCurrent", r = th_cu.CtxGetCurrent(&cur);
-    if (r == CUDA_SUCCESS && cur && s->dev.cu_context && cur != (CUcontext)s->dev.cu_context) {
+    if (r == CUDA_SUCCESS && cur && s->rt.dev.cu_context && cur != (CUcontext)s->rt.dev.cu_context) {
         sess_destroy(cs);
         return kh_errf(err, errlen, KH_ERR_DEVICE,
                        "theano open on %s: the current CUDA context is not the device's primary context the host retained",
@@ -197,7 +198,7 @@ kh_status th_cuda_open(th_session *s, char *err, size_t errlen) {
     snprintf(cs->arch, sizeof cs->arch, "sm_%d", cs->cc);
     /* cuBLAS and cuDNN on the stream, in the session's math: fp32 is FP32 with FMA, no TF32 tensor cores (the CPU
      * path's and the reference's arithmetic); tf32 allows them (kh_cuda_handles) */
-    cs->tf32 = s->dev.math == KH_MATH_TF32;
+    cs->tf32 = s->rt.dev.math == KH_MATH_TF32;
     char why[400];
     kh_status hs = kh_cuda_handles((cudaStream_t)cs->stream, cs->tf32, &cs->blas, &cs->dnn, why, sizeof why);
     if (hs != KH_OK) {
@@ -208,17 +209,20 @@ kh_status th_cuda_open(th_session *s, char *err, size_t errlen) {
     return KH_OK;
 }
 
-void th_cuda_close(th_session *s) {
+void th_cuda_close(kh_grt_session *rts) {
+    th_session *s = (th_session *)rts;
     sess_destroy(s->cuda);
     s->cuda = NULL;
 }
 
-kh_status th_cuda_environment(th_session *s, char *buf, size_t n) {
+kh_status th_cuda_environment(kh_grt_session *rts, char *buf, size_t n) {
+    th_session *s = (th_session *)rts;
     char ver[32], libs[96];
     kh_cuda_lib_versions(s->cuda ? s->cuda->blas : NULL, libs, sizeof libs);
-    snprintf(buf, n, " driver=%d.%d nvrtc=%s arch=%s %s device=\"%s\" runner=driver-api math=%s", th_cu.version / 1000,
+    snprintf(buf, n, "optimize=%d driver=%d.%d nvrtc=%s arch=%s %s device=\"%s\" runner=driver-api math=%s",
+             s->set.passes, th_cu.version / 1000,
              (th_cu.version % 1000) / 10, th_nvrtc_version(ver, sizeof ver), s->cuda ? s->cuda->arch : "?", libs,
-             s->dev.name, s->cuda && s->cuda->tf32 ? "tf32" : "fp32");
+             s->rt.dev.name, s->cuda && s->cuda->tf32 ? "tf32" : "fp32");
     size_t u = strlen(buf);
     if (s->cuda && s->cuda->conv_algos[0] && u < n)
         snprintf(buf + u, n - u, " cudnn_algos=%s", s->cuda->conv_algos);
@@ -281,7 +285,7 @@ kh_status thc_alloc(th_model *m, CUdeviceptr *p, size_t bytes, const char *what)
     CUresult r = th_cu.MemAlloc(p, bytes);
     if (r == CUDA_SUCCESS) r = th_cu.MemsetD8Async(*p, 0, bytes, m->s->cuda->stream);
     if (r == CUDA_SUCCESS) {
-        kh_mem_count_add(&m->dev_mem, (int64_t)bytes);
+        kh_mem_count_add(&m->rt.dev_mem, (int64_t)bytes);
         return KH_OK;
     }
     if (*p) th_cu.MemFree(*p);

@@ -1,4 +1,5 @@
-/* th_entry.c — the module's one exported symbol, its descriptor, capabilities, sessions and settings.
+/* th_entry.c — the module's one exported symbol: theano as a graph-runtime backend (khost/kit/graph_runtime.h)
+ * with its settings, its compile step (th_model.c), its CPU executor and its GPU half.
  *
  * Settings ([plugin theano] in the registry):
  *   cc         the C compiler generated code is built with (default: cc)
@@ -23,8 +24,6 @@
 #include "th.h"
 #include "th_cuda.h"
 #include "khost/kit/status.h"
-#include "khost/kit/alloc.h"
-
 
 #ifndef TH_GPU_HALF
 #define TH_GPU_HALF 0 /* 1: CMake built theano-cuda/theano_cuda.so beside this module */
@@ -32,34 +31,7 @@
 static kh_half g_half = KH_HALF_INIT("theano", "theano-cuda", "theano_cuda.so", TH_CUDA_HALF_ENTRY, TH_GPU_HALF,
                                      TH_CUDA_HALF_VERSION, sizeof(th_session), sizeof(th_model));
 
-const th_cuda_table *th_cuda_half(void) { return kh_half_load(&g_half); }
-const th_cuda_table *th_gpu(void) { return kh_half_loaded(&g_half); }
-const char *th_cuda_why(void) { return kh_half_why(&g_half); }
-
 #define TH_DEFAULT_CFLAGS "-O3 -march=native -fopenmp -ffp-contract=fast -fno-math-errno -fno-trapping-math"
-
-static kh_status th_get_caps(uint32_t device_kind, kh_caps *out) {
-    if (!out) return KH_ERR_INVALID;
-    kh_caps c;
-    memset(&c, 0, sizeof c);
-    c.struct_size = out->struct_size;
-    kh_graph_caps(&c); /* what the graph layer lowers */
-    if (device_kind == KH_DEVICE_CPU) {
-        c.available = th_blas_available();
-        snprintf(c.note, sizeof c.note, "%s", c.available ? "optimised graph compiled to C (cc + dlopen), OpenBLAS GEMM"
-                                                          : "built without BLAS: CPU path unavailable");
-    } else if (device_kind == KH_DEVICE_CUDA) {
-        const th_cuda_table *cu = th_cuda_half();
-        if (cu) cu->caps(&c); /* the note says plainly that this path has never run on a GPU */
-        else snprintf(c.note, sizeof c.note, "%s", th_cuda_why());
-    } else {
-        snprintf(c.note, sizeof c.note, "unknown device kind %u", device_kind);
-    }
-    size_t n = out->struct_size < sizeof c ? out->struct_size : sizeof c;
-    if (n < sizeof c.struct_size) return KH_ERR_INVALID;
-    memcpy(out, &c, n);
-    return KH_OK;
-}
 
 static kh_status text_setting(const kh_host_api *h, const char *key, const char *dflt, char *out, size_t len,
                               char *err, size_t errlen) {
@@ -71,72 +43,49 @@ static kh_status text_setting(const kh_host_api *h, const char *key, const char 
     return KH_OK;
 }
 
-static kh_status th_open(const kh_host_api *host, const kh_device *dev, kh_bsession **out, char *err, size_t errlen) {
-    if (!out) return KH_ERR_INVALID;
-    *out = NULL;
-    if (!dev) return kh_errf(err, errlen, KH_ERR_INVALID, "theano open: no device");
-    const char *id = dev->id[0] ? dev->id : "?";
-    if (dev->kind != KH_DEVICE_CPU && dev->kind != KH_DEVICE_CUDA)
-        return kh_errf(err, errlen, KH_ERR_UNSUPPORTED, "theano open on %s: unknown device kind %u", id, dev->kind);
-    if (dev->kind == KH_DEVICE_CPU && !th_blas_available())
-        return kh_errf(err, errlen, KH_ERR_UNSUPPORTED, "theano open on %s: built without BLAS", id);
-    kh_bsession *b = calloc(1, sizeof *b);
-    if (!b) return kh_errf(err, errlen, KH_ERR_NOMEM, "theano open on %s: out of memory", id);
-    th_session *s = &b->s;
-    s->host = host ? host : th_module_host();
-    size_t dn = dev->struct_size < sizeof s->dev ? dev->struct_size : sizeof s->dev;
-    memcpy(&s->dev, dev, dn);
-    s->dev.struct_size = sizeof s->dev;
-    if (!s->dev.id[0]) snprintf(s->dev.id, sizeof s->dev.id, "cpu");
-    s->threads = KH_HAS_MEMBER(kh_device, dev->struct_size, threads) && dev->threads > 0 ? dev->threads : 1;
+/* The settings, then the generated-code cache (both devices use it). */
+static kh_status th_configure(kh_grt_session *rts, char *err, size_t errlen) {
+    th_session *s = (th_session *)rts;
+    const kh_host_api *h = rts->host;
     char opt[16], det[16];
-    kh_status st = text_setting(s->host, "cc", "cc", s->set.cc, sizeof s->set.cc, err, errlen);
-    if (st == KH_OK) st = text_setting(s->host, "cflags", TH_DEFAULT_CFLAGS, s->set.cflags, sizeof s->set.cflags, err, errlen);
-    if (st == KH_OK) st = text_setting(s->host, "cache_dir", "", s->set.cache_dir, sizeof s->set.cache_dir, err, errlen);
-    if (st == KH_OK) st = text_setting(s->host, "dump_dir", "", s->set.dump_dir, sizeof s->set.dump_dir, err, errlen);
-    if (st == KH_OK) st = text_setting(s->host, "optimize", "1", opt, sizeof opt, err, errlen);
+    kh_status st = text_setting(h, "cc", "cc", s->set.cc, sizeof s->set.cc, err, errlen);
+    if (st == KH_OK) st = text_setting(h, "cflags", TH_DEFAULT_CFLAGS, s->set.cflags, sizeof s->set.cflags, err, errlen);
+    if (st == KH_OK) st = text_setting(h, "cache_dir", "", s->set.cache_dir, sizeof s->set.cache_dir, err, errlen);
+    if (st == KH_OK) st = text_setting(h, "dump_dir", "", s->set.dump_dir, sizeof s->set.dump_dir, err, errlen);
+    if (st == KH_OK) st = text_setting(h, "optimize", "1", opt, sizeof opt, err, errlen);
     if (st == KH_OK && strcmp(opt, "0") != 0 && strcmp(opt, "1") != 0)
         st = kh_errf(err, errlen, KH_ERR_INVALID, "theano: [plugin theano] optimize = '%s': expected 0 or 1", opt);
-    if (st == KH_OK) st = text_setting(s->host, "deterministic", "1", det, sizeof det, err, errlen);
+    if (st == KH_OK) st = text_setting(h, "deterministic", "1", det, sizeof det, err, errlen);
     if (st == KH_OK && strcmp(det, "0") != 0 && strcmp(det, "1") != 0)
         st = kh_errf(err, errlen, KH_ERR_INVALID, "theano: [plugin theano] deterministic = '%s': expected 0 or 1", det);
-    if (st != KH_OK) {
-        free(b);
-        return st;
-    }
+    if (st != KH_OK) return st;
     s->set.passes = opt[0] == '1';
     s->set.deterministic = det[0] == '1';
     /* the C compiler's deadline per call: a compiler that hangs must not hang the cell */
     char cct[32];
-    st = text_setting(s->host, "cc_timeout", "600", cct, sizeof cct, err, errlen);
-    if (st == KH_OK) {
-        char *end = NULL;
-        double sec = strtod(cct, &end);
-        if (end == cct || *end || !(sec > 0) || sec > 1e7)
-            st = kh_errf(err, errlen, KH_ERR_INVALID,
-                         "theano: [plugin theano] cc_timeout = '%s': expected seconds > 0 (default 600)", cct);
-        else
-            th_spawn_set_timeout(sec);
-    }
-    if (st != KH_OK) {
-        free(b);
-        return st;
-    }
-    st = th_build_open(s, err, errlen);
-    if (st != KH_OK) {
-        free(b);
-        return st;
-    }
-    if (dev->kind == KH_DEVICE_CUDA) {
-        const th_cuda_table *cu = th_cuda_half();
-        st = cu ? cu->open(s, err, errlen)
-                : kh_errf(err, errlen, KH_ERR_UNSUPPORTED, "theano open on %s: %s", id, th_cuda_why());
-        if (st != KH_OK) {
-            th_build_close(s);
-            free(b);
-            return st;
-        }
-    }
+    st = text_setting(h, "cc_timeout", "600", cct, sizeof cct, err, errlen);
+    if (st != KH_OK) return st;
+    char *end = NULL;
+    double sec = strtod(cct, &end);
+    if (end == cct || *end || !(sec > 0) || sec > 1e7)
+        return kh_errf(err, errlen, KH_ERR_INVALID,
+                       "theano: [plugin theano] cc_timeout = '%s': expected seconds > 0 (default 600)", cct);
+    th_spawn_set_timeout(sec);
+    return th_build_open(s, err, errlen);
+}
+
+static void th_unconfigure(kh_grt_session *rts) { th_build_close((th_session *)rts); }
+
+// --- the CPU executor's session side -----------------------------------------------------------------------------
+static void cpu_caps(kh_caps *c) {
+    c->available = th_blas_available();
+    snprintf(c->note, sizeof c->note, "%s", c->available ? "optimised graph compiled to C (cc + dlopen), OpenBLAS GEMM"
+                                                         : "built without BLAS: CPU path unavailable");
+}
+
+static kh_status cpu_open(kh_grt_session *rts, char *err, size_t errlen) {
+    if (!th_blas_available())
+        return kh_errf(err, errlen, KH_ERR_UNSUPPORTED, "theano open on %s: built without BLAS", rts->dev.id);
     th_blas_threads(1); /* the generated code's OpenMP loops split big GEMMs; BLAS never starts threads */
     /* Idle OpenMP workers spin briefly, then sleep (unless the user chose otherwise): the scans open two short
      * parallel regions per time step. Spinning without a bound on a shared or oversubscribed machine turned
@@ -145,67 +94,52 @@ static kh_status th_open(const kh_host_api *host, const kh_device *dev, kh_bsess
      * libgomp reads both when the first generated object loads it. */
     setenv("OMP_WAIT_POLICY", "passive", 0);
     setenv("GOMP_SPINCOUNT", "3000", 0);
-    *out = b;
     return KH_OK;
 }
 
-static void th_close(kh_bsession *b) {
-    if (!b) return;
-    if (b->s.cuda) th_gpu()->close(&b->s);
-    th_build_close(&b->s);
-    free(b);
-}
+static void cpu_close(kh_grt_session *rts) { (void)rts; }
 
-static const char *th_last_error(kh_bsession *b) { return b ? b->s.err : "theano: no session"; }
-
-static kh_status th_environment(kh_bsession *b, char *buf, size_t n) {
-    if (!b || !buf || n == 0) return KH_ERR_INVALID;
-    th_session *s = &b->s;
+static kh_status cpu_environment(kh_grt_session *rts, char *buf, size_t n) {
+    th_session *s = (th_session *)rts;
     char ver[64];
-    if (s->cuda) {
-        snprintf(buf, n, "optimize=%d", s->set.passes);
-        size_t k = strlen(buf);
-        return th_gpu()->environment(s, buf + k, n - k);
-    }
     snprintf(buf, n, "blas=%s threads=%d cc=%s cflags=\"%s\" optimize=%d cache=%s", th_blas_version(ver, sizeof ver),
-             s->threads, s->set.cc, s->set.cflags, s->set.passes, th_build_cache_dir(s));
+             rts->threads, s->set.cc, s->set.cflags, s->set.passes, th_build_cache_dir(s));
     return KH_OK;
 }
 
-static const kh_backend_api th_backend_api = {
-    .struct_size = sizeof(kh_backend_api),
-    .get_caps = th_get_caps,
-    .open = th_open,
-    .close = th_close,
-    .last_error = th_last_error,
-    .environment = th_environment,
-    .compile = th_api_compile,
-    .model_free = th_api_model_free,
-    .set_weight = th_api_set_weight,
-    .get_weight = th_api_get_weight,
-    .train_batch = th_api_train_batch,
-    .eval_batch = th_api_eval_batch,
-    .predict = th_api_predict,
-    .read_metrics = th_api_read_metrics,
-    .sync = th_api_sync,
-    .forward = th_api_forward,
-    .backward = th_api_backward,
-    .get_grad = th_api_get_grad,
-    .compile_info = th_api_compile_info,
-    .memory_info = th_api_memory_info,
+const kh_grt_exec th_cpu_exec = {
+    .caps = cpu_caps,
+    .open = cpu_open,
+    .close = cpu_close,
+    .environment = cpu_environment,
+    .prepare = th_cpu_prepare,
+    .release = th_cpu_release,
+    .set_var = kh_grt_host_set_var,
+    .get_var = kh_grt_host_get_var,
+    .run = th_cpu_run,
+    .read_node = kh_grt_host_read_node,
+    .read_metrics = kh_grt_host_read_metrics,
+    .sync = kh_grt_host_sync,
 };
 
-static const kh_module_desc g_desc = {
-    KH_MODULE_DESC_HEAD,
-    .kind = KH_MODULE_BACKEND,
+static const kh_grt_backend g_backend = {
     .name = "theano",
     .version = TH_VERSION,
     .description = "compiler strategy: the graph optimised (fusion), emitted as C (cc + dlopen) or CUDA C (NVRTC + "
                    "driver API) (NHWC; LSTMs as scans)",
-    .api = &th_backend_api,
+    .session_size = sizeof(th_session),
+    .model_size = sizeof(th_model),
+    .rnn_scan = 1, /* recurrent layers as scans: one generated time loop each */
+    .cpu = &th_cpu_exec,
+    .cuda = &g_half,
+    .configure = th_configure,
+    .unconfigure = th_unconfigure,
+    .prepare = th_prepare,
+    .release = th_release,
+    .ready = th_ready,
+    .compile_info = th_api_compile_info,
+    .device_memory_what = "cuMemAlloc by theano for this model: weights, optimizer slots, arena, scratch, feeds, "
+                          "cuDNN workspace (cuBLAS's and cuDNN's own allocations not counted)",
 };
 
-KH_EXPORT const kh_module_desc *khost_module_entry(const kh_host_api *host) {
-    th_set_module_host(host);
-    return &g_desc;
-}
+KH_EXPORT const kh_module_desc *khost_module_entry(const kh_host_api *host) { return kh_grt_module(&g_backend, host); }
