@@ -65,6 +65,10 @@ grep -q '^Against the fastest reference' "$tmp/report.md" && ok || bad "no table
 grep -Eq '^\| cntk \| [0-9.]+x \[[0-9.]+, [0-9.]+\]( ≈)? vs (pytorch|keras3-jax) \|$' "$tmp/report.md" && ok ||
     bad "cntk against the fastest reference with its interval: $(grep -A4 '^Against' "$tmp/report.md")"
 
+"$khost" report "$tmp/r" --html "$tmp/r.html" >/dev/null 2>&1 && grep -q '<table class="time vsref">' "$tmp/r.html" &&
+    grep -Eq '<tr><th>cntk</th><td>[0-9.]+x \[[0-9.]+, [0-9.]+\]( ≈)? vs (pytorch|keras3-jax)</td></tr>' "$tmp/r.html" && ok ||
+    bad "the HTML page's table against the references"
+
 # 2. --resume keeps every repetition; --plugins none runs references only
 KHOST_REFERENCE_RUNNER=$tmp/runner "$khost" matrix --plugins cntk --references pytorch,keras3-jax --repeat 3 \
     "${common[@]}" --out "$tmp/r" --resume >"$tmp/m2.out" 2>&1 && ok || bad "resume: $(cat "$tmp/m2.out")"

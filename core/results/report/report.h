@@ -42,6 +42,11 @@ int kh_report_factor(const kh_report_task *t, int p, int d, int kind, double *fa
 /* Row p's time on device d against the fastest reference row there (kh_report_is_reference), with the CI
  * paired by round: returns that reference's row, or -1 when p is a reference, has no value or there is none. */
 int kh_report_vs_reference(const kh_report_task *t, int p, int d, int kind, double *factor, kh_ci *ci);
+/* That comparison as a table cell, "0.80x [0.78, 0.82] vs keras3-tensorflow" ("—" without one); returns as
+ * kh_report_vs_reference. has: whether row p (every row: p < 0) has one anywhere. The tables' title. */
+int kh_report_fmt_vs_reference(const kh_report_task *t, int p, int d, char *buf, size_t n);
+int kh_report_has_vs_reference(const kh_report_task *t, int p);
+extern const char *const kh_report_vs_reference_title;
 /* A time-table cell of kind 0 (epoch, s) or 1 (step, ms): time [CI] (factor [CI], "≈" when not significant),
  * bold for the fastest. */
 void kh_report_fmt_time_cell(const kh_report_task *t, int p, int d, int kind, char *buf, size_t n);

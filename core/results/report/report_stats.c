@@ -129,46 +129,50 @@ void kh_report_fmt_time_cell(const kh_report_task *t, int p, int d, int kind, ch
     snprintf(buf, n, "%s (%sx [%s, %s]%s)", tm, f1, lo, hi, fci.lo <= 1 && 1 <= fci.hi ? " ≈" : "");
 }
 
+int kh_report_fmt_vs_reference(const kh_report_task *t, int p, int d, char *buf, size_t n) {
+    double x;
+    kh_ci c;
+    int ref = kh_report_vs_reference(t, p, d, 1, &x, &c);
+    if (ref < 0) snprintf(buf, n, "—");
+    else if (isfinite(c.lo))
+        snprintf(buf, n, "%.2fx [%.2f, %.2f]%s vs %s", x, c.lo, c.hi, c.lo <= 1 && 1 <= c.hi ? " ≈" : "", t->plugins[ref]);
+    else snprintf(buf, n, "%.2fx [—] vs %s", x, t->plugins[ref]);
+    return ref;
+}
+
+int kh_report_has_vs_reference(const kh_report_task *t, int p) {
+    char cell[192];
+    int any = 0;
+    for (int q = p < 0 ? 0 : p; q < (p < 0 ? t->np : p + 1) && !any; q++)
+        for (int d = 0; d < t->nd && !any; d++) any = kh_report_fmt_vs_reference(t, q, d, cell, sizeof cell) >= 0;
+    return any;
+}
+
 /* Each backend's time per step against the fastest reference row of its device (what a user would run
  * instead), when the task has both. */
 static void print_vs_reference(FILE *f, const kh_report_task *t) {
-    int any = 0;
-    for (int p = 0; p < t->np && !any; p++)
-        for (int d = 0; d < t->nd && !any; d++) {
-            double x;
-            kh_ci c;
-            any = kh_report_vs_reference(t, p, d, 1, &x, &c) >= 0;
-        }
-    if (!any) return;
-    fprintf(f, "\nAgainst the fastest reference (time per step: ratio of medians to the fastest reference row of the "
-               "device [95 %% CI, paired by round]; below 1.00x = faster than it; ≈ = not significant):\n\n");
+    if (!kh_report_has_vs_reference(t, -1)) return;
+    fprintf(f, "\n%s:\n\n", kh_report_vs_reference_title);
     fprintf(f, "| backend |");
     for (int d = 0; d < t->nd; d++) fprintf(f, " %s |", t->devices[d]);
     fprintf(f, "\n|---|");
     for (int d = 0; d < t->nd; d++) fprintf(f, "---:|");
     fprintf(f, "\n");
     for (int p = 0; p < t->np; p++) {
-        int row = 0;
-        for (int d = 0; d < t->nd; d++) row |= t->cells[p * t->nd + d] && !kh_report_is_reference(t->cells[p * t->nd + d]);
-        if (!row) continue;
+        if (!kh_report_has_vs_reference(t, p)) continue;
         fprintf(f, "| %s |", t->plugins[p]);
         for (int d = 0; d < t->nd; d++) {
-            double x;
-            kh_ci c;
-            int ref = kh_report_vs_reference(t, p, d, 1, &x, &c);
-            if (ref < 0) {
-                fprintf(f, " — |");
-                continue;
-            }
-            if (isfinite(c.lo))
-                fprintf(f, " %.2fx [%.2f, %.2f]%s vs %s |", x, c.lo, c.hi, c.lo <= 1 && 1 <= c.hi ? " ≈" : "",
-                        t->plugins[ref]);
-            else
-                fprintf(f, " %.2fx [—] vs %s |", x, t->plugins[ref]);
+            char cell[192];
+            kh_report_fmt_vs_reference(t, p, d, cell, sizeof cell);
+            fprintf(f, " %s |", cell);
         }
         fprintf(f, "\n");
     }
 }
+
+const char *const kh_report_vs_reference_title =
+    "Against the fastest reference (time per step: ratio of medians to the fastest reference row of the device "
+    "[95 % CI, paired by round]; below 1.00x = faster than it; ≈ = not significant)";
 
 /* The time-per-step table (ms) when some finished cell of the task has per-step samples. */
 void kh_report_print_steps(FILE *f, const kh_report_task *t) {

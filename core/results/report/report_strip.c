@@ -94,6 +94,35 @@ void kh_report_html_strips(FILE *f, const kh_report_task *t) {
 }
 
 /* The time-per-step table and the measurement warnings of the markdown report, as HTML. */
+/* Each backend's time per step against the fastest reference row of its device, as the markdown's table. */
+static void html_vs_reference(FILE *f, const kh_report_task *t) {
+    if (!kh_report_has_vs_reference(t, -1)) return;
+    fputs("<table class=\"time vsref\"><caption>", f);
+    kh_report_esc(f, kh_report_vs_reference_title);
+    fputs("</caption>\n<thead><tr><th>backend</th>", f);
+    for (int d = 0; d < t->nd; d++) {
+        fputs("<th>", f);
+        kh_report_esc(f, t->devices[d]);
+        fputs("</th>", f);
+    }
+    fputs("</tr></thead>\n<tbody>\n", f);
+    for (int p = 0; p < t->np; p++) {
+        if (!kh_report_has_vs_reference(t, p)) continue;
+        fputs("<tr><th>", f);
+        kh_report_esc(f, t->plugins[p]);
+        fputs("</th>", f);
+        for (int d = 0; d < t->nd; d++) {
+            char cell[192];
+            kh_report_fmt_vs_reference(t, p, d, cell, sizeof cell);
+            fputs("<td>", f);
+            kh_report_esc(f, cell);
+            fputs("</td>", f);
+        }
+        fputs("</tr>\n", f);
+    }
+    fputs("</tbody></table>\n", f);
+}
+
 void kh_report_html_steps(FILE *f, const kh_report_task *t) {
     int any = 0;
     for (int i = 0; i < t->np * t->nd && !any; i++) {
@@ -138,6 +167,7 @@ void kh_report_html_steps(FILE *f, const kh_report_task *t) {
             fputs("</tr>\n", f);
         }
         fputs("</tbody></table>\n", f);
+        html_vs_reference(f, t);
     }
     /* the warnings: the markdown list, one item per line */
     char *buf = NULL;
