@@ -1,5 +1,6 @@
 /* core/cell/mathmode.c — see mathmode.h. */
 #include "cell/mathmode.h"
+#include "results/results.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -30,4 +31,10 @@ uint32_t kh_math_effective(uint32_t asked, const kh_device *dev, uint16_t module
         return KH_MATH_FP32;
     }
     return asked;
+}
+
+int kh_math_record_matches(const kh_cell_record *r, const char *asked) {
+    if (!asked) asked = "fp32";
+    const char *had = r->math_note[0] ? r->math_note : r->math[0] ? r->math : "fp32";
+    return strncmp(had, asked, strlen(asked)) == 0;
 }

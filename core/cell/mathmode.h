@@ -20,4 +20,9 @@ const char *kh_math_name(uint32_t math);
 uint32_t kh_math_effective(uint32_t asked, const kh_device *dev, uint16_t module_abi_minor, const char *module,
                            char *note, size_t n);
 
+/* Whether a record answers a run asked for `asked` (NULL: the default, fp32): its mode, or the one its note
+ * says was ignored ("tf32 ignored ..."); a record from before --math was strict fp32. For --resume. */
+struct kh_cell_record;
+int kh_math_record_matches(const struct kh_cell_record *r, const char *asked);
+
 #endif

@@ -633,11 +633,7 @@ static int mx_same_settings(const kh_cell_record *r, const mx_opts *o) {
     const char *lt = kh_record_get_env(r, "limit_train"), *lv = kh_record_get_env(r, "limit_val");
     if (strtoll(lt ? lt : "0", NULL, 10) != (o->limit_train ? strtoll(o->limit_train, NULL, 10) : 0)) return 0;
     if (strtoll(lv ? lv : "0", NULL, 10) != (o->limit_val ? strtoll(o->limit_val, NULL, 10) : 0)) return 0;
-    /* the math asked: the record's mode, or the one its note says was ignored ("tf32 ignored ..."); a record
-     * from before --math was strict fp32 */
-    const char *asked = o->math ? o->math : "fp32";
-    const char *had = r->math_note[0] ? r->math_note : r->math[0] ? r->math : "fp32";
-    if (strncmp(had, asked, strlen(asked)) != 0) return 0;
+    if (!kh_math_record_matches(r, o->math)) return 0;
     /* an "ok" that holds no finished epochs or no metric is not a result (a hand-edited or truncated record) */
     if (!strcmp(r->status, "ok") &&
         (r->n_rows < 1 || r->n_rows < r->epochs_requested || !isfinite(r->metric_value))) return 0;

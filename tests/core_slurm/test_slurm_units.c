@@ -88,6 +88,7 @@ static void test_plan(void) {
     p.timeout_s = 90.5;
     p.epochs = "2";
     p.limit_val = "64";
+    p.math = "tf32";
     kh_slurm_cell c0 = {"cntk", "cntk", "mnist_mlp", "mnist_mlp", "cpu", "mnist"};
     kh_slurm_cell c1 = {"mine", "/opt/x/mine.so", "imdb_fasttext", "imdb_fasttext", "cuda:0", ""};
     CHECK(kh_slurm_plan_add(&p, &c0) == 0 && kh_slurm_plan_add(&p, &c1) == 0, "plan_add");
@@ -99,7 +100,7 @@ static void test_plan(void) {
         CHECK(!strcmp(q.out_dir, "/shared/results") && !strcmp(q.data_dir, "/shared/data") && !strcmp(q.fetch, ""),
               "dirs %s %s", q.out_dir, q.data_dir);
         CHECK(q.timeout_s == 90.5 && !strcmp(q.epochs, "2") && !strcmp(q.limit_val, "64") && !q.seed &&
-                  !q.batch_size && !q.limit_train, "settings");
+                  !q.batch_size && !q.limit_train && q.math && !strcmp(q.math, "tf32"), "settings");
         CHECK(!strcmp(q.cells[1].plugin_arg, "/opt/x/mine.so") && !strcmp(q.cells[1].device, "cuda:0") &&
                   !strcmp(q.cells[1].dataset, "") && !strcmp(q.cells[0].dataset, "mnist"), "cells");
     } else {
@@ -158,7 +159,7 @@ static void test_scripts(void) {
     snprintf(args, sizeof args,
              "matrix --slurm-script-only --plugins fixture_segv,fixture --tasks fixture_blobs --epochs 2 --out '%s' "
              "--timeout 120 --partition p1 --account a1 --sbatch-arg=--constraint=h100 --cpus-per-cell 3 "
-             "--data /shared/data", dir);
+             "--data /shared/data --math tf32", dir);
     int rc = khost(NULL, args);
     CHECK(rc == 0 && strstr(out, "slurm: cpu: 2 cell(s): wrote "), "script-only: %d\n%s", rc, out);
     if (plan_dir(dir, "cpu", pd, sizeof pd) != 0) {
@@ -181,7 +182,12 @@ static void test_scripts(void) {
     s = slurp(path);
     CHECK(strstr(s, "cell\tfixture\tfixture\tfixture_blobs\tfixture_blobs\tcpu\t") &&
               strstr(s, "cell\tfixture_segv\t") && strstr(s, "cell\tfixture\t") < strstr(s, "cell\tfixture_segv\t") &&
-              strstr(s, "\nepochs\t2\n") && strstr(s, "\ntimeout\t120\n"), "cells (sorted by plugin):\n%s", s);
+              strstr(s, "\nepochs\t2\n") && strstr(s, "\ntimeout\t120\n") && strstr(s, "\nmath\ttf32\n"),
+          "cells (sorted by plugin):\n%s", s);
+    snprintf(args, sizeof args, "matrix --slurm-script-only --plugins fixture --tasks fixture_blobs --math bf16 --out '%s'",
+             dir);
+    rc = khost(NULL, args);
+    CHECK(rc == 2 && strstr(out, "--math expects fp32 or tf32"), "--slurm --math bf16 (usage error, 2): %d\n%s", rc, out);
 
     /* all = a cpu array (whole node) and a cuda array (one GPU per cell, cuda:0 inside the job) */
     snprintf(dir, sizeof dir, "%s/b", tmp);

@@ -30,7 +30,7 @@ typedef struct kh_slurm_cell {
 typedef struct kh_slurm_plan {
     const char *out_dir, *data_dir, *fetch; /* fetch: tools/fetch-datasets to run per node, or "" */
     double timeout_s;
-    const char *epochs, *batch_size, *seed, *limit_train, *limit_val; /* NULL when not given */
+    const char *epochs, *batch_size, *seed, *limit_train, *limit_val, *math; /* NULL when not given */
     kh_slurm_cell *cells;
     int n, cap;
     char *buf; /* read: the file's text, which the strings point into */

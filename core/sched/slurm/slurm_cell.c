@@ -230,9 +230,9 @@ int kh_slurm_run_cell(kh_host *h, const char *plan_path, const char *index) {
     args[a++] = "--out";
     args[a++] = (char *)p.out_dir;
     args[a++] = "--quiet";
-    const char *pass[5][2] = {{"--epochs", p.epochs}, {"--batch-size", p.batch_size}, {"--limit-train", p.limit_train},
-                              {"--limit-val", p.limit_val}, {"--seed", p.seed}};
-    for (int i = 0; i < 5; i++)
+    const char *pass[6][2] = {{"--epochs", p.epochs}, {"--batch-size", p.batch_size}, {"--limit-train", p.limit_train},
+                              {"--limit-val", p.limit_val}, {"--seed", p.seed}, {"--math", p.math}};
+    for (int i = 0; i < 6; i++)
         if (pass[i][1]) {
             args[a++] = (char *)pass[i][0];
             args[a++] = (char *)pass[i][1];

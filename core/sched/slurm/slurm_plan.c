@@ -51,6 +51,7 @@ int kh_slurm_plan_write(const char *path, const kh_slurm_plan *p, char *err, siz
     put(f, "seed", p->seed);
     put(f, "limit-train", p->limit_train);
     put(f, "limit-val", p->limit_val);
+    put(f, "math", p->math);
     for (int i = 0; i < p->n; i++) {
         const kh_slurm_cell *c = &p->cells[i];
         fprintf(f, "cell\t%s\t%s\t%s\t%s\t%s\t%s\n", c->plugin, c->plugin_arg, c->task, c->task_arg, c->device,
@@ -153,6 +154,7 @@ int kh_slurm_plan_read(const char *path, kh_slurm_plan *p, char *err, size_t err
         else if (!strcmp(f[0], "seed")) p->seed = v;
         else if (!strcmp(f[0], "limit-train")) p->limit_train = v;
         else if (!strcmp(f[0], "limit-val")) p->limit_val = v;
+        else if (!strcmp(f[0], "math")) p->math = v;
         else if (!strcmp(f[0], "timeout")) {
             char *end = NULL;
             p->timeout_s = strtod(v, &end);

@@ -18,6 +18,7 @@
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "cell/env.h"
+#include "cell/mathmode.h"
 #include "cli/exitcodes.h"
 #include "modules/host_api.h"
 #include "sched/matrix.h"
@@ -35,7 +36,7 @@
 
 typedef struct sl_opts {
     const char *plugins, *tasks, *devices, *out, *data;
-    const char *epochs, *batch_size, *limit_train, *limit_val, *seed;
+    const char *epochs, *batch_size, *limit_train, *limit_val, *seed, *math;
     double timeout_s;
     int resume, script_only, fetch_data;
     const char *partition, *account, *time_per_cell, *cpus_per_cell;
@@ -54,7 +55,7 @@ static void sl_usage(FILE *f) {
     fprintf(f,
             "usage: khost matrix --slurm|--slurm-script-only [--plugins LIST|all] [--tasks LIST|all]\n"
             "                    [--devices cpu,cuda|all] [--epochs N] [--batch-size N] [--limit-train N]\n"
-            "                    [--limit-val N] [--seed N] [--out DIR] [--timeout SECONDS] [--resume]\n"
+            "                    [--limit-val N] [--seed N] [--math fp32|tf32] [--out DIR] [--timeout SECONDS] [--resume]\n"
             "                    [--partition P] [--account A] [--time-per-cell T] [--cpus-per-cell N]\n"
             "                    [--data DIR] [--fetch-data] [--sbatch-arg ARG]...\n"
             "Submits the matrix as a Slurm job array, one array task per cell (one array per device kind), and\n"
@@ -114,7 +115,8 @@ static int sl_parse(int argc, char **argv, sl_opts *o) {
         static const char *const known[] = {"--plugins", "--tasks", "--devices", "--out", "--data", "--epochs",
                                             "--batch-size", "--limit-train", "--limit-val", "--seed", "--timeout",
                                             "--partition", "--account", "--time-per-cell", "--cpus-per-cell",
-                                            "--sbatch-arg", "--slurm-cell", "--slurm-collect", "--slurm-plan"};
+                                            "--sbatch-arg", "--slurm-cell", "--slurm-collect", "--slurm-plan",
+                                            "--math"};
         size_t k, nk = sizeof known / sizeof known[0];
         for (k = 0; k < nk && strcmp(opt, known[k]); k++) {
         }
@@ -133,6 +135,14 @@ static int sl_parse(int argc, char **argv, sl_opts *o) {
         else if (!strcmp(opt, "--slurm-cell")) o->cell = v;
         else if (!strcmp(opt, "--slurm-collect")) o->collect = v;
         else if (!strcmp(opt, "--slurm-plan")) o->plan = v;
+        else if (!strcmp(opt, "--math")) {
+            uint32_t m;
+            if (kh_math_parse(v, &m) != 0) {
+                kh_logf(KH_LOG_ERROR, "matrix: --math expects fp32 or tf32, got '%s'", v);
+                return -1;
+            }
+            o->math = v;
+        }
         else if (!strcmp(opt, "--sbatch-arg")) {
             if (o->n_sbatch == SL_MAX_SBATCH_ARGS || v[0] != '-') {
                 kh_logf(KH_LOG_ERROR, "matrix: --sbatch-arg '%s': %s", v,
@@ -238,7 +248,7 @@ static int final_and_same(const char *json, const sl_opts *o) {
     int keep = (!strcmp(r.status, "ok") || !strcmp(r.status, "unsupported")) &&
                (!o->epochs || r.epochs_requested == atoi(o->epochs)) &&
                (!o->batch_size || r.batch_size == atoi(o->batch_size)) &&
-               (!o->seed || r.seed == strtoull(o->seed, NULL, 10));
+               (!o->seed || r.seed == strtoull(o->seed, NULL, 10)) && kh_math_record_matches(&r, o->math);
     kh_record_free(&r);
     return keep;
 }
@@ -359,6 +369,7 @@ static int submit_kind(const sl_ctx *x, const char *kind, const kh_matrix_pick *
     plan.seed = o->seed;
     plan.limit_train = o->limit_train;
     plan.limit_val = o->limit_val;
+    plan.math = o->math;
     int skipped = 0, rc = KH_EXIT_OK;
     for (int t = 0; t < nt; t++) {
         char err[1024];
