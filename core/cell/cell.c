@@ -437,8 +437,9 @@ static void memory_info(cell *c, kh_cell_record *rec) {
         kh_logf(KH_LOG_WARN, "%s: memory_info: %s: %s", c->o->backend->desc->name, kh_status_name(st), berr(c));
         return;
     }
-    mi.what[sizeof mi.what - 1] = 0; /* a module's text is not trusted to end */
-    if (mi.device_peak_bytes >= 0) rec->dev_peak_bytes = mi.device_peak_bytes;
+    if (mi.device_peak_bytes < 0) return; /* not counted: the record keeps its null and reason */
+    mi.what[sizeof mi.what - 1] = 0;     /* a module's text is not trusted to end */
+    rec->dev_peak_bytes = mi.device_peak_bytes;
     snprintf(rec->dev_mem_what, sizeof rec->dev_mem_what, "%s", mi.what);
 }
 

@@ -229,9 +229,9 @@ static void add_repeat_and_samples(cJSON *o, const kh_cell_record *r) {
         int counted = r->dev_peak_bytes >= 0;
         cJSON_AddItemToObject(dm, "peak_bytes", counted ? cJSON_CreateNumber((double)r->dev_peak_bytes) : cJSON_CreateNull());
         cJSON_AddStringToObject(dm, "source", counted ? "backend" : "unavailable");
-        cJSON_AddStringToObject(dm, "reason", counted && r->dev_mem_what[0] ? r->dev_mem_what
+        /* dev_mem_what is set only with a count (cell.c memory_info, the reader) */
+        cJSON_AddStringToObject(dm, "reason", r->dev_mem_what[0] ? r->dev_mem_what
                                               : counted ? "the backend's count of its own allocations"
-                                              : r->dev_mem_what[0] ? r->dev_mem_what
                                               : r->dev_free_before >= 0
                                                   ? "the backend does not count its device memory (ABI 1.4 memory_info); "
                                                     "free_before - free_after bounds what the cell still held"
@@ -506,7 +506,7 @@ int kh_record_read(const char *path, kh_cell_record *r, char *err, size_t errlen
         if (isfinite(v = get_num(dm, "free_after")) && v >= 0) r->dev_free_after = (int64_t)v;
         if (isfinite(v = get_num(dm, "peak_bytes")) && v >= 0) r->dev_peak_bytes = (int64_t)v;
         const cJSON *src = cJSON_GetObjectItemCaseSensitive(dm, "source");
-        if (cJSON_IsString(src) && !strcmp(src->valuestring, "backend"))
+        if (r->dev_peak_bytes >= 0 && cJSON_IsString(src) && !strcmp(src->valuestring, "backend"))
             get_str(dm, "reason", r->dev_mem_what, sizeof r->dev_mem_what);
     }
     const cJSON *env = cJSON_GetObjectItemCaseSensitive(o, "environment");

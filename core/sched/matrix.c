@@ -430,16 +430,16 @@ static int mx_references(const char *list, mx_mod **v, int *n) {
     char *copy = strdup(list), *save = NULL;
     int rc = copy ? KH_EXIT_OK : KH_EXIT_IO;
     for (char *tok = copy ? strtok_r(copy, ",", &save) : NULL; tok && rc == KH_EXIT_OK; tok = strtok_r(NULL, ",", &save)) {
-        char err[256];
-        int all = !strcmp(tok, "all"), known = all;
-        for (int i = 0; kh_refcell_all[i] && rc == KH_EXIT_OK; i++)
-            if (all || !strcmp(tok, kh_refcell_all[i])) {
-                known = 1;
+        const char *name = kh_refcell_find(tok);
+        if (!strcmp(tok, "all")) {
+            for (int i = 0; kh_refcell_all[i] && rc == KH_EXIT_OK; i++)
                 if (mx_add_ref(v, n, kh_refcell_all[i]) != 0) rc = KH_EXIT_IO;
-            }
-        if (!known && kh_refcell_check(tok, err, sizeof err) != 0) {
-            kh_logf(KH_LOG_ERROR, "matrix: --references: %s", err);
+        } else if (!name) {
+            kh_logf(KH_LOG_ERROR, "matrix: --references: unknown reference '%s' (known: pytorch, keras3-jax, "
+                                  "keras3-tensorflow, keras3-torch, all)", tok);
             rc = KH_EXIT_USAGE;
+        } else if (mx_add_ref(v, n, name) != 0) {
+            rc = KH_EXIT_IO;
         }
     }
     if (rc == KH_EXIT_IO) kh_logf(KH_LOG_ERROR, "matrix: out of memory");
@@ -816,14 +816,13 @@ int kh_matrix_local(kh_host *h, int argc, char **argv) {
     char **envp = NULL, err0[1200];
     kh_lock lock = {-1, NULL};
     char ref_runner[4200] = "";
-    if (o.references || strcmp(o.plugins, "none") != 0) {
-        if (strcmp(o.plugins, "none") != 0 &&
-            (rc = mx_modules(h, KH_MODULE_BACKEND, o.plugins, &plugins, &np)) != KH_EXIT_OK) goto done;
-    } else {
+    int no_plugins = !strcmp(o.plugins, "none"); /* --plugins none: the references alone */
+    if (no_plugins && !o.references) {
         kh_logf(KH_LOG_ERROR, "matrix: --plugins none needs --references (there is nothing to run)");
         rc = KH_EXIT_USAGE;
         goto done;
     }
+    if (!no_plugins && (rc = mx_modules(h, KH_MODULE_BACKEND, o.plugins, &plugins, &np)) != KH_EXIT_OK) goto done;
     if (o.references) {
         if ((rc = mx_references(o.references, &plugins, &np)) != KH_EXIT_OK) goto done;
         if (kh_refcell_runner(h->exe_path, ref_runner, sizeof ref_runner, err0, sizeof err0) != 0) {

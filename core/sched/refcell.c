@@ -8,12 +8,10 @@
 
 const char *const kh_refcell_all[] = {"pytorch", "keras3-jax", "keras3-tensorflow", "keras3-torch", NULL};
 
-int kh_refcell_check(const char *name, char *err, size_t errlen) {
+const char *kh_refcell_find(const char *name) {
     for (int i = 0; kh_refcell_all[i]; i++)
-        if (!strcmp(name, kh_refcell_all[i])) return 0;
-    snprintf(err, errlen, "unknown reference '%s' (known: pytorch, keras3-jax, keras3-tensorflow, keras3-torch, all)",
-             name);
-    return -1;
+        if (!strcmp(name, kh_refcell_all[i])) return kh_refcell_all[i];
+    return NULL;
 }
 
 int kh_refcell_runner(const char *exe_path, char *buf, size_t n, char *err, size_t errlen) {

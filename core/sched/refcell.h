@@ -10,8 +10,8 @@
 /* The frameworks "all" stands for, in the order the report lists them. */
 extern const char *const kh_refcell_all[];
 
-/* Checks one name against the frameworks tools/reference knows; 0 when known, else -1 with the message. */
-int kh_refcell_check(const char *name, char *err, size_t errlen);
+/* The entry of kh_refcell_all that is name, or NULL when tools/reference knows no such framework. */
+const char *kh_refcell_find(const char *name);
 
 /* The launcher: $KHOST_REFERENCE_RUNNER, else <folder of exe_path>/../tools/reference/run (a build folder
  * inside the repository), else <folder of exe_path>/tools/reference/run. Returns 0 with an executable

@@ -62,14 +62,6 @@ static int64_t get_batch(const kh_cell_record *r) { return r->batch_size; }
 static int64_t get_train(const kh_cell_record *r) { return r->train_samples; }
 static int64_t get_val(const kh_cell_record *r) { return r->val_samples; }
 
-static void print_header_row(FILE *f, const kh_report_task *t) {
-    fprintf(f, "| backend |");
-    for (int d = 0; d < t->nd; d++) fprintf(f, " %s |", t->devices[d]);
-    fprintf(f, "\n|---|");
-    for (int d = 0; d < t->nd; d++) fprintf(f, "---:|");
-    fprintf(f, "\n");
-}
-
 /* What a cell that did not finish shows: its status ("crashed", "timeout", "unsupported"). */
 static const char *unfinished(const kh_cell_record *r) { return r ? r->status : ""; }
 
@@ -89,12 +81,6 @@ static void print_slurm(FILE *f, const kh_report_task *t) {
     if (any) fprintf(f, ".\n\n");
 }
 
-static void print_row_label(FILE *f, const kh_report_task *t, int p) {
-    const kh_cell_record *any = NULL;
-    for (int d = 0; d < t->nd && !any; d++) any = t->cells[p * t->nd + d];
-    fprintf(f, "| %s%s |", t->plugins[p], any && kh_report_is_reference(any) ? " (reference)" : "");
-}
-
 /* A fraction above 1 is physically impossible: the FLOP or byte count overstates the work, or the peak was
  * measured low. Said under the table rather than hidden, so that nobody reads such a row as a result. */
 static void warn_roofline(FILE *f, const kh_report_task *t) {
@@ -112,9 +98,9 @@ static void print_throughput(FILE *f, const kh_report_task *t) {
     for (int i = 0; i < t->np * t->nd; i++) any |= is_ok(t->cells[i]) && isfinite(t->cells[i]->gflops);
     if (!any) return;
     fprintf(f, "\nAchieved GFLOP/s (model FLOPs per epoch / mean epoch time; %% of the device's roofline):\n\n");
-    print_header_row(f, t);
+    kh_report_md_head(f, t);
     for (int p = 0; p < t->np; p++) {
-        print_row_label(f, t, p);
+        kh_report_md_label(f, t, p);
         for (int d = 0; d < t->nd; d++) {
             const kh_cell_record *r = t->cells[p * t->nd + d];
             if (!is_ok(r) || !isfinite(r->gflops)) fprintf(f, " %s |", is_ok(r) ? "n/a" : unfinished(r));
@@ -210,9 +196,9 @@ static void print_task(FILE *f, const kh_report_task *t) {
         fprintf(f, "Training loss (loss; lower is better):\n\n");
     else
         fprintf(f, "%s:\n\n", metric);
-    print_header_row(f, t);
+    kh_report_md_head(f, t);
     for (int p = 0; p < t->np; p++) {
-        print_row_label(f, t, p);
+        kh_report_md_label(f, t, p);
         for (int d = 0; d < t->nd; d++) {
             const kh_cell_record *r = t->cells[p * t->nd + d];
             if (is_ok(r) && isfinite(r->metric_value))
@@ -238,7 +224,7 @@ static void print_task(FILE *f, const kh_report_task *t) {
     for (int d = 0; d < t->nd; d++) fprintf(f, "%s", kh_report_has_compile(t, d) ? "---:|---:|" : "---:|");
     fprintf(f, "\n");
     for (int p = 0; p < t->np; p++) {
-        print_row_label(f, t, p);
+        kh_report_md_label(f, t, p);
         for (int d = 0; d < t->nd; d++) {
             const kh_cell_record *r = t->cells[p * t->nd + d];
             char cc[96] = "";

@@ -93,6 +93,12 @@ int kh_report_index(const char **v, int n, const char *x);
 void kh_report_esc(FILE *f, const char *s);
 /* A row of tools/reference (environment key "reference"), not a khost backend. */
 int kh_report_is_reference(const kh_cell_record *r);
+/* The pieces every per-device table shares. Markdown: the header (a backend column, one per device) and a
+ * row's first cell (the backend, marked "(reference)" for tools/reference rows). HTML: the <thead> with the
+ * first column's heading. */
+void kh_report_md_head(FILE *f, const kh_report_task *t);
+void kh_report_md_label(FILE *f, const kh_report_task *t, int p);
+void kh_report_html_head(FILE *f, const kh_report_task *t, const char *first);
 /* The FP32 math of device column d (records' "math"): "fp32" or "tf32" when every record that says it agrees,
  * "mixed (cntk: tf32; tensorflow: fp32)" when they differ, "" when none says (records before --math).
  * Returns 1 when mixed. */

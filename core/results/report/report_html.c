@@ -29,16 +29,6 @@ static void row_label(FILE *f, const kh_report_task *t, int p) {
     if (any && kh_report_is_reference(any)) fputs(" <span class=\"ref\">(reference)</span>", f);
 }
 
-static void header(FILE *f, const kh_report_task *t, const char *first) {
-    fprintf(f, "<thead><tr><th>%s</th>", first);
-    for (int d = 0; d < t->nd; d++) {
-        fputs("<th>", f);
-        kh_report_esc(f, t->devices[d]);
-        fputs("</th>", f);
-    }
-    fputs("</tr></thead>\n", f);
-}
-
 /* How a compile time splits (the backend's compile_info), for a cell's tooltip and the environment table;
  * empty when the record does not say. */
 static void compile_detail(const kh_cell_record *r, char *buf, size_t n) {
@@ -75,7 +65,7 @@ static void tables(FILE *f, const kh_report_task *t) {
     if (!metric) metric = "val_acc";
     fprintf(f, "<table class=\"accuracy\"><caption>%s</caption>\n",
             !strcmp(metric, "loss") ? "Training loss (lower is better)" : "Validation accuracy (val_acc)");
-    header(f, t, "backend");
+    kh_report_html_head(f, t, "backend");
     fputs("<tbody>\n", f);
     for (int p = 0; p < t->np; p++) {
         fputs("<tr><th>", f);

@@ -19,15 +19,9 @@ void kh_report_print_memory(FILE *f, const kh_report_task *t) {
     const double mib = 1.0 / (1024.0 * 1024.0);
     fprintf(f, "\nPeak memory: the cell process's resident set%s:\n\n",
             any_dev ? "; + dev = the device memory the backend counted for its model (weights, arena, workspaces)" : "");
-    fprintf(f, "| backend |");
-    for (int d = 0; d < t->nd; d++) fprintf(f, " %s |", t->devices[d]);
-    fprintf(f, "\n|---|");
-    for (int d = 0; d < t->nd; d++) fprintf(f, "---:|");
-    fprintf(f, "\n");
+    kh_report_md_head(f, t);
     for (int p = 0; p < t->np; p++) {
-        const kh_cell_record *lab = NULL;
-        for (int d = 0; d < t->nd && !lab; d++) lab = t->cells[p * t->nd + d];
-        fprintf(f, "| %s%s |", t->plugins[p], lab && kh_report_is_reference(lab) ? " (reference)" : "");
+        kh_report_md_label(f, t, p);
         for (int d = 0; d < t->nd; d++) {
             const kh_cell_record *r = t->cells[p * t->nd + d];
             if (!is_ok(r)) { /* the time tables say what happened to it */

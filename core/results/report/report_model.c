@@ -33,6 +33,30 @@ int kh_report_is_reference(const kh_cell_record *r) {
     return v && *v;
 }
 
+void kh_report_md_head(FILE *f, const kh_report_task *t) {
+    fprintf(f, "| backend |");
+    for (int d = 0; d < t->nd; d++) fprintf(f, " %s |", t->devices[d]);
+    fprintf(f, "\n|---|");
+    for (int d = 0; d < t->nd; d++) fprintf(f, "---:|");
+    fprintf(f, "\n");
+}
+
+void kh_report_md_label(FILE *f, const kh_report_task *t, int p) {
+    const kh_cell_record *any = NULL;
+    for (int d = 0; d < t->nd && !any; d++) any = t->cells[p * t->nd + d];
+    fprintf(f, "| %s%s |", t->plugins[p], any && kh_report_is_reference(any) ? " (reference)" : "");
+}
+
+void kh_report_html_head(FILE *f, const kh_report_task *t, const char *first) {
+    fprintf(f, "<thead><tr><th>%s</th>", first);
+    for (int d = 0; d < t->nd; d++) {
+        fputs("<th>", f);
+        kh_report_esc(f, t->devices[d]);
+        fputs("</th>", f);
+    }
+    fputs("</tr></thead>\n", f);
+}
+
 // --- formatting shared by the tables, the chart and the page ----------------------------------------------------------------------
 void kh_report_fmt_seconds(double s, char *buf, size_t n) {
     if (!isfinite(s))

@@ -46,11 +46,15 @@ void kh_report_fmt_time_ci(double v, const kh_ci *ci, double scale, char *buf, s
 
 /* The ratio of cell me's value to cell other's (same kind) with its CI paired by round; NAN bounds when
  * either has fewer than two repetitions. */
-static void ratio_ci(const kh_report_task *t, int me, int other, int kind, double *factor, kh_ci *ci) {
+static void no_ci(kh_ci *ci) {
     ci->lo = ci->hi = NAN;
     ci->resamples = KH_STATS_RESAMPLES;
     ci->seed = KH_STATS_SEED;
     ci->level = KH_STATS_LEVEL;
+}
+
+static void ratio_ci(const kh_report_task *t, int me, int other, int kind, double *factor, kh_ci *ci) {
+    no_ci(ci);
     *factor = cell_value(t, me, kind) / cell_value(t, other, kind);
     const kh_cell_stats *a = t->stats ? t->stats[me] : NULL, *b = t->stats ? t->stats[other] : NULL;
     if (!a || !b) return;
@@ -83,7 +87,8 @@ static int fastest_row(const kh_report_task *t, int d, int kind, int refs_only) 
 
 int kh_report_factor(const kh_report_task *t, int p, int d, int kind, double *factor, kh_ci *ci) {
     int me = p * t->nd + d, best = fastest_row(t, d, kind, 0);
-    ratio_ci(t, me, me, kind, factor, ci); /* NAN interval; factor 1 or NAN */
+    no_ci(ci);
+    *factor = NAN;
     if (!isfinite(cell_value(t, me, kind)) || best < 0) return -1;
     if (best == me || cell_value(t, me, kind) == cell_value(t, best, kind)) {
         *factor = 1;
@@ -93,12 +98,20 @@ int kh_report_factor(const kh_report_task *t, int p, int d, int kind, double *fa
     return 0;
 }
 
-int kh_report_vs_reference(const kh_report_task *t, int p, int d, int kind, double *factor, kh_ci *ci) {
+/* The cell of the fastest reference row that row p on device d is compared with (no interval computed yet);
+ * -1 when p is a reference itself, has no value, or the device has no reference row with one. */
+static int reference_cell(const kh_report_task *t, int p, int d, int kind) {
     int me = p * t->nd + d, ref = fastest_row(t, d, kind, 1);
-    ratio_ci(t, me, me, kind, factor, ci);
-    *factor = NAN;
     if (ref < 0 || !isfinite(cell_value(t, me, kind)) || kh_report_is_reference(t->cells[me])) return -1;
-    ratio_ci(t, me, ref, kind, factor, ci);
+    return ref;
+}
+
+int kh_report_vs_reference(const kh_report_task *t, int p, int d, int kind, double *factor, kh_ci *ci) {
+    int ref = reference_cell(t, p, d, kind);
+    no_ci(ci);
+    *factor = NAN;
+    if (ref < 0) return -1;
+    ratio_ci(t, p * t->nd + d, ref, kind, factor, ci);
     return ref / t->nd;
 }
 
@@ -141,10 +154,9 @@ int kh_report_fmt_vs_reference(const kh_report_task *t, int p, int d, char *buf,
 }
 
 int kh_report_has_vs_reference(const kh_report_task *t, int p) {
-    char cell[192];
-    int any = 0;
+    int any = 0; /* which rows have a comparison needs no interval: no bootstrap here */
     for (int q = p < 0 ? 0 : p; q < (p < 0 ? t->np : p + 1) && !any; q++)
-        for (int d = 0; d < t->nd && !any; d++) any = kh_report_fmt_vs_reference(t, q, d, cell, sizeof cell) >= 0;
+        for (int d = 0; d < t->nd && !any; d++) any = reference_cell(t, q, d, 1) >= 0;
     return any;
 }
 
@@ -153,14 +165,10 @@ int kh_report_has_vs_reference(const kh_report_task *t, int p) {
 static void print_vs_reference(FILE *f, const kh_report_task *t) {
     if (!kh_report_has_vs_reference(t, -1)) return;
     fprintf(f, "\n%s:\n\n", kh_report_vs_reference_title);
-    fprintf(f, "| backend |");
-    for (int d = 0; d < t->nd; d++) fprintf(f, " %s |", t->devices[d]);
-    fprintf(f, "\n|---|");
-    for (int d = 0; d < t->nd; d++) fprintf(f, "---:|");
-    fprintf(f, "\n");
+    kh_report_md_head(f, t);
     for (int p = 0; p < t->np; p++) {
         if (!kh_report_has_vs_reference(t, p)) continue;
-        fprintf(f, "| %s |", t->plugins[p]);
+        kh_report_md_label(f, t, p);
         for (int d = 0; d < t->nd; d++) {
             char cell[192];
             kh_report_fmt_vs_reference(t, p, d, cell, sizeof cell);
@@ -181,15 +189,9 @@ void kh_report_print_steps(FILE *f, const kh_report_task *t) {
     if (!any) return;
     fprintf(f, "\nTime per step (ms, median over repetitions of each repetition's median step [95 %% bootstrap CI]; "
                "factor to the fastest on each device [95 %% CI, paired by round]; ≈ = not significant):\n\n");
-    fprintf(f, "| backend |");
-    for (int d = 0; d < t->nd; d++) fprintf(f, " %s |", t->devices[d]);
-    fprintf(f, "\n|---|");
-    for (int d = 0; d < t->nd; d++) fprintf(f, "---:|");
-    fprintf(f, "\n");
+    kh_report_md_head(f, t);
     for (int p = 0; p < t->np; p++) {
-        const kh_cell_record *lab = NULL;
-        for (int d = 0; d < t->nd && !lab; d++) lab = t->cells[p * t->nd + d];
-        fprintf(f, "| %s%s |", t->plugins[p], lab && kh_report_is_reference(lab) ? " (reference)" : "");
+        kh_report_md_label(f, t, p);
         for (int d = 0; d < t->nd; d++) {
             const kh_cell_record *r = t->cells[p * t->nd + d];
             char cell[256];

@@ -93,19 +93,14 @@ void kh_report_html_strips(FILE *f, const kh_report_task *t) {
     }
 }
 
-/* The time-per-step table and the measurement warnings of the markdown report, as HTML. */
 /* Each backend's time per step against the fastest reference row of its device, as the markdown's table. */
 static void html_vs_reference(FILE *f, const kh_report_task *t) {
     if (!kh_report_has_vs_reference(t, -1)) return;
     fputs("<table class=\"time vsref\"><caption>", f);
     kh_report_esc(f, kh_report_vs_reference_title);
-    fputs("</caption>\n<thead><tr><th>backend</th>", f);
-    for (int d = 0; d < t->nd; d++) {
-        fputs("<th>", f);
-        kh_report_esc(f, t->devices[d]);
-        fputs("</th>", f);
-    }
-    fputs("</tr></thead>\n<tbody>\n", f);
+    fputs("</caption>\n", f);
+    kh_report_html_head(f, t, "backend");
+    fputs("<tbody>\n", f);
     for (int p = 0; p < t->np; p++) {
         if (!kh_report_has_vs_reference(t, p)) continue;
         fputs("<tr><th>", f);
@@ -123,6 +118,7 @@ static void html_vs_reference(FILE *f, const kh_report_task *t) {
     fputs("</tbody></table>\n", f);
 }
 
+/* The time-per-step table and the measurement warnings of the markdown report, as HTML. */
 void kh_report_html_steps(FILE *f, const kh_report_task *t) {
     int any = 0;
     for (int i = 0; i < t->np * t->nd && !any; i++) {
@@ -132,13 +128,9 @@ void kh_report_html_steps(FILE *f, const kh_report_task *t) {
     if (any) {
         fputs("<table class=\"time steps\"><caption>Time per step (ms, median over repetitions of each repetition's "
               "median step [95 % bootstrap CI]; factor to the fastest on each device [95 % CI, paired by round; "
-              "\xe2\x89\x88 = not significant])</caption>\n<thead><tr><th>backend</th>", f);
-        for (int d = 0; d < t->nd; d++) {
-            fputs("<th>", f);
-            kh_report_esc(f, t->devices[d]);
-            fputs("</th>", f);
-        }
-        fputs("</tr></thead>\n<tbody>\n", f);
+              "\xe2\x89\x88 = not significant])</caption>\n", f);
+        kh_report_html_head(f, t, "backend");
+        fputs("<tbody>\n", f);
         for (int p = 0; p < t->np; p++) {
             fputs("<tr><th>", f);
             kh_report_esc(f, t->plugins[p]);

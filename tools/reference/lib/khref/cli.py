@@ -85,7 +85,7 @@ def parse_repetition(text):
         k, n, rnd, pos, seed = (int(v) for v in parts)
     except ValueError:
         raise SystemExit("--repetition expects K/N/ROUND/POS/SEED (integers), got '%s'" % text)
-    if len(parts) != 5 or not (1 <= k <= n) or rnd < 1 or pos < 0 or seed < 0:
+    if not (1 <= k <= n) or rnd < 1 or pos < 0 or seed < 0:
         raise SystemExit("--repetition %s: need 1 <= K <= N, ROUND >= 1, POS >= 0, SEED >= 0" % text)
     return dict(index=k, of=n, round=rnd, position=pos, order_seed=seed)
 

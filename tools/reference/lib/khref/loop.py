@@ -80,7 +80,8 @@ def run(args, data, runner, prepare, extra_env=None):
     # the runner's sync. Eager runners (PyTorch) are synchronised per step ("device"); a framework whose own
     # loop drives the epoch (Keras's fit) reports each step's end from its batch callback once the step's loss
     # has reached the host ("host-loss": the step's whole computation has run, its dispatch overlap is not cut).
-    rec.step_sync = "host-loss" if hasattr(runner, "train_epoch") else "device"
+    whole_epochs = hasattr(runner, "train_epoch")  # frameworks whose own loop (fit) takes a batch stream
+    rec.step_sync = "host-loss" if whole_epochs else "device"
     facts = ["%s %s" % (k, data.info[k]) for k in ("max_features", "n_bigrams", "vocab_size", "n_distinct", "n_windows")
              if k in data.info]
     if facts:
@@ -88,8 +89,6 @@ def run(args, data, runner, prepare, extra_env=None):
     rng = np.random.default_rng(args.seed)
     cli.log(args, "%s x %s: %d train / %d validation samples, %d steps of %d per epoch" % (
         args.framework, args.task, n_train, n_val, steps, B))
-
-    whole_epochs = hasattr(runner, "train_epoch")  # frameworks whose own loop (fit) takes a batch stream
 
     def train_stream(order, total):
         done = 0
