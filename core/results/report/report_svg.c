@@ -17,20 +17,6 @@ static const char *const palette[] = {"#0072b2", "#e69f00", "#009e73", "#cc79a7"
                                       "#f0e442", "#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#9c755f"};
 #define N_PALETTE (sizeof palette / sizeof palette[0])
 
-static void xml_text(FILE *f, const char *s) {
-    for (; *s; s++) {
-        switch (*s) {
-        case '&': fputs("&amp;", f); break;
-        case '<': fputs("&lt;", f); break;
-        case '>': fputs("&gt;", f); break;
-        case '"': fputs("&quot;", f); break;
-        case '\'': fputs("&apos;", f); break;
-        default:
-            if ((unsigned char)*s >= 0x20 || *s == '\t') fputc(*s, f); /* control bytes are not XML */
-        }
-    }
-}
-
 typedef struct series { const char *plugin, *device; } series;
 
 static int find_series(const series *v, int n, const char *p, const char *d) {
@@ -187,11 +173,11 @@ int kh_report_svg(const kh_report *rep, const char *path, char *err, size_t errl
                 kh_report_fmt_seconds(tv, v, sizeof v);
                 fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\"><title>", x, y,
                         bar_w, bottom - y, palette[s % N_PALETTE]);
-                xml_text(f, k->name);
+                kh_report_esc(f, k->name);
                 fputs(": ", f);
-                xml_text(f, sv[s].plugin);
+                kh_report_esc(f, sv[s].plugin);
                 fputs(" on ", f);
-                xml_text(f, sv[s].device);
+                kh_report_esc(f, sv[s].device);
                 fprintf(f, ", %s s per epoch</title></rect>\n", v);
                 double ytext = y;
                 if (isfinite(ci.lo) && isfinite(ci.hi) && ci.lo > 0) { /* the 95 % CI as a whisker */
@@ -206,21 +192,21 @@ int kh_report_svg(const kh_report *rep, const char *path, char *err, size_t errl
             } else { /* did not finish: a grey mark where the bar would be, the reason on hover */
                 fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" fill=\"#999999\">x<title>", x + bar_w / 2,
                         bottom - 4);
-                xml_text(f, sv[s].plugin);
+                kh_report_esc(f, sv[s].plugin);
                 fputs(" on ", f);
-                xml_text(f, sv[s].device);
+                kh_report_esc(f, sv[s].device);
                 fputs(": ", f);
-                xml_text(f, r->status);
+                kh_report_esc(f, r->status);
                 if (r->reason[0]) {
                     fputs(": ", f);
-                    xml_text(f, r->reason);
+                    kh_report_esc(f, r->reason);
                 }
                 fputs("</title></text>\n", f);
             }
             x += bar_w + bar_gap;
         }
         fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">", x0 + gw[t] / 2, bottom + 18);
-        xml_text(f, k->name);
+        kh_report_esc(f, k->name);
         fprintf(f, "</text>\n</g>\n");
         x0 += gw[t];
     }
@@ -231,9 +217,9 @@ int kh_report_svg(const kh_report *rep, const char *path, char *err, size_t errl
         fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"12\" height=\"12\" fill=\"%s\"/>", lx, ly - 10,
                 palette[s % N_PALETTE]);
         fprintf(f, "<text x=\"%.1f\" y=\"%.1f\">", lx + 17, ly);
-        xml_text(f, sv[s].plugin);
+        kh_report_esc(f, sv[s].plugin);
         fputs(" on ", f);
-        xml_text(f, sv[s].device);
+        kh_report_esc(f, sv[s].device);
         fputs("</text>\n", f);
     }
     fputs("</svg>\n", f);
