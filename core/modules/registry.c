@@ -301,10 +301,13 @@ static char *reg_reader(char *str, int num, void *stream) {
         memcpy(str, "\n", 2);
         return str;
     }
-    memcpy(str, start, linelen);
-    str[linelen] = 0;
+    /* The line's end may be any run of CR bytes before its LF: only the content and one LF fit inih's buffer. */
+    memcpy(str, start, content);
+    size_t kept = content;
+    if (nl) str[kept++] = '\n';
+    str[kept] = 0;
     /* inih skips a UTF-8 byte-order mark on the first line; so must the classification. */
-    if (p->lineno == 1 && linelen >= 3 && !memcmp(str, "\xEF\xBB\xBF", 3)) classify_line(p, str + 3);
+    if (p->lineno == 1 && kept >= 3 && !memcmp(str, "\xEF\xBB\xBF", 3)) classify_line(p, str + 3);
     else classify_line(p, str);
     return str;
 }

@@ -221,6 +221,24 @@ static void test_errors(void) {
         kh_registry_free(&lr);
     }
 
+    /* A line may end in any run of CRs before its LF (files edited on several systems): the run is not
+     * content, and a run longer than inih's buffer must neither overflow it nor split the line. */
+    static char crline[700];
+    size_t crlen = (size_t)snprintf(crline, sizeof crline, "[plugin x]\nopt = v");
+    memset(crline + crlen, '\r', 400);
+    crlen += 400;
+    crlen += (size_t)snprintf(crline + crlen, sizeof crline - crlen, "\nenabled = false\r\r\n");
+    kh_registry cr;
+    char crerr[1024];
+    int crrc = kh_registry_load(write_ini("crs.ini", crline, crlen), &cr, crerr, sizeof crerr);
+    CHECK(crrc == 0, "a line ending in 400 CRs: %s", crerr);
+    if (crrc == 0) {
+        const char *v = kh_registry_get(&cr, "plugin x", "opt");
+        CHECK(streq(v, "v"), "its value is 'v' without the CRs (got '%s')", v ? v : "(none)");
+        CHECK(cr.n_modules == 1 && cr.modules[0].enabled == 0, "the next line is read as its own (enabled = false)");
+        kh_registry_free(&cr);
+    }
+
     kh_registry r;
     char err[1024];
     const char *p = write_ini("nul.ini", "[khost]\nseed = 1\0 2\n", 19);
