@@ -7,8 +7,11 @@
  * independently: they are separate runs, not rounds of one). Verdicts:
  *   missing       the cell is in one set only, or one side has no finished repetition
  *   inconclusive  fewer than 2 finished repetitions on a side: no interval can be formed
- *   unchanged     |change| <= the noise threshold, or the CI of the ratio contains 1 (not significant)
- *   faster/slower the CI excludes 1 and |change| exceeds the noise threshold
+ *   faster/slower the whole verdict interval of the change lies beyond the noise threshold (criterion's rule:
+ *                 the interval, not only the point estimate, must clear the band of changes nobody would act on)
+ *   unchanged     otherwise: the interval contains 0 (not significant), or it reaches into [-noise, +noise]
+ * The verdict interval is Bonferroni-adjusted over the m cells compared (level 1 - 0.05 / m), so a rerun of the
+ * same build calls any cell faster or slower with at most 5 % probability; the tables show the 95 % CI.
  * Exit status: 0; KH_EXIT_TRAIN (1) when --fail-above PCT is given and a cell is "slower" by more than PCT;
  * KH_EXIT_USAGE; KH_EXIT_IO when a folder or record cannot be read or the HTML cannot be written. */
 #define _GNU_SOURCE /* open_memstream */
@@ -125,11 +128,19 @@ typedef struct row {
     int nb, nn;               /* finished repetitions */
     double mb, mn;            /* medians */
     double ratio;
-    kh_ci ci;
+    kh_ci ci;                 /* 95 %: what the tables show */
+    kh_ci vci;                /* at the verdict's level (Bonferroni over the cells compared) */
     verdict v;
     int fails;
     char why[160];
 } row;
+
+/* How verdicts are reached: the noise band (%) and the level of the verdict interval over m compared cells. */
+typedef struct rule {
+    double noise;
+    int m;
+    double level;
+} rule;
 
 /* "plugin__cuda0" -> plugin "plugin", device "cuda:0". */
 static void split_base(const char *base, char *plugin, size_t pn, char *device, size_t dn) {
@@ -145,8 +156,9 @@ static void split_base(const char *base, char *plugin, size_t pn, char *device, 
     else snprintf(device, dn, "%s", dev);
 }
 
-static void compare_cell(const side_cell *b, const side_cell *n, double noise, double fail_above, int have_fail,
+static void compare_cell(const side_cell *b, const side_cell *n, const rule *ru, double fail_above, int have_fail,
                          row *r) {
+    double noise = ru->noise;
     r->ratio = r->mb = r->mn = NAN;
     r->ci.lo = r->ci.hi = NAN;
     r->ci.resamples = KH_STATS_RESAMPLES;
@@ -184,6 +196,10 @@ static void compare_cell(const side_cell *b, const side_cell *n, double noise, d
     int nb = kh_cell_stats_values(&b->st, r->kind, vb), nn = kh_cell_stats_values(&n->st, r->kind, vn);
     int rc = kh_stats_ratio_unpaired(vn, nn, vb, nb, KH_STATS_RESAMPLES, KH_STATS_SEED, KH_STATS_LEVEL, &r->ratio,
                                      &r->ci);
+    r->vci = r->ci;
+    double vratio;
+    if (rc == 0 && ru->level > KH_STATS_LEVEL)
+        rc = kh_stats_ratio_unpaired(vn, nn, vb, nb, KH_STATS_RESAMPLES, KH_STATS_SEED, ru->level, &vratio, &r->vci);
     free(vb);
     free(vn);
     double change = 100 * (r->ratio - 1);
@@ -193,14 +209,17 @@ static void compare_cell(const side_cell *b, const side_cell *n, double noise, d
     } else if (nb < 2 || nn < 2) {
         r->v = V_INCONCLUSIVE;
         snprintf(r->why, sizeof r->why, "fewer than 2 finished repetitions in %s", nb < 2 ? "BASE" : "NEW");
-    } else if (fabs(change) <= noise) {
+    } else if (r->vci.lo <= 1 && 1 <= r->vci.hi) {
         r->v = V_UNCHANGED;
-        snprintf(r->why, sizeof r->why, "within the noise threshold");
-    } else if (r->ci.lo <= 1 && 1 <= r->ci.hi) {
-        r->v = V_UNCHANGED;
-        snprintf(r->why, sizeof r->why, "not significant (the CI contains 1)");
+        snprintf(r->why, sizeof r->why, "not significant (the verdict interval contains 1)");
+    } else if (100 * (r->vci.lo - 1) > noise) {
+        r->v = V_SLOWER;
+    } else if (100 * (r->vci.hi - 1) < -noise) {
+        r->v = V_FASTER;
     } else {
-        r->v = r->ratio < 1 ? V_FASTER : V_SLOWER;
+        r->v = V_UNCHANGED;
+        snprintf(r->why, sizeof r->why, fabs(change) <= noise ? "within the noise threshold"
+                                                              : "the verdict interval reaches into the noise threshold");
     }
     if (r->v == V_SLOWER && have_fail && change > fail_above) {
         r->fails = 1;
@@ -226,11 +245,22 @@ static const char method_note[] =
     "median over repetitions; change = median(NEW) / median(BASE) - 1 with a percentile bootstrap 95 % CI "
     "(each set's repetitions resampled on their own)";
 
-static void print_markdown(FILE *f, const char *bdir, const char *ndir, const row *rows, int nr, double noise,
+/* "verdicts: the whole interval beyond ±2 %, each at the 99.72 % level (Bonferroni over 18 cells)" */
+static void verdict_note(const rule *ru, char *buf, size_t n) {
+    snprintf(buf, n,
+             "verdicts: faster / slower when the whole interval of the change lies beyond the noise threshold "
+             "±%g %%, each interval at the %.4g %% level (Bonferroni over the %d cell%s compared, so a rerun of the "
+             "same build flags any cell with at most 5 %% probability)",
+             ru->noise, 100 * ru->level, ru->m, ru->m == 1 ? "" : "s");
+}
+
+static void print_markdown(FILE *f, const char *bdir, const char *ndir, const row *rows, int nr, const rule *ru,
                            const int *count) {
+    char vn[400];
+    verdict_note(ru, vn, sizeof vn);
     fprintf(f, "# khost compare\n\nBASE: %s; NEW: %s.\n\n", bdir, ndir);
-    fprintf(f, "%s, %d resamples, seed %llu; noise threshold %g %%.\n\n", method_note, KH_STATS_RESAMPLES,
-            (unsigned long long)KH_STATS_SEED, noise);
+    fprintf(f, "%s, %d resamples, seed %llu; %s.\n\n", method_note, KH_STATS_RESAMPLES,
+            (unsigned long long)KH_STATS_SEED, vn);
     fprintf(f, "| task | backend | device | value | BASE | NEW | change | 95 %% CI | verdict |\n");
     fprintf(f, "|---|---|---|---|---:|---:|---:|---:|---|\n");
     for (int i = 0; i < nr; i++) {
@@ -260,14 +290,16 @@ static void print_markdown(FILE *f, const char *bdir, const char *ndir, const ro
 
 static cJSON *jnum(double v) { return isfinite(v) ? cJSON_CreateNumber(v) : cJSON_CreateNull(); }
 
-static char *to_json(const char *bdir, const char *ndir, const row *rows, int nr, double noise, int have_fail,
+static char *to_json(const char *bdir, const char *ndir, const row *rows, int nr, const rule *ru, int have_fail,
                      double fail_above, const int *count) {
     cJSON *o = cJSON_CreateObject();
     if (!o) return NULL;
     cJSON_AddNumberToObject(o, "khost_compare", 1);
     cJSON_AddStringToObject(o, "base", bdir);
     cJSON_AddStringToObject(o, "new", ndir);
-    cJSON_AddNumberToObject(o, "noise_pct", noise);
+    cJSON_AddNumberToObject(o, "noise_pct", ru->noise);
+    cJSON_AddNumberToObject(o, "cells_compared", ru->m);
+    cJSON_AddNumberToObject(o, "verdict_level", ru->level);
     cJSON_AddItemToObject(o, "fail_above_pct", have_fail ? cJSON_CreateNumber(fail_above) : cJSON_CreateNull());
     cJSON_AddStringToObject(o, "method", method_note);
     cJSON_AddNumberToObject(o, "resamples", KH_STATS_RESAMPLES);
@@ -295,6 +327,8 @@ static char *to_json(const char *bdir, const char *ndir, const row *rows, int nr
         cJSON_AddItemToObject(c, "ratio", jnum(r->ratio));
         cJSON_AddItemToObject(c, "ratio_ci_lo", jnum(r->ci.lo));
         cJSON_AddItemToObject(c, "ratio_ci_hi", jnum(r->ci.hi));
+        cJSON_AddItemToObject(c, "verdict_ci_lo", jnum(r->vci.lo));
+        cJSON_AddItemToObject(c, "verdict_ci_hi", jnum(r->vci.hi));
         cJSON_AddStringToObject(c, "verdict", verdict_name[r->v]);
         cJSON_AddBoolToObject(c, "fails", r->fails);
         cJSON_AddStringToObject(c, "why", r->why);
@@ -304,7 +338,7 @@ static char *to_json(const char *bdir, const char *ndir, const row *rows, int nr
     return s;
 }
 
-static int write_html(const char *path, const char *bdir, const char *ndir, const row *rows, int nr, double noise,
+static int write_html(const char *path, const char *bdir, const char *ndir, const row *rows, int nr, const rule *ru,
                       const int *count, char *err, size_t errlen) {
     char *buf = NULL;
     size_t len = 0;
@@ -323,8 +357,11 @@ static int write_html(const char *path, const char *bdir, const char *ndir, cons
     kh_report_esc(f, ndir);
     fprintf(f, ".</p>\n<p>");
     kh_report_esc(f, method_note);
-    fprintf(f, ", %d resamples, seed %llu; noise threshold %g %%.</p>\n<p>", KH_STATS_RESAMPLES,
-            (unsigned long long)KH_STATS_SEED, noise);
+    char vn[400];
+    verdict_note(ru, vn, sizeof vn);
+    fprintf(f, ", %d resamples, seed %llu; ", KH_STATS_RESAMPLES, (unsigned long long)KH_STATS_SEED);
+    kh_report_esc(f, vn);
+    fputs(".</p>\n<p>", f);
     for (int v = 0; v < V_N; v++) fprintf(f, "%s%s %d", v ? ", " : "", verdict_name[v], count[v]);
     fputs(".</p>\n<table><thead><tr><th>task</th><th>backend</th><th>device</th><th>value</th><th>BASE</th>"
           "<th>NEW</th><th>change</th><th>95 % CI</th><th>verdict</th></tr></thead><tbody>\n", f);
@@ -362,9 +399,9 @@ static void compare_usage(FILE *f) {
             "usage: khost compare BASE NEW [--fail-above PCT] [--noise PCT] [--json] [--html FILE]\n"
             "Two result folders cell by cell: per task x backend x device the change of the median time (per\n"
             "repetition: its median step time where both have samples, else its mean epoch time) with a\n"
-            "bootstrap 95 %% CI, and a verdict: faster / slower (the CI excludes no change and the change\n"
-            "exceeds the noise threshold), unchanged, inconclusive (under 2 repetitions), missing.\n"
-            "  --noise PCT        changes up to PCT %% are \"unchanged\" (default %g)\n"
+            "bootstrap 95 %% CI, and a verdict: faster / slower (the whole CI lies beyond the noise\n"
+            "threshold), unchanged, inconclusive (under 2 repetitions), missing.\n"
+            "  --noise PCT        the band of changes that are \"unchanged\", +-PCT %% (default %g)\n"
             "  --fail-above PCT   exit 1 when a cell is slower by more than PCT %%\n"
             "  --json             print JSON instead of the markdown table\n"
             "  --html FILE        also write the table as a self-contained HTML page\n"
@@ -379,6 +416,29 @@ static int parse_pct(const char *s, double *v) {
     if (errno || !end || end == s || *end || !isfinite(x) || x < 0) return -1;
     *v = x;
     return 0;
+}
+
+/* One row per cell of either side (BASE's order, then what only NEW has). */
+static int fill_rows(const side *s, const rule *ru, double fail_above, int have_fail, row *rows) {
+    int nr = 0;
+    for (int i = 0; i < s[0].n; i++) {
+        const side_cell *b = &s[0].c[i], *n = side_find(&s[1], b->task, b->base);
+        memset(&rows[nr], 0, sizeof rows[nr]);
+        rows[nr].task = b->task;
+        rows[nr].base = b->base;
+        compare_cell(b, n, ru, fail_above, have_fail, &rows[nr]);
+        nr++;
+    }
+    for (int i = 0; i < s[1].n; i++) {
+        const side_cell *n = &s[1].c[i];
+        if (side_find(&s[0], n->task, n->base)) continue;
+        memset(&rows[nr], 0, sizeof rows[nr]);
+        rows[nr].task = n->task;
+        rows[nr].base = n->base;
+        compare_cell(NULL, n, ru, fail_above, have_fail, &rows[nr]);
+        nr++;
+    }
+    return nr;
 }
 
 int kh_cmd_compare(int argc, char **argv) {
@@ -443,29 +503,22 @@ int kh_cmd_compare(int argc, char **argv) {
         side_free(&s[1]);
         return KH_EXIT_IO;
     }
-    int nr = 0, count[V_N] = {0}, fails = 0;
-    for (int i = 0; i < s[0].n; i++) {
-        const side_cell *b = &s[0].c[i], *n = side_find(&s[1], b->task, b->base);
-        rows[nr].task = b->task;
-        rows[nr].base = b->base;
-        compare_cell(b, n, noise, fail_above, have_fail, &rows[nr]);
-        nr++;
+    /* first at 95 % to count the cells an interval can be formed for, then at the family-wise level */
+    rule ru = {.noise = noise, .m = 0, .level = KH_STATS_LEVEL};
+    int nr = fill_rows(s, &ru, fail_above, have_fail, rows);
+    for (int i = 0; i < nr; i++) ru.m += rows[i].v != V_MISSING && rows[i].v != V_INCONCLUSIVE;
+    if (ru.m > 1) {
+        ru.level = 1 - (1 - KH_STATS_LEVEL) / ru.m;
+        nr = fill_rows(s, &ru, fail_above, have_fail, rows);
     }
-    for (int i = 0; i < s[1].n; i++) {
-        const side_cell *n = &s[1].c[i];
-        if (side_find(&s[0], n->task, n->base)) continue;
-        rows[nr].task = n->task;
-        rows[nr].base = n->base;
-        compare_cell(NULL, n, noise, fail_above, have_fail, &rows[nr]);
-        nr++;
-    }
+    int count[V_N] = {0}, fails = 0;
     for (int i = 0; i < nr; i++) {
         count[rows[i].v]++;
         fails += rows[i].fails;
     }
     int rc = KH_EXIT_OK;
     if (json) {
-        char *text = to_json(dirs[0], dirs[1], rows, nr, noise, have_fail, fail_above, count);
+        char *text = to_json(dirs[0], dirs[1], rows, nr, &ru, have_fail, fail_above, count);
         if (!text) {
             fprintf(stderr, "khost: compare: out of memory\n");
             rc = KH_EXIT_IO;
@@ -474,9 +527,9 @@ int kh_cmd_compare(int argc, char **argv) {
             free(text);
         }
     } else {
-        print_markdown(stdout, dirs[0], dirs[1], rows, nr, noise, count);
+        print_markdown(stdout, dirs[0], dirs[1], rows, nr, &ru, count);
     }
-    if (html && write_html(html, dirs[0], dirs[1], rows, nr, noise, count, err, sizeof err) != 0) {
+    if (html && write_html(html, dirs[0], dirs[1], rows, nr, &ru, count, err, sizeof err) != 0) {
         fprintf(stderr, "khost: compare: %s\n", err);
         rc = KH_EXIT_IO;
     }

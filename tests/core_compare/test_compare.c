@@ -135,10 +135,20 @@ static void test_compare(const char *bin, const char *tmp) {
     CHECK(!strcmp(verdict(cells, "mnist_cnn", "tensorflow", "cpu"), "unchanged"), "6 %% in 25 %% noise: %s", verdict(cells, "mnist_cnn", "tensorflow", "cpu"));
     CHECK(!strcmp(verdict(cells, "imdb_fasttext", "cntk", "cuda:0"), "missing"), "only in NEW: %s", verdict(cells, "imdb_fasttext", "cntk", "cuda:0"));
     CHECK(!strcmp(verdict(cells, "cifar10_cnn", "cntk", "cpu"), "inconclusive"), "single runs: %s", verdict(cells, "cifar10_cnn", "cntk", "cpu"));
+    const cJSON *m = cJSON_GetObjectItemCaseSensitive(o, "cells_compared"),
+                *lv = cJSON_GetObjectItemCaseSensitive(o, "verdict_level");
+    CHECK(m && m->valueint == 8 && lv && fabs(lv->valuedouble - (1 - 0.05 / 8)) < 1e-12,
+          "Bonferroni over the 8 cells with intervals: m %d, level %g", m ? m->valueint : -1, lv ? lv->valuedouble : -1);
     const cJSON *slow = find_cell(cells, "mnist_mlp", "cntk", "cpu");
+    double slow_r = NAN, slow_lo = NAN;
     if (slow) {
         double r = cJSON_GetObjectItemCaseSensitive(slow, "ratio")->valuedouble;
         double lo = cJSON_GetObjectItemCaseSensitive(slow, "ratio_ci_lo")->valuedouble;
+        slow_r = r;
+        const cJSON *vlo = cJSON_GetObjectItemCaseSensitive(slow, "verdict_ci_lo");
+        slow_lo = vlo ? vlo->valuedouble : NAN;
+        CHECK(vlo && slow_lo <= lo, "the verdict interval (Bonferroni) is at least as wide as the 95 %% one: %g vs %g",
+              slow_lo, lo);
         double hi = cJSON_GetObjectItemCaseSensitive(slow, "ratio_ci_hi")->valuedouble;
         CHECK(r > 1.15 && r < 1.25 && lo > 1 && lo <= r && r <= hi, "slower: ratio %g CI [%g, %g]", r, lo, hi);
         CHECK(!strcmp(cJSON_GetObjectItemCaseSensitive(slow, "value")->valuestring, "step_s"), "step samples used");
@@ -162,6 +172,29 @@ static void test_compare(const char *bin, const char *tmp) {
     o = run_json(bin, base, newer, "--fail-above 30", &status);
     CHECK(status == 0, "--fail-above 30 with a 20 %% slowdown exits 0, got %d", status);
     cJSON_Delete(o);
+    /* criterion's rule: "slower" needs the whole verdict interval beyond the threshold. A threshold between the
+     * interval's lower end and the point change leaves the cell unchanged; one just below the lower end does not. */
+    if (isfinite(slow_r)) {
+        double r = slow_r, lo = slow_lo;
+        char opt[64];
+        if (r - lo > 0.002) {
+            snprintf(opt, sizeof opt, "--noise %.4f", 100 * ((lo - 1) + (r - 1)) / 2);
+            cJSON *o2 = run_json(bin, base, newer, opt, &status);
+            const cJSON *c2 = cJSON_GetObjectItemCaseSensitive(o2, "cells");
+            CHECK(!strcmp(verdict(c2, "mnist_mlp", "cntk", "cpu"), "unchanged"),
+                  "%s: the point change clears it, the interval's lower end %g does not: %s", opt, lo,
+                  verdict(c2, "mnist_mlp", "cntk", "cpu"));
+            cJSON_Delete(o2);
+        } else {
+            CHECK(0, "the 20 %% cell's interval should have some width: ratio %g, lower end %g", r, lo);
+        }
+        snprintf(opt, sizeof opt, "--noise %.4f", 100 * (lo - 1) - 0.1);
+        cJSON *o3 = run_json(bin, base, newer, opt, &status);
+        const cJSON *c3 = cJSON_GetObjectItemCaseSensitive(o3, "cells");
+        CHECK(!strcmp(verdict(c3, "mnist_mlp", "cntk", "cpu"), "slower"), "%s: the whole CI beyond it: %s", opt,
+              verdict(c3, "mnist_mlp", "cntk", "cpu"));
+        cJSON_Delete(o3);
+    }
     /* a noise threshold above the change hides it */
     o = run_json(bin, base, newer, "--noise 25", &status);
     cells = cJSON_GetObjectItemCaseSensitive(o, "cells");
