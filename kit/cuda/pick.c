@@ -45,6 +45,19 @@ const char *kh_cu_errtext(int r, const char *name, const char *desc, char *buf, 
     return buf;
 }
 
+const char *kh_call_name(const char *call, char *out, size_t n) {
+    const char *p = strchr(call, '(');
+    size_t len = p ? (size_t)(p - call) : strlen(call);
+    for (size_t k = len; k > 0; k--)
+        if (call[k - 1] == '.') {
+            len -= k;
+            call += k;
+            break;
+        }
+    snprintf(out, n, "%.*s", (int)len, call);
+    return out;
+}
+
 kh_status kh_cuda_arch_check(int major, int minor, int min_arch, const char *plugin, const char *id, char *err,
                              size_t errlen) {
     if (major * 10 + minor >= min_arch) return KH_OK;

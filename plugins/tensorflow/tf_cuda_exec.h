@@ -15,16 +15,13 @@
 #include <cudnn.h>
 
 #include "tf.h"
+#include "khost/kit/cuda.h"
 #include "tf_cuda.h"
 #include "tf_cuda_kernels.h"
 #include "tf_cuda_plan.h"
 
 struct tf_cuda_session {
-    int ordinal;
-    cudaStream_t stream;
-    cublasHandle_t blas;
-    cudnnHandle_t dnn;
-    int tf32; /* kh_device.math is KH_MATH_TF32: cuBLAS TF32 tensor-op math, cuDNN default math */
+    kh_cuda_session k; /* the host's primary context, the stream, cuBLAS and cuDNN (the kit opens it) */
     /* the cuDNN algorithm of every convolution of the last compiled model's training function, for the record's
      * environment: "L<layer>.<fwd|bwd_data|bwd_filter>=<algo>[~ when non-deterministic] ..." ("..." if cut) */
     char conv_algos[256];

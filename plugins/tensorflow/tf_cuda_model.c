@@ -16,14 +16,14 @@
 #include "tf_cuda_exec.h"
 #include "khost/kit/optimizer.h"
 
-#define STREAM(m) ((m)->cuda->cs->stream)
+#define STREAM(m) ((m)->cuda->cs->k.stream)
 
 // --- free ------------------------------------------------------------------------------------------------
 void tf_cuda_free(kh_grt_model *rtm) {
     tf_model *m = (tf_model *)rtm;
     tf_cuda_model *cm = m->cuda;
     if (!cm) return;
-    if (cm->cs) cudaStreamSynchronize(cm->cs->stream);
+    if (cm->cs) cudaStreamSynchronize(cm->cs->k.stream);
     for (int f = 0; f < KH_GFN_COUNT; f++) {
         tfc_fn *fn = &cm->fn[f];
         if (fn->conv)

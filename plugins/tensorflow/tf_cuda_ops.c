@@ -29,7 +29,7 @@
 static const float k_one = 1.0f, k_zero = 0.0f;
 
 #define CM(m) ((m)->cuda)
-#define STREAM(m) ((m)->cuda->cs->stream)
+#define STREAM(m) ((m)->cuda->cs->k.stream)
 #define G(m, f) (&(m)->rt.mg.fn[(f)])
 
 static void *dptr(tf_model *m, int f, int32_t node) { return CM(m)->fn[f].ptr[node]; }
@@ -43,7 +43,7 @@ static const kh_gnode *in_node(tf_model *m, int f, int32_t i, int k) {
 /* Tensor descriptors for a batch of n, and the chosen algorithm's workspace for it. */
 static kh_status conv_descs(tf_model *m, int f, int32_t i, tfc_conv *c, int64_t n, size_t *ws) {
     const tf_cu_geom *g = &c->g;
-    cudnnHandle_t h = CM(m)->cs->dnn;
+    cudnnHandle_t h = CM(m)->cs->k.dnn;
     if (c->desc_n != n) {
         TFC_DNN(m, G(m, f), i, "run",
                 cudnnSetTensor4dDescriptor(c->xd, CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, (int)n, g->C, c->Hp, c->Wp));
@@ -79,9 +79,9 @@ static kh_status choose_algo(tf_model *m, int f, int32_t i, tfc_conv *c) {
                                                                                           : KH_CONV_BWD_FILTER;
     char where[64], why[600];
     snprintf(where, sizeof where, "%s node %d", kh_gop_name(op), i);
-    kh_conv_choice_opts o = {.deterministic = m->s->set.deterministic != 0, .tf32 = CM(m)->cs->tf32,
+    kh_conv_choice_opts o = {.deterministic = m->s->set.deterministic != 0, .tf32 = CM(m)->cs->k.tf32,
                              .ws_cap = TFC_WS_CAP, .host = m->s->rt.host, .plugin = "tensorflow", .where = where};
-    kh_status st = kh_cudnn_conv_choose(CM(m)->cs->dnn, d, c->xd, c->wd, c->cd, c->yd, &o, &c->algo, &c->det, why,
+    kh_status st = kh_cudnn_conv_choose(CM(m)->cs->k.dnn, d, c->xd, c->wd, c->cd, c->yd, &o, &c->algo, &c->det, why,
                                         sizeof why);
     if (st != KH_OK) return tfc_fail(m, g, i, "compile", st, "%s", why);
     if (f == KH_GFN_TRAIN || (f == KH_GFN_PREDICT && !G(m, KH_GFN_TRAIN)->n_nodes))
@@ -119,7 +119,7 @@ static kh_status prepare_conv(tf_model *m, int f, int32_t i) {
     /* the session's math: FMA only (fp32; refused math is an error, not a silent fallback), or cuDNN's default,
      * which allows TF32 tensor cores for FP32 data (tf32) */
     TFC_DNN(m, g, i, "compile",
-            cudnnSetConvolutionMathType(c->cd, CM(m)->cs->tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH));
+            cudnnSetConvolutionMathType(c->cd, CM(m)->cs->k.tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH));
     c->desc_n = 0;
     TFC_DNN(m, g, i, "compile",
             cudnnSetTensor4dDescriptor(c->xd, CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, q->N, q->C, c->Hp, c->Wp));
@@ -173,7 +173,7 @@ static kh_status run_conv(tf_model *m, int f, int32_t i, int64_t n) {
     if (ws > cm->ws_bytes)
         return tfc_fail(m, g, i, "run", KH_ERR_INTERNAL, "batch %lld needs %zu B of cuDNN workspace, %zu B allocated",
                         (long long)n, ws, cm->ws_bytes);
-    cudnnHandle_t h = cm->cs->dnn;
+    cudnnHandle_t h = cm->cs->k.dnn;
     const tf_cu_geom *q = &c->g;
     int64_t K = (int64_t)q->KH * q->KW * q->C, F = q->F;
     uint32_t op = g->nodes[i].op;
@@ -228,7 +228,7 @@ static kh_status run_matmul(tf_model *m, int f, int32_t i, int64_t n) {
         return KH_OK;
     }
     TFC_BLAS(m, g, i, "run",
-             cublasSgemm(CM(m)->cs->blas, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N, (int)N, (int)M,
+             cublasSgemm(CM(m)->cs->k.blas, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N, (int)N, (int)M,
                          (int)K, &k_one, din(m, f, i, 1), (int)cols_b, din(m, f, i, 0), (int)cols_a, &k_zero,
                          dptr(m, f, i), (int)N));
     return KH_OK;

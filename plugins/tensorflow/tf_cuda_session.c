@@ -2,9 +2,9 @@
  * cuDNN of the major version built against?), sessions (one stream; cuBLAS and cuDNN handles bound to it, on
  * the host's primary context), the environment string, and the executor's error text and checked allocation.
  *
- * Contexts: the host retains the device's primary context and makes it current before every call. The CUDA
- * runtime (linked statically, so the module loads where libcuda.so.1 is missing) uses the context current on
- * the thread; cudaSetDevice(ordinal) at open binds that same primary context, never a new one. */
+ * Contexts: the host retains the device's primary context and makes it current before every call; the kit's
+ * session (kh_cuda_session_open) checks it is that one and creates none. The CUDA runtime (linked statically,
+ * so the module loads where libcuda.so.1 is missing) runs on the context current on the thread. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,16 +51,6 @@ void tf_cuda_caps(kh_caps *c) {
 }
 
 // --- sessions --------------------------------------------------------------------------------------------
-static void sess_destroy(tf_cuda_session *cs) {
-    if (!cs) return;
-    if (cs->stream) cudaStreamSynchronize(cs->stream);
-    if (cs->dnn) cudnnDestroy(cs->dnn);
-    if (cs->blas) cublasDestroy(cs->blas);
-    if (cs->stream) cudaStreamDestroy(cs->stream);
-    cudaGetLastError();
-    free(cs);
-}
-
 kh_status tf_cuda_open(kh_grt_session *rts, char *err, size_t errlen) {
     tf_session *s = (tf_session *)rts;
     const char *id = s->rt.dev.id;
@@ -68,63 +58,33 @@ kh_status tf_cuda_open(kh_grt_session *rts, char *err, size_t errlen) {
     memset(&c, 0, sizeof c);
     tf_cuda_caps(&c);
     if (!c.available) return kh_errf(err, errlen, KH_ERR_UNSUPPORTED, "tensorflow open on %s: %s", id, c.note);
-    int count = 0;
-    cudaGetDeviceCount(&count);
-    if (s->rt.dev.ordinal < 0 || s->rt.dev.ordinal >= count)
-        return kh_errf(err, errlen, KH_ERR_INVALID, "tensorflow open on %s: ordinal %d, %d CUDA device(s)", id,
-                       s->rt.dev.ordinal, count);
-    struct cudaDeviceProp prop;
-    cudaError_t e = cudaGetDeviceProperties(&prop, s->rt.dev.ordinal);
-    if (e != cudaSuccess)
-        return kh_errf(err, errlen, KH_ERR_DEVICE, "tensorflow open on %s: %s (cudaGetDeviceProperties)", id,
-                       cudaGetErrorName(e));
-    kh_status as = kh_cuda_arch_check(prop.major, prop.minor, TF_CUDA_MIN_ARCH, "tensorflow", id, err, errlen);
-    if (as != KH_OK) return as;
-    if (s->rt.dev.math != KH_MATH_FP32 && s->rt.dev.math != KH_MATH_TF32)
-        return kh_errf(err, errlen, KH_ERR_UNSUPPORTED, "tensorflow open on %s: math mode %u (fp32 and tf32 only)", id,
-                       s->rt.dev.math);
     tf_cuda_session *cs = calloc(1, sizeof *cs);
     if (!cs) return kh_errf(err, errlen, KH_ERR_NOMEM, "tensorflow open on %s: out of host memory", id);
-    cs->ordinal = s->rt.dev.ordinal;
-    const char *what = "cudaSetDevice";
-    if ((e = cudaSetDevice(cs->ordinal)) != cudaSuccess) goto cuda_fail;
-    what = "cudaStreamCreateWithFlags";
-    if ((e = cudaStreamCreateWithFlags(&cs->stream, cudaStreamNonBlocking)) != cudaSuccess) goto cuda_fail;
-    /* cuBLAS and cuDNN on the stream, in the session's math: fp32 is FP32 with FMA, no TF32 tensor cores (parity
-     * with the CPU path and the float64 reference); tf32 allows them (kh_cuda_handles) */
-    cs->tf32 = s->rt.dev.math == KH_MATH_TF32;
-    char why[400];
-    kh_status hs = kh_cuda_handles(cs->stream, cs->tf32, &cs->blas, &cs->dnn, why, sizeof why);
-    if (hs != KH_OK) {
-        sess_destroy(cs);
-        return kh_errf(err, errlen, hs, "tensorflow open on %s: %s", id, why);
+    const kh_cuda_open_opts o = {.plugin = "tensorflow", .min_arch = TF_CUDA_MIN_ARCH};
+    kh_status st = kh_cuda_session_open(&s->rt.dev, &o, &cs->k, err, errlen);
+    if (st != KH_OK) {
+        free(cs);
+        return st;
     }
     s->cuda = cs;
     return KH_OK;
-cuda_fail:
-    sess_destroy(cs);
-    cudaGetLastError();
-    char et[320];
-    return kh_errf(err, errlen, e == cudaErrorMemoryAllocation ? KH_ERR_NOMEM : KH_ERR_DEVICE,
-                   "tensorflow open on %s: %s: %s", id, what, kh_cudart_errtext(e, et, sizeof et));
 }
 
 void tf_cuda_close(kh_grt_session *rts) {
     tf_session *s = (tf_session *)rts;
-    sess_destroy(s->cuda);
+    if (s->cuda) kh_cuda_session_close(&s->cuda->k);
+    cudaGetLastError(); /* the runtime's sticky error must not reach the next session */
+    free(s->cuda);
     s->cuda = NULL;
 }
 
 kh_status tf_cuda_environment(kh_grt_session *rts, char *buf, size_t n) {
     tf_session *s = (tf_session *)rts;
-    int rt = 0, drv = 0;
+    int rt = 0;
     cudaRuntimeGetVersion(&rt);
-    cudaDriverGetVersion(&drv);
-    char libs[96];
-    kh_cuda_lib_versions(s->cuda ? s->cuda->blas : NULL, libs, sizeof libs);
-    snprintf(buf, n, "cuda=%d.%d driver=%d.%d %s device=\"%s\" cc=%d.%d executor=single-stream math=%s", rt / 1000,
-             (rt % 1000) / 10, drv / 1000, (drv % 1000) / 10, libs, s->rt.dev.name, s->rt.dev.cc_major, s->rt.dev.cc_minor,
-             s->cuda && s->cuda->tf32 ? "tf32" : "fp32");
+    char common[320];
+    kh_cuda_session_env(s->cuda ? &s->cuda->k : NULL, &s->rt.dev, common, sizeof common);
+    snprintf(buf, n, "cuda=%d.%d %s executor=single-stream", rt / 1000, (rt % 1000) / 10, common);
     size_t u = strlen(buf);
     if (s->cuda && s->cuda->conv_algos[0] && u < n)
         snprintf(buf + u, n - u, " cudnn_algos=%s", s->cuda->conv_algos);
@@ -132,16 +92,6 @@ kh_status tf_cuda_environment(kh_grt_session *rts, char *buf, size_t n) {
 }
 
 // --- errors ----------------------------------------------------------------------------------------------
-/* "cudnnConvolutionForward(c->..., ...)" -> "cudnnConvolutionForward" */
-static void call_name(const char *call, char *out, size_t n) {
-    size_t k = 0;
-    while (call[k] && call[k] != '(' && k + 1 < n) {
-        out[k] = call[k];
-        k++;
-    }
-    out[k] = 0;
-}
-
 static void node_what(const kh_graph *g, int32_t node, const char *what, char *buf, size_t n) {
     if (!g || node < 0 || node >= g->n_nodes) {
         snprintf(buf, n, "%s", what);
@@ -165,7 +115,7 @@ kh_status tfc_fail(tf_model *m, const kh_graph *g, int32_t node, const char *wha
 static kh_status report(tf_model *m, const kh_graph *g, int32_t node, const char *what, kh_status st, const char *name,
                         const char *call) {
     char fn[96];
-    call_name(call, fn, sizeof fn);
+    kh_call_name(call, fn, sizeof fn);
     return tfc_fail(m, g, node, what, st, "%s (%s)", name, fn);
 }
 

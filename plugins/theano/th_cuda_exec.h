@@ -1,13 +1,8 @@
 /* th_cuda_exec.h — internals of theano's GPU runner (th_cuda_session.c, th_cuda_model.c, th_cuda_run.c).
  *
- * The driver API. The core loads libcuda.so.1 with dlopen and keeps its function table to itself; what a
- * backend gets is the device's primary context in kh_device.cu_context, retained by the host and current on the
- * calling thread. So the runner opens the same library ($KHOST_LIBCUDA, else libcuda.so.1: dlopen returns the
- * handle the core already holds) and resolves the entry points it needs by their versioned names (cuMemAlloc_v2,
- * ...), with cuda.h's own prototypes (__typeof__) so every call is type-checked. It creates no context: it runs on
- * the current one (the host's primary context); only where nothing is current (a test harness that opens the
- * plugin without the host) it retains the device's primary context itself, as the CUDA runtime's cudaSetDevice
- * would, and releases it at close. cuBLAS and cuDNN run on that context and the session's stream.
+ * The driver API, through the kit's table resolved at run time (khost/kit/cuda_driver.h: the library the core
+ * loaded, no link-time libcuda), and no CUDA runtime. The session is the kit's (kh_cuda_session_open): the
+ * host's primary context, current on the calling thread, never a new one; one stream; cuBLAS and cuDNN on it.
  *
  * Errors: every driver, cuBLAS, cuDNN and NVRTC status is checked and reported as
  * "theano <op> (node i, layer l) on cuda:N: CUDA_ERROR_... (cuLaunchKernel of k12_relu)". Out-of-memory statuses
@@ -19,66 +14,14 @@
 #include <cuda.h>
 #include <cudnn.h>
 
+#include "khost/kit/cuda.h"
+#include "khost/kit/cuda_driver.h"
 #include "th_cuda.h"
 #include "th_cuda_plan.h"
 
-/* --- the driver table ----------------------------------------------------------------------------------- */
-typedef struct th_cu_driver {
-    int ready;
-    char why[384];      /* why not ready */
-    char lib[256];
-    int version;        /* cuDriverGetVersion */
-    __typeof__(&cuInit) Init;
-    __typeof__(&cuDriverGetVersion) DriverGetVersion;
-    __typeof__(&cuGetErrorName) GetErrorName;
-    __typeof__(&cuGetErrorString) GetErrorString;
-    __typeof__(&cuDeviceGetCount) DeviceGetCount;
-    __typeof__(&cuDeviceGet) DeviceGet;
-    __typeof__(&cuDeviceGetAttribute) DeviceGetAttribute;
-    __typeof__(&cuDevicePrimaryCtxRetain) DevicePrimaryCtxRetain;
-    __typeof__(&cuDevicePrimaryCtxRelease) DevicePrimaryCtxRelease;
-    __typeof__(&cuCtxGetCurrent) CtxGetCurrent;
-    __typeof__(&cuCtxSetCurrent) CtxSetCurrent;
-    __typeof__(&cuCtxGetDevice) CtxGetDevice;
-    __typeof__(&cuMemGetInfo) MemGetInfo;
-    __typeof__(&cuMemAlloc) MemAlloc;
-    __typeof__(&cuMemFree) MemFree;
-    __typeof__(&cuMemAllocHost) MemAllocHost;
-    __typeof__(&cuMemFreeHost) MemFreeHost;
-    __typeof__(&cuMemcpyHtoDAsync) MemcpyHtoDAsync;
-    __typeof__(&cuMemcpyDtoHAsync) MemcpyDtoHAsync;
-    __typeof__(&cuMemsetD8Async) MemsetD8Async;
-    __typeof__(&cuStreamCreate) StreamCreate;
-    __typeof__(&cuStreamDestroy) StreamDestroy;
-    __typeof__(&cuStreamSynchronize) StreamSynchronize;
-    __typeof__(&cuEventCreate) EventCreate;
-    __typeof__(&cuEventDestroy) EventDestroy;
-    __typeof__(&cuEventRecord) EventRecord;
-    __typeof__(&cuEventSynchronize) EventSynchronize;
-    __typeof__(&cuModuleLoadData) ModuleLoadData;
-    __typeof__(&cuModuleUnload) ModuleUnload;
-    __typeof__(&cuModuleGetFunction) ModuleGetFunction;
-    __typeof__(&cuLaunchKernel) LaunchKernel;
-    __typeof__(&cuFuncGetParamInfo) FuncGetParamInfo; /* optional (driver 12.4+): the kernels' parameters checked */
-} th_cu_driver;
-
-extern th_cu_driver th_cu;
-/* Load the driver table once per process (and cuInit): 1 when ready, else 0 with the reason. */
-int th_cu_load(char *why, size_t n);
-/* "CUDA_ERROR_OUT_OF_MEMORY (out of memory)" */
-const char *th_cu_errtext(CUresult r, char *buf, size_t n);
-
 /* --- session and model state ---------------------------------------------------------------------------- */
 struct th_cuda_session {
-    CUdevice dev;
-    CUcontext ctx;       /* the primary context the runner works in */
-    int retained;        /* 1: the runner retained it (nothing was current at open) */
-    int cc;              /* compute capability, 90 for 9.0 */
-    char arch[16];       /* "sm_90": what NVRTC compiles for */
-    CUstream stream;
-    cublasHandle_t blas;
-    cudnnHandle_t dnn;
-    int tf32;            /* kh_device.math is KH_MATH_TF32: cuBLAS TF32 tensor-op math, cuDNN default math */
+    kh_cuda_session k;   /* the host's primary context, the stream, cuBLAS and cuDNN (the kit opens it) */
     /* the cuDNN algorithm of every convolution of the last compiled model's training function, for the record's
      * environment: "L<layer>.<fwd|bwd_data|bwd_filter>=<algo>[~ when non-deterministic] ..." ("..." if cut) */
     char conv_algos[256];

@@ -27,8 +27,8 @@ void th_cuda_free(kh_grt_model *rtm) {
     th_cuda_model *cm = m->cuda;
     if (!cm) return;
     if (cm->cs) {
-        th_cu.CtxSetCurrent(cm->cs->ctx);
-        th_cu.StreamSynchronize(cm->cs->stream);
+        kh_cu.CtxSetCurrent(cm->cs->k.ctx);
+        kh_cu.StreamSynchronize(cm->cs->k.stream);
     }
     for (int f = 0; f < KH_GFN_COUNT; f++) {
         thc_fn *fn = &cm->fn[f];
@@ -36,7 +36,7 @@ void th_cuda_free(kh_grt_model *rtm) {
         free(fn->conv);
         free(fn->func);
         free(fn->argp);
-        if (fn->mod) th_cu.ModuleUnload(fn->mod);
+        if (fn->mod) kh_cu.ModuleUnload(fn->mod);
         for (int32_t k = 0; fn->pers && k < fn->n_pers; k++) thc_free(fn->pers[k]);
         free(fn->pers);
         th_cu_plan_free(&fn->plan);
@@ -51,10 +51,10 @@ void th_cuda_free(kh_grt_model *rtm) {
     free(cm->s2);
     for (int k = 0; k < 3; k++) thc_free(cm->feed[k]);
     for (int k = 0; k < 2; k++) {
-        if (cm->pin[k]) th_cu.MemFreeHost(cm->pin[k]);
-        if (cm->staged[k]) th_cu.EventDestroy(cm->staged[k]);
+        if (cm->pin[k]) kh_cu.MemFreeHost(cm->pin[k]);
+        if (cm->staged[k]) kh_cu.EventDestroy(cm->staged[k]);
     }
-    if (cm->h_met) th_cu.MemFreeHost(cm->h_met);
+    if (cm->h_met) kh_cu.MemFreeHost(cm->h_met);
     thc_free(cm->met);
     thc_free(cm->ws);
     thc_free(cm->scratch);
@@ -125,11 +125,11 @@ static kh_status build_module(th_model *m, int f) {
     /* through the generated-code cache: key = the source, NVRTC's version and options (with the architecture),
      * the driver version and the generator's; the CUBIN is the artifact */
     char nv[64], opts[256], extra[256];
-    snprintf(extra, sizeof extra, "generator=%s\ndriver=%d\n", TH_GENERATOR_VERSION, th_cu.version);
-    nvrtc_job job = {.source = src.s, .arch = cm->cs->arch};
+    snprintf(extra, sizeof extra, "generator=%s\ndriver=%d\n", TH_GENERATOR_VERSION, kh_cu.version);
+    nvrtc_job job = {.source = src.s, .arch = cm->cs->k.arch};
     th_cache_req req = {.source = src.s, .source_len = src.len, .source_name = "fn.cu", .artifact_name = "fn.cubin",
                         .tool_identity = th_nvrtc_version(nv, sizeof nv),
-                        .tool_flags = th_nvrtc_options(cm->cs->arch, opts, sizeof opts), .key_extra = extra,
+                        .tool_flags = th_nvrtc_options(cm->cs->k.arch, opts, sizeof opts), .key_extra = extra,
                         .build = nvrtc_build, .build_ctx = &job};
     th_cache_result res;
     st = th_cache_get(m->s->cache, &req, &res, why, sizeof why) == 0 ? read_file(res.artifact_path, &cubin, &len, why, sizeof why)
@@ -148,7 +148,7 @@ static kh_status build_module(th_model *m, int f) {
         return th_fail(m->s, st, "compile", "%s function: the CUBIN does not match its launch plan: %s", g_fn_names[f], why);
     }
     t0 = kh_now();
-    CUresult r = th_cu.ModuleLoadData(&fn->mod, cubin);
+    CUresult r = kh_cu.ModuleLoadData(&fn->mod, cubin);
     free(cubin);
     if (r != CUDA_SUCCESS) {
         fn->mod = NULL;
@@ -161,12 +161,12 @@ static kh_status build_module(th_model *m, int f) {
     for (int32_t k = 0; k < fn->plan.n; k++) {
         const th_cu_launch *e = &fn->plan.v[k];
         if (e->kind != TH_CUL_KERNEL) continue;
-        r = th_cu.ModuleGetFunction(&fn->func[k], fn->mod, e->name);
+        r = kh_cu.ModuleGetFunction(&fn->func[k], fn->mod, e->name);
         if (r != CUDA_SUCCESS) return thc_err_cu(m, f, e->node, "compile", r, "cuModuleGetFunction(the kernel)");
         cm->kernels++;
-        for (int j = 0; th_cu.FuncGetParamInfo && j < e->n_args; j++) { /* the driver's view of the parameters */
+        for (int j = 0; kh_cu.FuncGetParamInfo && j < e->n_args; j++) { /* the driver's view of the parameters */
             size_t off = 0, sz = 0;
-            if (th_cu.FuncGetParamInfo(fn->func[k], (size_t)j, &off, &sz) == CUDA_SUCCESS && sz != th_cu_arg_size(e->args[j].kind))
+            if (kh_cu.FuncGetParamInfo(fn->func[k], (size_t)j, &off, &sz) == CUDA_SUCCESS && sz != th_cu_arg_size(e->args[j].kind))
                 return thc_fail(m, f, e->node, "compile", KH_ERR_INTERNAL, "kernel %s parameter %d: %zu bytes, the plan passes %zu",
                                 e->name, j, sz, th_cu_arg_size(e->args[j].kind));
         }
@@ -210,13 +210,13 @@ static kh_status alloc_feeds(th_model *m) {
         total += cm->feed_bytes[k];
     }
     for (int k = 0; k < 2; k++) {
-        THC_CU(m, -1, -1, "compile", th_cu.MemAllocHost(&cm->pin[k], total));
-        THC_CU(m, -1, -1, "compile", th_cu.EventCreate(&cm->staged[k], CU_EVENT_DISABLE_TIMING));
-        THC_CU(m, -1, -1, "compile", th_cu.EventRecord(cm->staged[k], cm->cs->stream));
+        THC_CU(m, -1, -1, "compile", kh_cu.MemAllocHost(&cm->pin[k], total));
+        THC_CU(m, -1, -1, "compile", kh_cu.EventCreate(&cm->staged[k], CU_EVENT_DISABLE_TIMING));
+        THC_CU(m, -1, -1, "compile", kh_cu.EventRecord(cm->staged[k], cm->cs->k.stream));
     }
     kh_status st = thc_alloc(m, &cm->met, 4 * sizeof(double), "the metrics");
     if (st != KH_OK) return st;
-    THC_CU(m, -1, -1, "compile", th_cu.MemAllocHost((void **)&cm->h_met, 4 * sizeof(double)));
+    THC_CU(m, -1, -1, "compile", kh_cu.MemAllocHost((void **)&cm->h_met, 4 * sizeof(double)));
     return KH_OK;
 }
 
@@ -294,9 +294,9 @@ kh_status th_cuda_compile(kh_grt_model *rtm) {
         if (cm->fn[f].mod) st = prepare_fn(m, f);
     if (st == KH_OK && cm->ws_bytes > 0) st = thc_alloc(m, &cm->ws, cm->ws_bytes, "the cuDNN workspace");
     if (st != KH_OK) return st;
-    THC_CU(m, -1, -1, "compile", th_cu.StreamSynchronize(cm->cs->stream));
+    THC_CU(m, -1, -1, "compile", kh_cu.StreamSynchronize(cm->cs->k.stream));
     th_log(s, KH_LOG_INFO, "CUDA: %d kernels for %s, NVRTC %.2f s, module load %.3f s, device arena %.1f MiB, scratch %.1f MiB",
-           cm->kernels, cm->cs->arch, cm->nvrtc_s, cm->load_s, cm->arena_bytes / 1048576.0, cm->scratch_bytes / 1048576.0);
+           cm->kernels, cm->cs->k.arch, cm->nvrtc_s, cm->load_s, cm->arena_bytes / 1048576.0, cm->scratch_bytes / 1048576.0);
     return KH_OK;
 }
 
@@ -306,8 +306,8 @@ kh_status th_cuda_set_var(kh_grt_model *rtm, int32_t v, const float *w) {
     kh_status st = thc_bind(m, "set_weight");
     if (st != KH_OK) return st;
     size_t b = (size_t)m->rt.mg.vars[v].numel * sizeof(float);
-    THC_CU(m, -1, -1, "set_weight", th_cu.MemcpyHtoDAsync(m->cuda->w[v], w, b, m->cuda->cs->stream));
-    THC_CU(m, -1, -1, "set_weight", th_cu.StreamSynchronize(m->cuda->cs->stream));
+    THC_CU(m, -1, -1, "set_weight", kh_cu.MemcpyHtoDAsync(m->cuda->w[v], w, b, m->cuda->cs->k.stream));
+    THC_CU(m, -1, -1, "set_weight", kh_cu.StreamSynchronize(m->cuda->cs->k.stream));
     return KH_OK;
 }
 
@@ -316,8 +316,8 @@ kh_status th_cuda_get_var(kh_grt_model *rtm, int32_t v, float *w) {
     kh_status st = thc_bind(m, "get_weight");
     if (st != KH_OK) return st;
     size_t b = (size_t)m->rt.mg.vars[v].numel * sizeof(float);
-    THC_CU(m, -1, -1, "get_weight", th_cu.MemcpyDtoHAsync(w, m->cuda->w[v], b, m->cuda->cs->stream));
-    THC_CU(m, -1, -1, "get_weight", th_cu.StreamSynchronize(m->cuda->cs->stream));
+    THC_CU(m, -1, -1, "get_weight", kh_cu.MemcpyDtoHAsync(w, m->cuda->w[v], b, m->cuda->cs->k.stream));
+    THC_CU(m, -1, -1, "get_weight", kh_cu.StreamSynchronize(m->cuda->cs->k.stream));
     return KH_OK;
 }
 
@@ -330,8 +330,8 @@ kh_status th_cuda_read_node(kh_grt_model *rtm, kh_gfn f, int32_t node, int64_t n
     kh_status st = thc_bind(m, "read");
     if (st != KH_OK) return st;
     size_t b = (size_t)kh_graph_numel(&m->fn[f].g, node, n) * sizeof(float);
-    THC_CU(m, f, node, "read", th_cu.MemcpyDtoHAsync(dst, thc_addr(m, f, &r), b, m->cuda->cs->stream));
-    THC_CU(m, f, node, "read", th_cu.StreamSynchronize(m->cuda->cs->stream));
+    THC_CU(m, f, node, "read", kh_cu.MemcpyDtoHAsync(dst, thc_addr(m, f, &r), b, m->cuda->cs->k.stream));
+    THC_CU(m, f, node, "read", kh_cu.StreamSynchronize(m->cuda->cs->k.stream));
     return KH_OK;
 }
 
@@ -340,14 +340,14 @@ kh_status th_cuda_read_metrics(kh_grt_model *rtm, uint32_t phase, kh_metrics *ou
     th_cuda_model *cm = m->cuda;
     kh_status st = thc_bind(m, "read_metrics");
     if (st != KH_OK) return st;
-    THC_CU(m, -1, -1, "read_metrics", th_cu.MemcpyDtoHAsync(cm->h_met, cm->met, 4 * sizeof(double), cm->cs->stream));
-    THC_CU(m, -1, -1, "read_metrics", th_cu.StreamSynchronize(cm->cs->stream));
+    THC_CU(m, -1, -1, "read_metrics", kh_cu.MemcpyDtoHAsync(cm->h_met, cm->met, 4 * sizeof(double), cm->cs->k.stream));
+    THC_CU(m, -1, -1, "read_metrics", kh_cu.StreamSynchronize(cm->cs->k.stream));
     out->loss_sum = cm->h_met[2 * phase];
     out->correct = cm->h_met[2 * phase + 1];
     out->samples = cm->samples[phase];
     if (reset) {
         THC_CU(m, -1, -1, "read_metrics",
-               th_cu.MemsetD8Async(cm->met + 2 * phase * sizeof(double), 0, 2 * sizeof(double), cm->cs->stream));
+               kh_cu.MemsetD8Async(cm->met + 2 * phase * sizeof(double), 0, 2 * sizeof(double), cm->cs->k.stream));
         cm->samples[phase] = 0;
     }
     return KH_OK;
@@ -357,6 +357,6 @@ kh_status th_cuda_sync(kh_grt_model *rtm) {
     th_model *m = (th_model *)rtm;
     kh_status st = thc_bind(m, "sync");
     if (st != KH_OK) return st;
-    THC_CU(m, -1, -1, "sync", th_cu.StreamSynchronize(m->cuda->cs->stream));
+    THC_CU(m, -1, -1, "sync", kh_cu.StreamSynchronize(m->cuda->cs->k.stream));
     return KH_OK;
 }

@@ -38,7 +38,7 @@ CUdeviceptr thc_addr(th_model *m, int f, const th_cu_ref *r) {
 /* descriptors for a batch of n and the entry's workspace for it */
 static kh_status conv_descs(th_model *m, int f, const th_cu_launch *e, thc_conv *c, int64_t n, size_t *ws) {
     const th_cu_conv *v = &e->conv;
-    cudnnHandle_t h = m->cuda->cs->dnn;
+    cudnnHandle_t h = m->cuda->cs->k.dnn;
     if (c->desc_n != n) {
         THC_DNN(m, f, e->node, "run",
                 cudnnSetTensor4dDescriptor(c->xd, CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, (int)n, v->C, v->Hp, v->Wp));
@@ -71,10 +71,10 @@ static kh_status choose_algo(th_model *m, int f, const th_cu_launch *e, thc_conv
                                                                                        : KH_CONV_BWD_FILTER;
     char where[64], why[600];
     snprintf(where, sizeof where, "convolution node %d", e->node);
-    kh_conv_choice_opts o = {.deterministic = m->s->set.deterministic != 0, .tf32 = m->cuda->cs->tf32,
+    kh_conv_choice_opts o = {.deterministic = m->s->set.deterministic != 0, .tf32 = m->cuda->cs->k.tf32,
                              .ws_cap = CONV_WS_CAP, .host = m->s->rt.host, .plugin = "theano", .where = where};
     int det = 0;
-    kh_status st = kh_cudnn_conv_choose(m->cuda->cs->dnn, d, c->xd, c->wd, c->cd, c->yd, &o, &c->algo, &det, why,
+    kh_status st = kh_cudnn_conv_choose(m->cuda->cs->k.dnn, d, c->xd, c->wd, c->cd, c->yd, &o, &c->algo, &det, why,
                                         sizeof why);
     if (st != KH_OK) return thc_fail(m, f, e->node, "compile", st, "%s", why);
     const kh_graph *g = &m->fn[f].g;
@@ -104,7 +104,7 @@ static kh_status prepare_conv(th_model *m, int f, int32_t k) {
     /* the session's math: FMA only (fp32; refused math is an error, not a silent fallback), or cuDNN's default,
      * which allows TF32 tensor cores for FP32 data (tf32) */
     THC_DNN(m, f, e->node, "compile",
-            cudnnSetConvolutionMathType(c->cd, m->cuda->cs->tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH));
+            cudnnSetConvolutionMathType(c->cd, m->cuda->cs->k.tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH));
     THC_DNN(m, f, e->node, "compile",
             cudnnSetTensor4dDescriptor(c->xd, CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, N, v->C, v->Hp, v->Wp));
     THC_DNN(m, f, e->node, "compile",
@@ -167,12 +167,12 @@ static kh_status run_kernel(th_model *m, int f, int32_t k, const run_args *a) {
         default: params[j] = (void *)&a->t; break; /* TH_CUARG_STEP */
         }
     }
-    CUresult r = th_cu.LaunchKernel(fn->func[k], (unsigned)grid, 1, 1, (unsigned)e->block, 1, 1, 0, m->cuda->cs->stream,
+    CUresult r = kh_cu.LaunchKernel(fn->func[k], (unsigned)grid, 1, 1, (unsigned)e->block, 1, 1, 0, m->cuda->cs->k.stream,
                                     params, NULL);
     if (r != CUDA_SUCCESS) {
         char t[160];
         return thc_fail(m, f, e->node, "run", r == CUDA_ERROR_OUT_OF_MEMORY ? KH_ERR_NOMEM : KH_ERR_DEVICE,
-                        "%s (cuLaunchKernel of %s, grid %lld x %d)", th_cu_errtext(r, t, sizeof t), e->name,
+                        "%s (cuLaunchKernel of %s, grid %lld x %d)", kh_cu_result_text(r, t, sizeof t), e->name,
                         (long long)grid, e->block);
     }
     return KH_OK;
@@ -188,7 +188,7 @@ static kh_status run_gemm(th_model *m, int f, const th_cu_launch *e, const run_a
     CUdeviceptr B = thc_addr(m, f, &g->B) + (CUdeviceptr)(g->B.step * a->t);
     CUdeviceptr C = thc_addr(m, f, &g->C) + (CUdeviceptr)(g->C.step * a->t);
     THC_BLAS(m, f, e->node, "run",
-             cublasSgemm(m->cuda->cs->blas, g->tb ? CUBLAS_OP_T : CUBLAS_OP_N, g->ta ? CUBLAS_OP_T : CUBLAS_OP_N, (int)N,
+             cublasSgemm(m->cuda->cs->k.blas, g->tb ? CUBLAS_OP_T : CUBLAS_OP_N, g->ta ? CUBLAS_OP_T : CUBLAS_OP_N, (int)N,
                          (int)M, (int)K, &k_one, (const float *)(uintptr_t)B, (int)g->ldb, (const float *)(uintptr_t)A,
                          (int)g->lda, &g->beta, (float *)(uintptr_t)C, (int)g->ldc));
     return KH_OK;
@@ -204,7 +204,7 @@ static kh_status run_conv(th_model *m, int f, int32_t k, int64_t n) {
     if (ws > cm->ws_bytes)
         return thc_fail(m, f, e->node, "run", KH_ERR_INTERNAL, "batch %lld needs %zu B of cuDNN workspace, %zu B allocated",
                         (long long)n, ws, cm->ws_bytes);
-    cudnnHandle_t h = cm->cs->dnn;
+    cudnnHandle_t h = cm->cs->k.dnn;
     void *x = (void *)(uintptr_t)thc_addr(m, f, &e->conv.x), *w = (void *)(uintptr_t)thc_addr(m, f, &e->conv.w);
     void *y = (void *)(uintptr_t)thc_addr(m, f, &e->conv.y), *wsp = (void *)(uintptr_t)cm->ws;
     switch (e->conv.op) {
@@ -238,22 +238,22 @@ static kh_status run_entry(th_model *m, int f, int32_t k, const run_args *a) {
     case TH_CUL_CONV: st = run_conv(m, f, k, a->n); break;
     case TH_CUL_MEMSET: {
         int64_t b = th_cu_eval(e->bytes, a->n);
-        if (b > 0) THC_CU(m, f, e->node, "run", th_cu.MemsetD8Async(thc_addr(m, f, &e->dst), 0, (size_t)b, cm->cs->stream));
+        if (b > 0) THC_CU(m, f, e->node, "run", kh_cu.MemsetD8Async(thc_addr(m, f, &e->dst), 0, (size_t)b, cm->cs->k.stream));
         break;
     }
     default: return thc_fail(m, f, e->node, "run", KH_ERR_INTERNAL, "plan entry %d of kind %u", k, e->kind);
     }
-    if (st == KH_OK && cm->sync_each) THC_CU(m, f, e->node, "run", th_cu.StreamSynchronize(cm->cs->stream));
+    if (st == KH_OK && cm->sync_each) THC_CU(m, f, e->node, "run", kh_cu.StreamSynchronize(cm->cs->k.stream));
     return st;
 }
 
 // --- staging and the run ---------------------------------------------------------------------------------------------
 static kh_status stage(th_model *m, int64_t n, const void *x, const int32_t *labels, const float *dy) {
     th_cuda_model *cm = m->cuda;
-    CUstream s = cm->cs->stream;
+    CUstream s = cm->cs->k.stream;
     int k = cm->next_pin;
     /* pin[k] was last uploaded two calls ago: wait for that copy before overwriting it */
-    THC_CU(m, -1, -1, "run", th_cu.EventSynchronize(cm->staged[k]));
+    THC_CU(m, -1, -1, "run", kh_cu.EventSynchronize(cm->staged[k]));
     char *pin = cm->pin[k];
     char *at[3] = {pin, pin + cm->feed_bytes[0], pin + cm->feed_bytes[0] + cm->feed_bytes[1]};
     size_t bytes[3] = {x ? (size_t)(n * m->rt.mg.input_numel) * 4u : 0, labels ? (size_t)n * 4u : 0,
@@ -277,8 +277,8 @@ static kh_status stage(th_model *m, int64_t n, const void *x, const int32_t *lab
     }
     if (dy) memcpy(at[2], dy, bytes[2]);
     for (int q = 0; q < 3; q++)
-        if (bytes[q] > 0) THC_CU(m, -1, -1, "run", th_cu.MemcpyHtoDAsync(cm->feed[q], at[q], bytes[q], s));
-    THC_CU(m, -1, -1, "run", th_cu.EventRecord(cm->staged[k], s));
+        if (bytes[q] > 0) THC_CU(m, -1, -1, "run", kh_cu.MemcpyHtoDAsync(cm->feed[q], at[q], bytes[q], s));
+    THC_CU(m, -1, -1, "run", kh_cu.EventRecord(cm->staged[k], s));
     cm->next_pin = k ^ 1;
     return KH_OK;
 }
@@ -294,8 +294,8 @@ kh_status th_cuda_run(kh_grt_model *rtm, kh_gfn f, int part, int64_t n, double l
     if (st != KH_OK) return st;
     if (f == KH_GFN_PROBE && part == 1) /* accumulators of a probe start from zero at every backward */
         for (int32_t k = 0; k < fn->n_pers; k++)
-            THC_CU(m, f, -1, "backward", th_cu.MemsetD8Async(fn->pers[k], 0, (size_t)m->fn[f].plan.persistent_bytes[k],
-                                                             cm->cs->stream));
+            THC_CU(m, f, -1, "backward", kh_cu.MemsetD8Async(fn->pers[k], 0, (size_t)m->fn[f].plan.persistent_bytes[k],
+                                                             cm->cs->k.stream));
     run_args a = {n, (float)lr, m->rt.seed, counter, 0};
     const th_cu_plan *p = &fn->plan;
     for (int32_t k = 0; k < p->n && st == KH_OK; k++) {

@@ -40,6 +40,10 @@ int main(void) {
     CHECK(!strcmp(kh_cu_errtext(2, "CUDA_ERROR_OUT_OF_MEMORY", "out of memory", t, sizeof t),
                   "CUDA_ERROR_OUT_OF_MEMORY: out of memory"), "driver error: %s", t);
     CHECK(!strcmp(kh_cu_errtext(999, NULL, NULL, t, sizeof t), "CUDA error 999"), "unnamed driver error: %s", t);
+    CHECK(!strcmp(kh_call_name("cudnnConvolutionForward(m->cs->k.dnn, a)", t, sizeof t), "cudnnConvolutionForward"),
+          "call name before '(' (a '.' inside the arguments is not the name's): %s", t);
+    CHECK(!strcmp(kh_call_name("kh_cu.LaunchKernel(f, g.x)", t, sizeof t), "LaunchKernel"), "table call: %s", t);
+    CHECK(!strcmp(kh_call_name("plain", t, sizeof t), "plain"), "no parenthesis: %s", t);
     CHECK(kh_cuda_arch_check(9, 0, 90, "p", "cuda:0", t, sizeof t) == KH_OK, "sm_90 on 9.0");
     CHECK(kh_cuda_arch_check(8, 6, 90, "p", "cuda:1", t, sizeof t) == KH_ERR_UNSUPPORTED &&
               !strcmp(t, "p open on cuda:1: compute capability 8.6, built for sm_90 and newer (set KHOST_CUDA_ARCHS)"),

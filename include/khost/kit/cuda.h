@@ -3,6 +3,8 @@
  * status, cuBLAS and cuDNN handles bound to the session's stream in the session's math mode, the libraries'
  * version string for a record's environment, and the cuDNN convolution algorithm choice of the graph backends
  * (deterministic first, the fastest working one with a warning, the candidates logged when none works).
+ * A backend's session on a device (the host's primary context, streams, handles, the environment string) is
+ * opened here once for all three backends, through the driver table of khost/kit/cuda_driver.h.
  * Plain-C parts (candidate choice, driver error text): khost/kit/cuda_pick.h. Unverified on a GPU. */
 #ifndef KHOST_KIT_CUDA_H
 #define KHOST_KIT_CUDA_H
@@ -10,10 +12,12 @@
 #include <stddef.h>
 
 #include <cublas_v2.h>
+#include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <cudnn.h>
 
 #include "khost/abi.h"
+#include "khost/backend.h"
 #include "khost/kit/cuda_pick.h"
 
 #ifdef __cplusplus
@@ -37,6 +41,43 @@ kh_status kh_cuda_handles(cudaStream_t stream, int tf32, cublasHandle_t *blas, c
                           size_t errlen);
 /* "cudnn=9.10.2 cublas=13.0.0" (cuBLAS's version read through blas; "cublas=?" when NULL). */
 void kh_cuda_lib_versions(cublasHandle_t blas, char *buf, size_t n);
+
+/* A backend's session on a CUDA device. The context is the device's primary context: the host's, current on
+ * the calling thread during every backend call (an error when another context is current); only where nothing
+ * is current (a harness that opens the backend without the host) it is retained here, as cudaSetDevice would,
+ * and released at close. No context is ever created. The CUDA runtime, where a backend uses it, runs on that
+ * same current context. A CUstream is a cudaStream_t. */
+typedef struct kh_cuda_session {
+    CUdevice dev;
+    CUcontext ctx;
+    int retained;        /* 1: retained here (nothing was current at open) */
+    int cc;              /* compute capability, 90 for 9.0 */
+    char arch[16];       /* "sm_90" */
+    int tf32;            /* kh_device.math is KH_MATH_TF32: cuBLAS TF32 tensor-op math, cuDNN default math */
+    CUstream stream;     /* compute: kernels, cuBLAS, cuDNN */
+    CUstream copy;       /* host-to-device uploads, when asked for; else NULL */
+    cublasHandle_t blas;
+    cudnnHandle_t dnn;
+} kh_cuda_session;
+
+typedef struct kh_cuda_open_opts {
+    const char *plugin;  /* the module's name, first word of every message: "cntk open on cuda:0: ..." */
+    int min_arch;        /* lowest compute capability of the compiled kernels (90: sm_90); 0 = any (code
+                            generated for the device at run time) */
+    int copy_stream;     /* 1: also create the upload stream */
+} kh_cuda_open_opts;
+
+/* Open cs on dev (kh_device.ordinal, .math): the driver, the ordinal, the context as above, the architecture
+ * (kh_cuda_arch_check), the math (fp32 or tf32), the streams, and cuBLAS and cuDNN bound to the compute
+ * stream (kh_cuda_handles). On failure nothing is left held and err names the call and its error;
+ * KH_ERR_NOMEM for an allocation failure, KH_ERR_UNSUPPORTED where the device or driver cannot serve. */
+kh_status kh_cuda_session_open(const kh_device *dev, const kh_cuda_open_opts *o, kh_cuda_session *cs /* out */,
+                               char *err, size_t errlen);
+/* Synchronise, then release what open made (safe on a zeroed or half-opened session). */
+void kh_cuda_session_close(kh_cuda_session *cs);
+/* The environment words every GPU record carries: "driver=13.0 cudnn=9.10.2 cublas=13.0.0 device=\"NVIDIA
+ * H200\" cc=9.0 math=fp32" (driver and libraries as loaded; cs may be NULL before open). */
+void kh_cuda_session_env(const kh_cuda_session *cs, const kh_device *dev, char *buf, size_t n);
 
 /* One direction of a convolution. */
 typedef enum kh_conv_dir { KH_CONV_FWD = 0, KH_CONV_BWD_DATA = 1, KH_CONV_BWD_FILTER = 2 } kh_conv_dir;

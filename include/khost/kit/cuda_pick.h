@@ -34,6 +34,10 @@ void kh_algo_record(char *buf, size_t cap, int layer, const char *dir, int algo,
 /* A driver error (CUresult r, with the strings cuGetErrorName / cuGetErrorString gave, either may be NULL)
  * as "CUDA_ERROR_X: description", else "CUDA error <r>". Returns buf. */
 const char *kh_cu_errtext(int r, const char *name, const char *desc, char *buf, size_t n);
+/* The called function's name in a checked call's source text (the macros' #call): the identifier before the
+ * first '(', after its last '.' ("cudnnConvolutionForward(h, ...)" -> "cudnnConvolutionForward",
+ * "kh_cu.LaunchKernel(f, ...)" -> "LaunchKernel"). Returns out. */
+const char *kh_call_name(const char *call, char *out, size_t n);
 /* KH_OK when compute capability major.minor is at least min_arch (90: sm_90, the lowest architecture the module
  * was compiled for), else KH_ERR_UNSUPPORTED and err: "<plugin> open on <id>: compute capability 8.0, built
  * for sm_90 and newer (set KHOST_CUDA_ARCHS)". */

@@ -3,7 +3,7 @@
  *
  * Execution model
  *   - one compute stream per session (cuBLAS and cuDNN bound to it) plus one copy stream for uploads;
- *     the host's primary context is used (cudaSetDevice binds it), no context is created;
+ *     the host's primary context is used (the kit's kh_cuda_session_open checks it), no context is created;
  *   - every device buffer is a plain cudaMalloc made at compile time for plan.max_batch and reused;
  *   - parameters live in ONE arena per model (weights, gradients, two optimizer slots: four allocations),
  *     each tensor 256-byte aligned inside it, so one fused optimizer launch updates the whole model and an
@@ -22,16 +22,13 @@
 #include <cudnn.h>
 
 #include "cntk.h"
+#include "khost/kit/cuda.h"
 #include "cuda/gpu.h"
 #include "cuda/kernels.h"
 
 struct cntk_cuda_sess {
-    int ordinal;
-    cudaStream_t stream; /* compute: kernels, cuBLAS, cuDNN */
-    cudaStream_t copy;   /* host -> device uploads of the next batch */
-    cublasHandle_t blas;
-    cudnnHandle_t dnn;
-    int tf32; /* kh_device.math is KH_MATH_TF32: cuBLAS TF32 tensor-op math, cuDNN default math (conv, RNN) */
+    kh_cuda_session k; /* the host's primary context, the compute stream (kernels, cuBLAS, cuDNN), the upload
+                          stream (k.copy: the next batch), cuBLAS and cuDNN; the kit opens it */
 };
 
 typedef struct ccu_layer ccu_layer;

@@ -14,8 +14,8 @@
  * Probes the CUDA runtime (driver present? devices? cuDNN loadable?) without creating a context. */
 void cntk_cuda_caps(kh_caps *c);
 
-/* Session state on a CUDA device: streams and library handles (s->cuda). Binds the device's primary context
- * (cudaSetDevice; the host has already made it current) and creates no context of its own. */
+/* Session state on a CUDA device: streams and library handles (s->cuda), the kit's session on the host's primary
+ * context (kh_cuda_session_open: current on the thread, never a new one). */
 kh_status cntk_cuda_open(cntk_session *s, char *err, size_t errlen);
 void cntk_cuda_close(cntk_session *s);
 kh_status cntk_cuda_environment(cntk_session *s, char *buf, size_t n);

@@ -26,7 +26,7 @@
 
 static const float k_one = 1.0f, k_zero = 0.0f;
 
-#define STREAM(m) ((m)->cs->stream)
+#define STREAM(m) ((m)->cs->k.stream)
 #define KCHECK(m, L, op, call) CCU_CUDA(m, L, op, call)
 
 // --- Dense -----------------------------------------------------------------------------------------------
@@ -122,7 +122,7 @@ static int det_ok(const ccu_model *m, cudnnDeterminism_t d) {
  * the determinism asked for and a workspace within cap, for the descriptors as they are now set. */
 static kh_status conv_choose(ccu_model *m, ccu_layer *L, size_t cap, conv_pick *pk) {
     ccu_conv *c = L->st;
-    cudnnHandle_t h = m->cs->dnn;
+    cudnnHandle_t h = m->cs->k.dnn;
     int got = 0;
     size_t ws = 0;
     cudnnConvolutionFwdAlgoPerf_t fp[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
@@ -131,7 +131,7 @@ static kh_status conv_choose(ccu_model *m, ccu_layer *L, size_t cap, conv_pick *
                                                    &got, fp));
     pk->fa = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
     for (int i = 0; i < got; i++)
-        if (fp[i].status == CUDNN_STATUS_SUCCESS && math_ok(fp[i].mathType, m->cs->tf32) && fp[i].memory <= cap &&
+        if (fp[i].status == CUDNN_STATUS_SUCCESS && math_ok(fp[i].mathType, m->cs->k.tf32) && fp[i].memory <= cap &&
             fwd_ok(fp[i].algo) && det_ok(m, fp[i].determinism)) {
             pk->fa = fp[i].algo;
             break;
@@ -144,7 +144,7 @@ static kh_status conv_choose(ccu_model *m, ccu_layer *L, size_t cap, conv_pick *
                                                           CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &got, bp));
     pk->bfa = CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1;
     for (int i = 0; i < got; i++)
-        if (bp[i].status == CUDNN_STATUS_SUCCESS && math_ok(bp[i].mathType, m->cs->tf32) && bp[i].memory <= cap &&
+        if (bp[i].status == CUDNN_STATUS_SUCCESS && math_ok(bp[i].mathType, m->cs->k.tf32) && bp[i].memory <= cap &&
             bwf_ok(bp[i].algo) && det_ok(m, bp[i].determinism)) {
             pk->bfa = bp[i].algo;
             break;
@@ -158,7 +158,7 @@ static kh_status conv_choose(ccu_model *m, ccu_layer *L, size_t cap, conv_pick *
                                                         CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &got, dp));
     pk->bda = CUDNN_CONVOLUTION_BWD_DATA_ALGO_1;
     for (int i = 0; i < got; i++)
-        if (dp[i].status == CUDNN_STATUS_SUCCESS && math_ok(dp[i].mathType, m->cs->tf32) && dp[i].memory <= cap &&
+        if (dp[i].status == CUDNN_STATUS_SUCCESS && math_ok(dp[i].mathType, m->cs->k.tf32) && dp[i].memory <= cap &&
             bwd_ok(dp[i].algo) && det_ok(m, dp[i].determinism)) {
             pk->bda = dp[i].algo;
             break;
@@ -172,7 +172,7 @@ static kh_status conv_choose(ccu_model *m, ccu_layer *L, size_t cap, conv_pick *
  * not support it. */
 static size_t conv_ws_now(ccu_model *m, ccu_layer *L) {
     ccu_conv *c = L->st;
-    cudnnHandle_t h = m->cs->dnn;
+    cudnnHandle_t h = m->cs->k.dnn;
     size_t a = 0, b = 0, d = 0;
     if (cudnnGetConvolutionForwardWorkspaceSize(h, c->xd, c->wd, c->cd, c->yd, c->fa, &a) != CUDNN_STATUS_SUCCESS ||
         cudnnGetConvolutionBackwardFilterWorkspaceSize(h, c->xd, c->yd, c->cd, c->wd, c->bfa, &b) !=
@@ -260,7 +260,7 @@ static kh_status conv_setup(ccu_model *m, ccu_layer *L) {
                                             CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
     /* the session's math: strict FP32, no TF32 tensor-core kernels (parity with the reference kit), or cuDNN's
      * default, which allows TF32 for FP32 data (--math tf32) */
-    CCU_DNN(m, L, "compile", cudnnSetConvolutionMathType(c->cd, m->cs->tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH));
+    CCU_DNN(m, L, "compile", cudnnSetConvolutionMathType(c->cd, m->cs->k.tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH));
     c->desc_n = 0;
     kh_status st = conv_descs(m, L, N);
     if (st != KH_OK) return st;
@@ -311,7 +311,7 @@ static kh_status conv_forward(ccu_model *m, ccu_layer *L, int n, int train) {
         c->xp_holds_dx = 0;
     }
     CCU_DNN(m, L, "forward",
-            cudnnConvolutionForward(m->cs->dnn, &k_one, c->xd, xin, c->wd, ccu_w(m, L, 0), c->cd, c->fa, m->ws,
+            cudnnConvolutionForward(m->cs->k.dnn, &k_one, c->xd, xin, c->wd, ccu_w(m, L, 0), c->cd, c->fa, m->ws,
                                     m->ws_bytes, &k_zero, c->yd, L->y));
     KCHECK(m, L, "forward",
            ccuk_bias_act_nchw(STREAM(m), L->p->act, L->y, ccu_w(m, L, 1), n, c->F, (int64_t)c->OH * c->OW));
@@ -333,7 +333,7 @@ static kh_status conv_backward(ccu_model *m, ccu_layer *L, int n, float *dy, flo
         c->xp_holds_dx = 0;
     }
     const float *xin = c->asym ? c->xp : L->x;
-    cudnnHandle_t h = m->cs->dnn;
+    cudnnHandle_t h = m->cs->k.dnn;
     CCU_DNN(m, L, "backward", cudnnConvolutionBackwardBias(h, &k_one, c->yd, dy, &k_zero, c->bd, ccu_g(m, L, 1)));
     CCU_DNN(m, L, "backward",
             cudnnConvolutionBackwardFilter(h, &k_one, c->xd, xin, c->yd, dy, c->cd, c->bfa, m->ws, m->ws_bytes,
@@ -497,10 +497,10 @@ static kh_status act_forward(ccu_model *m, ccu_layer *L, int n, int train) {
     if (st != KH_OK) return st;
     if (L->p->act == KH_ACT_SOFTMAX)
         CCU_DNN(m, L, "forward",
-                cudnnSoftmaxForward(m->cs->dnn, CUDNN_SOFTMAX_ACCURATE, CUDNN_SOFTMAX_MODE_INSTANCE, &k_one, a->td, L->x,
+                cudnnSoftmaxForward(m->cs->k.dnn, CUDNN_SOFTMAX_ACCURATE, CUDNN_SOFTMAX_MODE_INSTANCE, &k_one, a->td, L->x,
                                     &k_zero, a->td, L->y));
     else
-        CCU_DNN(m, L, "forward", cudnnActivationForward(m->cs->dnn, a->ad, &k_one, a->td, L->x, &k_zero, a->td, L->y));
+        CCU_DNN(m, L, "forward", cudnnActivationForward(m->cs->k.dnn, a->ad, &k_one, a->td, L->x, &k_zero, a->td, L->y));
     return KH_OK;
 }
 
@@ -517,11 +517,11 @@ static kh_status act_backward(ccu_model *m, ccu_layer *L, int n, float *dy, floa
     if (st != KH_OK) return st;
     if (L->p->act == KH_ACT_SOFTMAX)
         CCU_DNN(m, L, "backward",
-                cudnnSoftmaxBackward(m->cs->dnn, CUDNN_SOFTMAX_ACCURATE, CUDNN_SOFTMAX_MODE_INSTANCE, &k_one, a->td,
+                cudnnSoftmaxBackward(m->cs->k.dnn, CUDNN_SOFTMAX_ACCURATE, CUDNN_SOFTMAX_MODE_INSTANCE, &k_one, a->td,
                                      L->y, a->td, dy, &k_zero, a->td, dx));
     else
         CCU_DNN(m, L, "backward",
-                cudnnActivationBackward(m->cs->dnn, a->ad, &k_one, a->td, L->y, a->td, dy, a->td, L->x, &k_zero, a->td,
+                cudnnActivationBackward(m->cs->k.dnn, a->ad, &k_one, a->td, L->y, a->td, dy, a->td, L->x, &k_zero, a->td,
                                         dx));
     return KH_OK;
 }

@@ -52,7 +52,7 @@ static kh_status check_temp(ccu_model *m, ccu_layer *L, cudnnForwardMode_t mode)
     ccu_lstm *r = L->st;
     size_t ws = 0, rs = 0;
     CCU_DNN(m, L, mode == CUDNN_FWD_MODE_TRAINING ? "forward" : "inference",
-            cudnnGetRNNTempSpaceSizes(m->cs->dnn, r->rnn, mode, r->xd, &ws, &rs));
+            cudnnGetRNNTempSpaceSizes(m->cs->k.dnn, r->rnn, mode, r->xd, &ws, &rs));
     if (ws > m->ws_bytes || (mode == CUDNN_FWD_MODE_TRAINING && rs > r->rs_bytes))
         return cntk_layer_fail(m->s, KH_ERR_INTERNAL, L->p->spec.kind, L->p->index, "forward",
                                "cuDNN asks for %zu/%zu workspace/reserve bytes, compiled with %zu/%zu", ws, rs,
@@ -105,10 +105,10 @@ static kh_status lstm_setup(ccu_model *m, ccu_layer *L) {
     kh_status st = ccu_malloc(m, L, (void **)&r->d_len, (size_t)N * sizeof(int32_t), "sequence lengths");
     if (st != KH_OK) return st;
     CCU_CUDA(m, L, "compile",
-             cudaMemcpyAsync(r->d_len, r->h_len, (size_t)N * sizeof(int32_t), cudaMemcpyHostToDevice, m->cs->stream));
-    CCU_CUDA(m, L, "compile", cudaStreamSynchronize(m->cs->stream)); /* h_len is pageable: finish before reuse */
+             cudaMemcpyAsync(r->d_len, r->h_len, (size_t)N * sizeof(int32_t), cudaMemcpyHostToDevice, m->cs->k.stream));
+    CCU_CUDA(m, L, "compile", cudaStreamSynchronize(m->cs->k.stream)); /* h_len is pageable: finish before reuse */
 
-    cudnnHandle_t h = m->cs->dnn;
+    cudnnHandle_t h = m->cs->k.dnn;
     CCU_DNN(m, L, "compile", cudnnCreateRNNDescriptor(&r->rnn));
     CCU_DNN(m, L, "compile", cudnnCreateDropoutDescriptor(&r->drop));
     CCU_DNN(m, L, "compile", cudnnCreateRNNDataDescriptor(&r->xd));
@@ -116,10 +116,10 @@ static kh_status lstm_setup(ccu_model *m, ccu_layer *L) {
     CCU_DNN(m, L, "compile", cudnnCreateTensorDescriptor(&r->hd));
     /* no dropout inside the RNN (Keras's LSTM dropout arguments are 0 in every task): no RNG states needed */
     CCU_DNN(m, L, "compile", cudnnSetDropoutDescriptor(r->drop, h, 0.0f, NULL, 0, 0));
-    if ((st = set_rnn(m, L, m->cs->tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH)) != KH_OK) {
+    if ((st = set_rnn(m, L, m->cs->k.tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH)) != KH_OK) {
         char why[CNTK_ERRLEN];
         snprintf(why, sizeof why, "%s", m->s->err);
-        if (m->cs->tf32)
+        if (m->cs->k.tf32)
             return cntk_layer_fail(m->s, KH_ERR_UNSUPPORTED, L->p->spec.kind, L->p->index, "compile",
                                    "cuDNN refuses its default math (TF32 allowed) for this RNN [%s]", why);
         return cntk_layer_fail(m->s, KH_ERR_UNSUPPORTED, L->p->spec.kind, L->p->index, "compile",
@@ -141,7 +141,7 @@ static kh_status lstm_setup(ccu_model *m, ccu_layer *L) {
         if ((st = ccu_malloc(m, L, (void **)&r->yseq, seq_bytes, "the output sequence")) != KH_OK) return st;
         if ((st = ccu_malloc(m, L, (void **)&r->dyseq, seq_bytes, "the output sequence gradient")) != KH_OK) return st;
         /* only the final states carry a gradient (dhy); cuDNN reads dy without writing it */
-        CCU_CUDA(m, L, "compile", cudaMemsetAsync(r->dyseq, 0, seq_bytes, m->cs->stream));
+        CCU_CUDA(m, L, "compile", cudaMemsetAsync(r->dyseq, 0, seq_bytes, m->cs->k.stream));
         if ((st = ccu_malloc(m, L, (void **)&r->hy, h_bytes, "the final states")) != KH_OK) return st;
         if ((st = ccu_malloc(m, L, (void **)&r->dhy, h_bytes, "the final state gradients")) != KH_OK) return st;
     }
@@ -168,7 +168,7 @@ static kh_status lstm_bind(ccu_model *m, ccu_layer *L) {
     for (int d = 0; d < r->dirs && e == CUDNN_STATUS_SUCCESS; d++)
         for (int lin = 0; lin < CNTK_RNN_LIN && e == CUDNN_STATUS_SUCCESS; lin++) {
             void *ma = NULL, *ba = NULL;
-            e = cudnnGetRNNWeightParams(m->cs->dnn, r->rnn, d, r->w_bytes, base, lin, md, &ma, bd, &ba);
+            e = cudnnGetRNNWeightParams(m->cs->k.dnn, r->rnn, d, r->w_bytes, base, lin, md, &ma, bd, &ba);
             if (e != CUDNN_STATUS_SUCCESS) break;
             cntk_rnn_region *mr = &map->mat[d][lin], *br = &map->bias[d][lin];
             mr->off = br->off = -1;
@@ -245,10 +245,10 @@ static kh_status lstm_forward(ccu_model *m, ccu_layer *L, int n, int train) {
     cudnnForwardMode_t mode = train ? CUDNN_FWD_MODE_TRAINING : CUDNN_FWD_MODE_INFERENCE;
     float *y = r->seq ? L->y : r->yseq;
     CCU_DNN(m, L, "forward",
-            cudnnRNNForward(m->cs->dnn, r->rnn, mode, r->d_len, r->xd, L->x, r->yd, y, r->hd, NULL, r->seq ? NULL : r->hy,
+            cudnnRNNForward(m->cs->k.dnn, r->rnn, mode, r->d_len, r->xd, L->x, r->yd, y, r->hd, NULL, r->seq ? NULL : r->hy,
                             r->hd, NULL, NULL, r->w_bytes, ccu_w(m, L, 0), m->ws_bytes, m->ws,
                             train ? r->rs_bytes : 0, train ? r->reserve : NULL));
-    if (!r->seq) CCU_CUDA(m, L, "forward", ccuk_hy_to_y(m->cs->stream, r->hy, L->y, n, r->dirs, r->u));
+    if (!r->seq) CCU_CUDA(m, L, "forward", ccuk_hy_to_y(m->cs->k.stream, r->hy, L->y, n, r->dirs, r->u));
     r->reserve_fresh = train;
     return KH_OK;
 }
@@ -258,7 +258,7 @@ static kh_status lstm_backward(ccu_model *m, ccu_layer *L, int n, float *dy, flo
     ccu_lstm *r = L->st;
     kh_status st = lstm_descs(m, L, n, 1);
     if (st != KH_OK) return st;
-    cudaStream_t s = m->cs->stream;
+    cudaStream_t s = m->cs->k.stream;
     /* a previous backward consumed the reserve space: rebuild it from the same input and weights (the outputs
      * it rewrites come out identical) */
     if (!r->reserve_fresh && (st = lstm_forward(m, L, n, 1)) != KH_OK) return st;
@@ -273,12 +273,12 @@ static kh_status lstm_backward(ccu_model *m, ccu_layer *L, int n, float *dy, flo
     /* cuDNN always produces dx: into the spare gradient buffer when the model does not want it */
     float *dxo = dx ? dx : spare;
     CCU_DNN(m, L, "backward",
-            cudnnRNNBackwardData_v8(m->cs->dnn, r->rnn, r->d_len, r->yd, y, dyseq, r->xd, dxo, r->hd, NULL, dhy, NULL,
+            cudnnRNNBackwardData_v8(m->cs->k.dnn, r->rnn, r->d_len, r->yd, y, dyseq, r->xd, dxo, r->hd, NULL, dhy, NULL,
                                     r->hd, NULL, NULL, NULL, r->w_bytes, ccu_w(m, L, 0), m->ws_bytes, m->ws,
                                     r->rs_bytes, r->reserve));
     /* accumulates (CUDNN_WGRAD_MODE_ADD) into the gradient arena, which the discipline keeps zeroed */
     CCU_DNN(m, L, "backward",
-            cudnnRNNBackwardWeights_v8(m->cs->dnn, r->rnn, CUDNN_WGRAD_MODE_ADD, r->d_len, r->xd, L->x, r->hd, NULL,
+            cudnnRNNBackwardWeights_v8(m->cs->k.dnn, r->rnn, CUDNN_WGRAD_MODE_ADD, r->d_len, r->xd, L->x, r->hd, NULL,
                                        r->yd, y, r->w_bytes, ccu_g(m, L, 0), m->ws_bytes, m->ws, r->rs_bytes,
                                        r->reserve));
     for (int i = 0; i < r->n_rb; i++)

@@ -39,8 +39,8 @@ void cntk_cuda_free(cntk_model *mm) {
     ccu_model *m = mm->cuda;
     if (!m) return;
     if (m->cs) {
-        cudaStreamSynchronize(m->cs->stream);
-        cudaStreamSynchronize(m->cs->copy);
+        cudaStreamSynchronize(m->cs->k.stream);
+        cudaStreamSynchronize(m->cs->k.copy);
     }
     if (m->L) {
         for (int i = 0; i < m->n_layers; i++) {
@@ -77,7 +77,7 @@ static kh_status host_oom(ccu_model *m, const char *what) {
 
 static kh_status poison_activations(ccu_model *m, int n) {
     for (int i = 0; i < m->n_layers; i++)
-        CCU_CUDA(m, &m->L[i], "poison", ccuk_fill(m->cs->stream, m->L[i].y, NAN, (int64_t)n * m->L[i].p->out_numel));
+        CCU_CUDA(m, &m->L[i], "poison", ccuk_fill(m->cs->k.stream, m->L[i].y, NAN, (int64_t)n * m->L[i].p->out_numel));
     return KH_OK;
 }
 
@@ -97,7 +97,7 @@ kh_status cntk_cuda_compile(cntk_model *mm) {
     m->poison = pe && *pe && *pe != '0';
     m->check_layers = ce && *ce && *ce != '0';
     m->verbose = ve && *ve && *ve != '0';
-    cudaStream_t st_ = m->cs->stream;
+    cudaStream_t st_ = m->cs->k.stream;
     int64_t N = p->max_batch;
     kh_status st;
     m->L = calloc((size_t)p->n_layers, sizeof *m->L);
@@ -241,7 +241,7 @@ static kh_status stage(ccu_model *m, const kh_tensor *x, const kh_tensor *y, con
         }
         memcpy(lab, yl, (size_t)n * sizeof(int32_t));
     }
-    cudaStream_t cp = m->cs->copy, cs = m->cs->stream;
+    cudaStream_t cp = m->cs->k.copy, cs = m->cs->k.stream;
     CCU_CUDA(m, NULL, op, cudaStreamWaitEvent(cp, m->consumed[k], 0));
     CCU_CUDA(m, NULL, op, cudaMemcpyAsync(m->d_in[k], m->pin[k], xb, cudaMemcpyHostToDevice, cp));
     if (y) CCU_CUDA(m, NULL, op, cudaMemcpyAsync(m->d_lab[k], lab, (size_t)n * sizeof(int32_t), cudaMemcpyHostToDevice, cp));
@@ -267,7 +267,7 @@ static kh_status stage(ccu_model *m, const kh_tensor *x, const kh_tensor *y, con
 
 /* The compute stream is done with staging buffer cur_stage once the work queued so far has run. */
 static kh_status release_stage(ccu_model *m, const char *op) {
-    CCU_CUDA(m, NULL, op, cudaEventRecord(m->consumed[m->cur_stage], m->cs->stream));
+    CCU_CUDA(m, NULL, op, cudaEventRecord(m->consumed[m->cur_stage], m->cs->k.stream));
     return KH_OK;
 }
 
@@ -287,9 +287,9 @@ static kh_status forward_all(ccu_model *m, int n, int train) {
 static kh_status backward_all(ccu_model *m, int n, int fused, int want_dx, int *dx_buf) {
     kh_status st;
     if (!m->g_clean)
-        CCU_CUDA(m, NULL, "backward", cudaMemsetAsync(m->pg, 0, (size_t)m->p_numel * sizeof(float), m->cs->stream));
+        CCU_CUDA(m, NULL, "backward", cudaMemsetAsync(m->pg, 0, (size_t)m->p_numel * sizeof(float), m->cs->k.stream));
     m->g_clean = 0;
-    if (m->poison) CCU_CUDA(m, NULL, "poison", ccuk_fill(m->cs->stream, m->gb[1], NAN, (int64_t)n * m->gb_numel));
+    if (m->poison) CCU_CUDA(m, NULL, "poison", ccuk_fill(m->cs->k.stream, m->gb[1], NAN, (int64_t)n * m->gb_numel));
     int cur = 0;
     for (int i = m->n_layers - 1; i >= 0; i--) {
         ccu_layer *L = &m->L[i];
@@ -314,7 +314,7 @@ static kh_status optimizer_step(ccu_model *m) {
                   .b2 = o->beta_2,
                   .eps = o->epsilon,
                   .clear_g = 1};
-    CCU_CUDA(m, NULL, "optimizer", ccuk_optimizer(m->cs->stream, k, m->p_numel, m->pw, m->pg, m->ps1, m->ps2));
+    CCU_CUDA(m, NULL, "optimizer", ccuk_optimizer(m->cs->k.stream, k, m->p_numel, m->pw, m->pg, m->ps1, m->ps2));
     m->g_clean = 1;
     m->iterations++;
     return KH_OK;
@@ -334,7 +334,7 @@ kh_status cntk_cuda_train(cntk_model *mm, const kh_tensor *x, const kh_tensor *y
     if ((st = forward_all(m, n, 1)) != KH_OK) return st;
     int C = p->loss == KH_LOSS_CATEGORICAL_CROSSENTROPY ? (int)p->out_numel : 1;
     CCU_CUDA(m, &m->L[m->n_layers - 1], "loss",
-             ccuk_loss(m->cs->stream, (int)p->loss, model_output(m), m->d_lab[m->cur_stage], n, C, m->gb[0], m->d_met));
+             ccuk_loss(m->cs->k.stream, (int)p->loss, model_output(m), m->d_lab[m->cur_stage], n, C, m->gb[0], m->d_met));
     if ((st = ccu_check_layer(m, &m->L[m->n_layers - 1], "loss")) != KH_OK) return st;
     if ((st = backward_all(m, n, 1, 0, NULL)) != KH_OK) return st;
     if ((st = optimizer_step(m)) != KH_OK) return st;
@@ -355,7 +355,7 @@ kh_status cntk_cuda_eval(cntk_model *mm, const kh_tensor *x, const kh_tensor *y)
     if ((st = forward_all(m, n, 0)) != KH_OK) return st;
     int C = p->loss == KH_LOSS_CATEGORICAL_CROSSENTROPY ? (int)p->out_numel : 1;
     CCU_CUDA(m, &m->L[m->n_layers - 1], "loss",
-             ccuk_loss(m->cs->stream, (int)p->loss, model_output(m), m->d_lab[m->cur_stage], n, C, NULL, m->d_met + 2));
+             ccuk_loss(m->cs->k.stream, (int)p->loss, model_output(m), m->d_lab[m->cur_stage], n, C, NULL, m->d_met + 2));
     m->samples[KH_PHASE_EVAL] += n;
     return release_stage(m, "eval_batch");
 }
@@ -371,8 +371,8 @@ static kh_status emit_output(ccu_model *m, int n, kh_tensor *out, const char *op
     int convert = last->image_out && out->layout == KH_LAYOUT_NHWC;
     float *dst = convert ? malloc(bytes) : out->data;
     if (!dst) return cntk_fail(m->s, KH_ERR_NOMEM, op, "out of host memory");
-    cudaError_t e = cudaMemcpyAsync(dst, model_output(m), bytes, cudaMemcpyDeviceToHost, m->cs->stream);
-    if (e == cudaSuccess) e = cudaStreamSynchronize(m->cs->stream);
+    cudaError_t e = cudaMemcpyAsync(dst, model_output(m), bytes, cudaMemcpyDeviceToHost, m->cs->k.stream);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(m->cs->k.stream);
     if (e == cudaSuccess && convert)
         cntk_nchw_to_nhwc(dst, out->data, n, last->sh.out_shape[2], last->sh.out_shape[0], last->sh.out_shape[1]);
     if (convert) free(dst);
@@ -425,8 +425,8 @@ kh_status cntk_cuda_backward_probe(cntk_model *mm, const kh_tensor *dy, kh_tenso
         cntk_nhwc_to_nchw(dy->data, tmp, n, last->sh.out_shape[2], last->sh.out_shape[0], last->sh.out_shape[1]);
         src = tmp;
     }
-    cudaError_t e = cudaMemcpyAsync(m->gb[0], src, ob, cudaMemcpyHostToDevice, m->cs->stream);
-    if (e == cudaSuccess) e = cudaStreamSynchronize(m->cs->stream); /* src may be tmp: finish before reuse */
+    cudaError_t e = cudaMemcpyAsync(m->gb[0], src, ob, cudaMemcpyHostToDevice, m->cs->k.stream);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(m->cs->k.stream); /* src may be tmp: finish before reuse */
     if (e != cudaSuccess) {
         free(tmp);
         return ccu_err_cuda(m, NULL, "backward", e, "cudaMemcpyAsync(");
@@ -435,14 +435,14 @@ kh_status cntk_cuda_backward_probe(cntk_model *mm, const kh_tensor *dy, kh_tenso
     kh_status st = backward_all(m, n, 0, want_dx, &buf);
     if (st == KH_OK && want_dx) {
         int convert = first->image_in && dx->layout == KH_LAYOUT_NHWC;
-        e = cudaMemcpyAsync(convert ? tmp : dx->data, m->gb[buf], ib, cudaMemcpyDeviceToHost, m->cs->stream);
-        if (e == cudaSuccess) e = cudaStreamSynchronize(m->cs->stream);
+        e = cudaMemcpyAsync(convert ? tmp : dx->data, m->gb[buf], ib, cudaMemcpyDeviceToHost, m->cs->k.stream);
+        if (e == cudaSuccess) e = cudaStreamSynchronize(m->cs->k.stream);
         if (e != cudaSuccess)
             st = ccu_err_cuda(m, NULL, "backward", e, "cudaMemcpyAsync(");
         else if (convert)
             cntk_nchw_to_nhwc(tmp, dx->data, n, first->sh.in_shape[2], first->sh.in_shape[0], first->sh.in_shape[1]);
     } else if (st == KH_OK) {
-        e = cudaStreamSynchronize(m->cs->stream);
+        e = cudaStreamSynchronize(m->cs->k.stream);
         if (e != cudaSuccess) st = ccu_err_cuda(m, NULL, "backward", e, "cudaStreamSynchronize(");
     }
     free(tmp);
@@ -451,7 +451,7 @@ kh_status cntk_cuda_backward_probe(cntk_model *mm, const kh_tensor *dy, kh_tenso
 
 kh_status cntk_cuda_read_metrics(cntk_model *mm, uint32_t phase, kh_metrics *out, int32_t reset) {
     ccu_model *m = mm->cuda;
-    cudaStream_t s = m->cs->stream;
+    cudaStream_t s = m->cs->k.stream;
     CCU_CUDA(m, NULL, "read_metrics", cudaMemcpyAsync(m->h_met, m->d_met, 4 * sizeof(double), cudaMemcpyDeviceToHost, s));
     CCU_CUDA(m, NULL, "read_metrics", cudaStreamSynchronize(s));
     out->loss_sum = m->h_met[2 * phase];
@@ -466,8 +466,8 @@ kh_status cntk_cuda_read_metrics(cntk_model *mm, uint32_t phase, kh_metrics *out
 
 kh_status cntk_cuda_sync(cntk_model *mm) {
     ccu_model *m = mm->cuda;
-    CCU_CUDA(m, NULL, "sync", cudaStreamSynchronize(m->cs->copy));
-    CCU_CUDA(m, NULL, "sync", cudaStreamSynchronize(m->cs->stream));
+    CCU_CUDA(m, NULL, "sync", cudaStreamSynchronize(m->cs->k.copy));
+    CCU_CUDA(m, NULL, "sync", cudaStreamSynchronize(m->cs->k.stream));
     return KH_OK;
 }
 
@@ -477,8 +477,8 @@ static kh_status tensor_down(ccu_model *m, ccu_layer *L, const float *base, int 
     size_t bytes = (size_t)L->t[t].numel * sizeof(float);
     float *h = malloc(bytes > 0 ? bytes : 4);
     if (!h) return cntk_layer_fail(m->s, KH_ERR_NOMEM, L->p->spec.kind, L->p->index, op, "out of host memory");
-    cudaError_t e = cudaMemcpyAsync(h, base + L->t[t].off, bytes, cudaMemcpyDeviceToHost, m->cs->stream);
-    if (e == cudaSuccess) e = cudaStreamSynchronize(m->cs->stream);
+    cudaError_t e = cudaMemcpyAsync(h, base + L->t[t].off, bytes, cudaMemcpyDeviceToHost, m->cs->k.stream);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(m->cs->k.stream);
     if (e != cudaSuccess) {
         free(h);
         return ccu_err_cuda(m, L, op, e, "cudaMemcpyAsync(");
@@ -489,8 +489,8 @@ static kh_status tensor_down(ccu_model *m, ccu_layer *L, const float *base, int 
 
 static kh_status tensor_up(ccu_model *m, ccu_layer *L, float *base, int t, const float *h, const char *op) {
     size_t bytes = (size_t)L->t[t].numel * sizeof(float);
-    CCU_CUDA(m, L, op, cudaMemcpyAsync(base + L->t[t].off, h, bytes, cudaMemcpyHostToDevice, m->cs->stream));
-    CCU_CUDA(m, L, op, cudaStreamSynchronize(m->cs->stream)); /* h is pageable and freed by the caller */
+    CCU_CUDA(m, L, op, cudaMemcpyAsync(base + L->t[t].off, h, bytes, cudaMemcpyHostToDevice, m->cs->k.stream));
+    CCU_CUDA(m, L, op, cudaStreamSynchronize(m->cs->k.stream)); /* h is pageable and freed by the caller */
     return KH_OK;
 }
 

@@ -2,9 +2,9 @@
  * there?), sessions (streams, cuBLAS and cuDNN handles on the host's primary context), the environment
  * string, and the shared helpers of the executor: error text, checked allocation, row-major GEMM.
  *
- * Contexts: the host retains the device's primary context and makes it current before every call. The CUDA
- * runtime (linked statically, so the module loads where libcuda.so.1 is missing) uses the context current on
- * the thread; cudaSetDevice(ordinal) at open binds that same primary context, never a new one. */
+ * Contexts: the host retains the device's primary context and makes it current before every call; the kit's
+ * session (kh_cuda_session_open) checks it is that one and creates none. The CUDA runtime (linked statically,
+ * so the module loads where libcuda.so.1 is missing) runs on the context current on the thread. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,96 +49,45 @@ void cntk_cuda_caps(kh_caps *c) {
 }
 
 // --- sessions --------------------------------------------------------------------------------------------
-static void sess_destroy(cntk_cuda_sess *cs) {
-    if (!cs) return;
-    if (cs->stream) cudaStreamSynchronize(cs->stream);
-    if (cs->dnn) cudnnDestroy(cs->dnn);
-    if (cs->blas) cublasDestroy(cs->blas);
-    if (cs->copy) cudaStreamDestroy(cs->copy);
-    if (cs->stream) cudaStreamDestroy(cs->stream);
-    free(cs);
-}
-
 kh_status cntk_cuda_open(cntk_session *s, char *err, size_t errlen) {
     const char *id = s->dev.id;
     kh_caps c;
     memset(&c, 0, sizeof c);
     cntk_cuda_caps(&c);
     if (!c.available) return kh_errf(err, errlen, KH_ERR_UNSUPPORTED, "cntk open on %s: %s", id, c.note);
-    int count = 0;
-    cudaGetDeviceCount(&count);
-    if (s->dev.ordinal < 0 || s->dev.ordinal >= count)
-        return kh_errf(err, errlen, KH_ERR_INVALID, "cntk open on %s: ordinal %d, %d CUDA device(s)", id,
-                       s->dev.ordinal, count);
-    struct cudaDeviceProp prop;
-    cudaError_t e = cudaGetDeviceProperties(&prop, s->dev.ordinal);
-    char et[320];
-    if (e != cudaSuccess)
-        return kh_errf(err, errlen, KH_ERR_DEVICE, "cntk open on %s: cudaGetDeviceProperties: %s", id,
-                       kh_cudart_errtext(e, et, sizeof et));
-    kh_status as = kh_cuda_arch_check(prop.major, prop.minor, CNTK_CUDA_MIN_ARCH, "cntk", id, err, errlen);
-    if (as != KH_OK) return as;
-    if (s->dev.math != KH_MATH_FP32 && s->dev.math != KH_MATH_TF32)
-        return kh_errf(err, errlen, KH_ERR_UNSUPPORTED, "cntk open on %s: math mode %u (fp32 and tf32 only)", id,
-                       s->dev.math);
     cntk_cuda_sess *cs = calloc(1, sizeof *cs);
     if (!cs) return kh_errf(err, errlen, KH_ERR_NOMEM, "cntk open on %s: out of host memory", id);
-    cs->ordinal = s->dev.ordinal;
-    const char *what = "cudaSetDevice";
-    if ((e = cudaSetDevice(cs->ordinal)) != cudaSuccess) goto cuda_fail;
-    what = "cudaStreamCreate";
-    if ((e = cudaStreamCreateWithFlags(&cs->stream, cudaStreamNonBlocking)) != cudaSuccess) goto cuda_fail;
-    if ((e = cudaStreamCreateWithFlags(&cs->copy, cudaStreamNonBlocking)) != cudaSuccess) goto cuda_fail;
-    /* cuBLAS and cuDNN on the compute stream, in the session's math: fp32 is strict FP32, no TF32 (parity with
-     * the float64 reference is part of the contract); tf32 allows TF32 tensor cores (kh_cuda_handles) */
-    cs->tf32 = s->dev.math == KH_MATH_TF32;
-    char why[400];
-    kh_status hs = kh_cuda_handles(cs->stream, cs->tf32, &cs->blas, &cs->dnn, why, sizeof why);
-    if (hs != KH_OK) {
-        sess_destroy(cs);
-        return kh_errf(err, errlen, hs, "cntk open on %s: %s", id, why);
+    const kh_cuda_open_opts o = {.plugin = "cntk", .min_arch = CNTK_CUDA_MIN_ARCH, .copy_stream = 1};
+    kh_status st = kh_cuda_session_open(&s->dev, &o, &cs->k, err, errlen);
+    if (st != KH_OK) {
+        free(cs);
+        return st;
     }
     s->cuda = cs;
     return KH_OK;
-cuda_fail:
-    sess_destroy(cs);
-    cudaGetLastError();
-    return kh_errf(err, errlen, e == cudaErrorMemoryAllocation ? KH_ERR_NOMEM : KH_ERR_DEVICE,
-                   "cntk open on %s: %s: %s", id, what, kh_cudart_errtext(e, et, sizeof et));
 }
 
 void cntk_cuda_close(cntk_session *s) {
-    sess_destroy(s->cuda);
+    if (s->cuda) kh_cuda_session_close(&s->cuda->k);
+    cudaGetLastError(); /* the runtime's sticky error must not reach the next session */
+    free(s->cuda);
     s->cuda = NULL;
 }
 
 kh_status cntk_cuda_environment(cntk_session *s, char *buf, size_t n) {
-    int rt = 0, drv = 0;
+    int rt = 0;
     cudaRuntimeGetVersion(&rt);
-    cudaDriverGetVersion(&drv);
-    char libs[96];
-    kh_cuda_lib_versions(s->cuda ? s->cuda->blas : NULL, libs, sizeof libs);
-    snprintf(buf, n, "cuda_runtime=%d.%d driver=%d.%d %s device=\"%s\" cc=%d.%d math=%s", rt / 1000, (rt % 1000) / 10,
-             drv / 1000, (drv % 1000) / 10, libs, s->dev.name, s->dev.cc_major, s->dev.cc_minor,
-             s->cuda && s->cuda->tf32 ? "tf32" : "fp32");
+    char common[320];
+    kh_cuda_session_env(s->cuda ? &s->cuda->k : NULL, &s->dev, common, sizeof common);
+    snprintf(buf, n, "cuda_runtime=%d.%d %s", rt / 1000, (rt % 1000) / 10, common);
     return KH_OK;
 }
 
 // --- errors ----------------------------------------------------------------------------------------------
-/* "cudnnConvolutionForward(m->cs->dnn, ...)" -> "cudnnConvolutionForward" */
-static void call_name(const char *call, char *out, size_t n) {
-    size_t k = 0;
-    while (call[k] && call[k] != '(' && k + 1 < n) {
-        out[k] = call[k];
-        k++;
-    }
-    out[k] = 0;
-}
-
 static kh_status report(ccu_model *m, const ccu_layer *L, const char *op, kh_status st, const char *name,
                         const char *call) {
     char fn[96];
-    call_name(call, fn, sizeof fn);
+    kh_call_name(call, fn, sizeof fn);
     if (L) return cntk_layer_fail(m->s, st, L->p->spec.kind, L->p->index, op, "%s (%s)", name, fn);
     return cntk_fail(m->s, st, op, "%s (%s)", name, fn);
 }
@@ -158,7 +107,7 @@ kh_status ccu_err_dnn(ccu_model *m, const ccu_layer *L, const char *op, cudnnSta
 
 kh_status ccu_check_layer(ccu_model *m, const ccu_layer *L, const char *op) {
     if (!m->check_layers) return KH_OK;
-    cudaError_t e = cudaStreamSynchronize(m->cs->stream);
+    cudaError_t e = cudaStreamSynchronize(m->cs->k.stream);
     if (e == cudaSuccess) e = cudaGetLastError();
     if (e != cudaSuccess) return ccu_err_cuda(m, L, op, e, "cudaStreamSynchronize(after the layer)");
     return KH_OK;
@@ -208,7 +157,7 @@ kh_status ccu_gemm(ccu_model *m, const ccu_layer *L, const char *op, int trans_a
     /* row-major C = op(A) op(B)  <=>  column-major C^T = op(B)^T op(A)^T: a row-major buffer read as
      * column-major is the transpose, so pass B first with its own op, then A */
     CCU_BLAS(m, L, op,
-             cublasSgemm(m->cs->blas, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, trans_a ? CUBLAS_OP_T : CUBLAS_OP_N,
+             cublasSgemm(m->cs->k.blas, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, trans_a ? CUBLAS_OP_T : CUBLAS_OP_N,
                          (int)N, (int)M, (int)K, &alpha, B, (int)ldb, A, (int)lda, &beta, C, (int)ldc));
     return KH_OK;
 }

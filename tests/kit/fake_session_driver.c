@@ -1,0 +1,130 @@
+/* tests/kit/fake_session_driver.c — a stand-in for libcuda.so.1 with every entry point of the kit's driver table
+ * (khost/kit/cuda_driver.h), so kh_cuda_session_open can be tested without a GPU. Two devices: 0 is compute
+ * capability 9.0, 1 is 8.0. Contexts, primary-context retains and streams are counted; fake_session_state()
+ * lets the test see them (a real driver does not expose them). Entry points a session never calls fail loudly.
+ */
+#include <stddef.h>
+#include <string.h>
+
+#define API __attribute__((visibility("default")))
+
+typedef int CUresult;
+typedef int CUdevice;
+typedef struct fake_ctx { int device; } *CUcontext;
+typedef struct fake_stream { int live; } *CUstream;
+
+static struct fake_ctx ctxs[2] = {{0}, {1}};
+static struct fake_stream streams[8];
+static int retained[2], streams_live, initialised;
+static _Thread_local CUcontext current;
+
+/* Test hooks: the retain count of a device, the current context's device (-1: none), live streams; and the
+ * context a test may make current itself, as the host does. */
+API void fake_session_state(int dev, int *retains, int *current_device, int *live_streams);
+API void fake_session_state(int dev, int *retains, int *current_device, int *live_streams) {
+    *retains = dev >= 0 && dev < 2 ? retained[dev] : -1;
+    *current_device = current ? current->device : -1;
+    *live_streams = streams_live;
+}
+API void *fake_session_context(int dev);
+API void *fake_session_context(int dev) { return dev >= 0 && dev < 2 ? &ctxs[dev] : NULL; }
+
+#define E(fn, ...) API CUresult fn(__VA_ARGS__); API CUresult fn(__VA_ARGS__)
+#define NOT_USED 801 /* CUDA_ERROR_NOT_SUPPORTED: a session must not call it */
+
+E(cuInit, unsigned int flags) {
+    if (flags) return 1;
+    initialised = 1;
+    return 0;
+}
+E(cuDriverGetVersion, int *v) { *v = 13000; return 0; }
+E(cuGetErrorName, CUresult r, const char **s) {
+    *s = r == 2 ? "CUDA_ERROR_OUT_OF_MEMORY" : r == 101 ? "CUDA_ERROR_INVALID_DEVICE" : "CUDA_ERROR_UNKNOWN";
+    return 0;
+}
+E(cuGetErrorString, CUresult r, const char **s) {
+    *s = r == 2 ? "out of memory" : r == 101 ? "invalid device ordinal" : "unknown error";
+    return 0;
+}
+E(cuDeviceGetCount, int *n) {
+    if (!initialised) return 3;
+    *n = 2;
+    return 0;
+}
+E(cuDeviceGet, CUdevice *d, int ordinal) {
+    if (ordinal < 0 || ordinal > 1) return 101;
+    *d = ordinal;
+    return 0;
+}
+E(cuDeviceGetAttribute, int *v, int attr, CUdevice d) {
+    if (d < 0 || d > 1) return 101;
+    if (attr == 75) *v = d == 0 ? 9 : 8; /* CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR */
+    else if (attr == 76) *v = 0;          /* ..._MINOR */
+    else return 1;
+    return 0;
+}
+E(cuDevicePrimaryCtxRetain, CUcontext *c, CUdevice d) {
+    if (d < 0 || d > 1) return 101;
+    retained[d]++;
+    *c = &ctxs[d];
+    return 0;
+}
+E(cuDevicePrimaryCtxRelease_v2, CUdevice d) {
+    if (d < 0 || d > 1 || retained[d] == 0) return 201; /* CUDA_ERROR_INVALID_CONTEXT */
+    retained[d]--;
+    return 0;
+}
+E(cuCtxGetCurrent, CUcontext *c) {
+    *c = current;
+    return 0;
+}
+E(cuCtxSetCurrent, CUcontext c) {
+    current = c;
+    return 0;
+}
+E(cuCtxGetDevice, CUdevice *d) {
+    if (!current) return 201;
+    *d = current->device;
+    return 0;
+}
+E(cuStreamCreate, CUstream *s, unsigned int flags) {
+    (void)flags;
+    if (!current) return 201;
+    for (int i = 0; i < 8; i++)
+        if (!streams[i].live) {
+            streams[i].live = 1;
+            streams_live++;
+            *s = &streams[i];
+            return 0;
+        }
+    return 2;
+}
+E(cuStreamDestroy_v2, CUstream s) {
+    if (!s || !s->live) return 400; /* CUDA_ERROR_INVALID_HANDLE */
+    s->live = 0;
+    streams_live--;
+    return 0;
+}
+E(cuStreamSynchronize, CUstream s) { return s && s->live ? 0 : 400; }
+
+/* The runner's entry points: present (the table needs them), never called by a session. */
+E(cuMemGetInfo_v2, size_t *a, size_t *b) { (void)a, (void)b; return NOT_USED; }
+E(cuMemAlloc_v2, void *p, size_t n) { (void)p, (void)n; return NOT_USED; }
+E(cuMemFree_v2, void *p) { (void)p; return NOT_USED; }
+E(cuMemAllocHost_v2, void **p, size_t n) { (void)p, (void)n; return NOT_USED; }
+E(cuMemFreeHost, void *p) { (void)p; return NOT_USED; }
+E(cuMemcpyHtoDAsync_v2, void *d, const void *h, size_t n, CUstream s) { (void)d, (void)h, (void)n, (void)s; return NOT_USED; }
+E(cuMemcpyDtoHAsync_v2, void *h, void *d, size_t n, CUstream s) { (void)d, (void)h, (void)n, (void)s; return NOT_USED; }
+E(cuMemsetD8Async, void *d, unsigned char c, size_t n, CUstream s) { (void)d, (void)c, (void)n, (void)s; return NOT_USED; }
+E(cuEventCreate, void **e, unsigned f) { (void)e, (void)f; return NOT_USED; }
+E(cuEventDestroy_v2, void *e) { (void)e; return NOT_USED; }
+E(cuEventRecord, void *e, CUstream s) { (void)e, (void)s; return NOT_USED; }
+E(cuEventSynchronize, void *e) { (void)e; return NOT_USED; }
+E(cuModuleLoadData, void **m, const void *img) { (void)m, (void)img; return NOT_USED; }
+E(cuModuleUnload, void *m) { (void)m; return NOT_USED; }
+E(cuModuleGetFunction, void **f, void *m, const char *n) { (void)f, (void)m, (void)n; return NOT_USED; }
+E(cuLaunchKernel, void *f, unsigned a, unsigned b, unsigned c, unsigned d, unsigned e, unsigned g, unsigned sh,
+  CUstream s, void **p, void **x) {
+    (void)f, (void)a, (void)b, (void)c, (void)d, (void)e, (void)g, (void)sh, (void)s, (void)p, (void)x;
+    return NOT_USED;
+}
