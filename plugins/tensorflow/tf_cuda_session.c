@@ -20,30 +20,10 @@
 
 // --- capabilities ----------------------------------------------------------------------------------------
 void tf_cuda_caps(kh_caps *c) {
-    int rt = 0, drv = 0, count = 0;
-    cudaRuntimeGetVersion(&rt);
-    cudaDriverGetVersion(&drv); /* 0 when libcuda.so.1 cannot be loaded */
-    size_t dnn = cudnnGetVersion();
+    int count = 0;
+    size_t dnn = 0;
     c->available = 0;
-    if (drv == 0) {
-        snprintf(c->note, sizeof c->note, "no CUDA driver (libcuda.so.1 not loadable): no CUDA device");
-        return;
-    }
-    if (drv < rt) {
-        snprintf(c->note, sizeof c->note, "CUDA driver %d.%d is older than the runtime %d.%d built in", drv / 1000,
-                 (drv % 1000) / 10, rt / 1000, (rt % 1000) / 10);
-        return;
-    }
-    cudaError_t e = cudaGetDeviceCount(&count);
-    if (e != cudaSuccess || count == 0) {
-        snprintf(c->note, sizeof c->note, "no CUDA device (%s)", e != cudaSuccess ? cudaGetErrorName(e) : "0 devices");
-        cudaGetLastError();
-        return;
-    }
-    if (dnn / 10000 != CUDNN_MAJOR) {
-        snprintf(c->note, sizeof c->note, "cuDNN %zu loaded, built against %d.x", dnn, CUDNN_MAJOR);
-        return;
-    }
+    if (!kh_cudart_usable(&count, &dnn, c->note, sizeof c->note)) return;
     c->available = 1;
     snprintf(c->note, sizeof c->note,
              "one stream, an op per launch: cuBLAS MatMul, cuDNN %zu.%zu Conv2D, own kernels; NHWC; sm_%d+ (%d device%s)",

@@ -30,6 +30,10 @@ const char *kh_cudnn_errtext(cudnnStatus_t e, char *buf, size_t n);
 const char *kh_cublas_errtext(cublasStatus_t e, char *buf, size_t n);
 /* "cudaErrorMemoryAllocation: out of memory" (needs the CUDA runtime: kit/cuda/rt.c). */
 const char *kh_cudart_errtext(cudaError_t e, char *buf, size_t n);
+/* Whether a backend linking the CUDA runtime can run here: a driver no older than the runtime, a device, and
+ * the cuDNN major version built against. 1 with *count devices and cuDNN's version in *dnn; else 0 and why
+ * ("no CUDA driver (libcuda.so.1 not loadable): no CUDA device", ...). Creates no context (kit/cuda/rt.c). */
+int kh_cudart_usable(int *count, size_t *dnn, char *why, size_t n);
 /* The status a failure maps to: KH_ERR_NOMEM for an allocation failure, else KH_ERR_DEVICE. */
 kh_status kh_cudnn_status(cudnnStatus_t e);
 kh_status kh_cublas_status(cublasStatus_t e);
