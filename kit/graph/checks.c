@@ -1,10 +1,25 @@
 /* kit/graph/checks.c — what a graph backend checks of the tensors a model call brings: the batch, the
- * labels, an output buffer, a weight's slot and shape. One definition for every graph backend; each prefixes
+ * labels, an output buffer, a weight's slot and shape, and the bounds a device path checks a batch against. One definition for every graph backend; each prefixes
  * the reason with its own name and device. */
 #include <stdio.h>
 
 #include "khost/kit/graph.h"
 #include "khost/kit/status.h"
+
+void kh_graph_feed_bounds(const kh_graph *g, int32_t *idx_bound, int32_t *label_bound) {
+    for (int32_t i = 0; i < g->n_nodes; i++) {
+        const kh_gnode *nd = &g->nodes[i];
+        const int32_t *in = kh_graph_inputs(g, i);
+        if (nd->op == KH_GOP_GATHER) {
+            int32_t v = (int32_t)g->nodes[in[0]].dims[0];
+            if (*idx_bound == 0 || v < *idx_bound) *idx_bound = v;
+        } else if (nd->op == KH_GOP_SOFTMAX_XENT || nd->op == KH_GOP_SIGMOID_XENT) {
+            int64_t c = g->nodes[in[0]].dims[1];
+            int32_t b = (int32_t)(c == 1 ? 2 : c);
+            if (*label_bound == 0 || b < *label_bound) *label_bound = b;
+        }
+    }
+}
 
 kh_status kh_model_graphs_check_x(const kh_model_graphs *m, int64_t max_batch, const kh_tensor *x, int64_t *n,
                                   char *why, size_t len) {

@@ -118,22 +118,6 @@ static kh_status alloc_feeds(tf_model *m) {
     return KH_OK;
 }
 
-static void bounds(tf_model *m, const kh_graph *g) {
-    tf_cuda_model *cm = m->cuda;
-    for (int32_t i = 0; i < g->n_nodes; i++) {
-        const kh_gnode *nd = &g->nodes[i];
-        const int32_t *in = kh_graph_inputs(g, i);
-        if (nd->op == KH_GOP_GATHER) {
-            int32_t v = (int32_t)g->nodes[in[0]].dims[0];
-            if (cm->idx_bound == 0 || v < cm->idx_bound) cm->idx_bound = v;
-        } else if (nd->op == KH_GOP_SOFTMAX_XENT || nd->op == KH_GOP_SIGMOID_XENT) {
-            int64_t c = g->nodes[in[0]].dims[1];
-            int32_t b = (int32_t)(c == 1 ? 2 : c);
-            if (cm->label_bound == 0 || b < cm->label_bound) cm->label_bound = b;
-        }
-    }
-}
-
 /* Per-node device pointers of function f, its parts, its accumulators, its launch state. */
 static kh_status prepare_fn(tf_model *m, int f) {
     tf_cuda_model *cm = m->cuda;
@@ -172,7 +156,7 @@ static kh_status prepare_fn(tf_model *m, int f) {
         kh_status st = tfc_prepare_node(m, f, i);
         if (st != KH_OK) return st;
     }
-    bounds(m, g);
+    kh_graph_feed_bounds(g, &m->cuda->idx_bound, &m->cuda->label_bound);
     return KH_OK;
 }
 

@@ -220,23 +220,6 @@ static kh_status alloc_feeds(th_model *m) {
     return KH_OK;
 }
 
-/* the staged batch is validated against these: the smallest embedding table, the class count */
-static void bounds(th_model *m, const kh_graph *g) {
-    th_cuda_model *cm = m->cuda;
-    for (int32_t i = 0; i < g->n_nodes; i++) {
-        const kh_gnode *nd = &g->nodes[i];
-        const int32_t *in = kh_graph_inputs(g, i);
-        if (nd->op == KH_GOP_GATHER) {
-            int32_t v = (int32_t)g->nodes[in[0]].dims[0];
-            if (cm->idx_bound == 0 || v < cm->idx_bound) cm->idx_bound = v;
-        } else if (nd->op == KH_GOP_SOFTMAX_XENT || nd->op == KH_GOP_SIGMOID_XENT) {
-            int64_t c = g->nodes[in[0]].dims[1];
-            int32_t b = (int32_t)(c == 1 ? 2 : c);
-            if (cm->label_bound == 0 || b < cm->label_bound) cm->label_bound = b;
-        }
-    }
-}
-
 /* accumulators, resolved kernel arguments, cuDNN state of function f */
 static kh_status prepare_fn(th_model *m, int f) {
     th_cuda_model *cm = m->cuda;
@@ -262,7 +245,7 @@ static kh_status prepare_fn(th_model *m, int f) {
                 fn->argp[(size_t)k * TH_CU_MAX_ARGS + j] = a;
             }
     }
-    bounds(m, &m->fn[f].g);
+    kh_graph_feed_bounds(&m->fn[f].g, &m->cuda->idx_bound, &m->cuda->label_bound);
     return thc_prepare_convs(m, f);
 }
 

@@ -333,6 +333,28 @@ static void check_scan(const kh_model_spec *spec) {
     kh_model_graphs_free(&mg[1]);
 }
 
+/* The bounds a device path checks a batch against: the smallest Gather table and class count of the train
+ * function (a sigmoid's one column counts as two classes). */
+static void check_bounds(const model_case *c, int32_t want_idx, int32_t want_label) {
+    kh_model_spec spec = spec_of(c);
+    kh_graph_lower_opts o = {.max_batch = 5, .deterministic = 1};
+    kh_model_graphs mg;
+    char err[256];
+    if (kh_graph_lower(&spec, &o, &mg, err, sizeof err) != KH_OK) {
+        CHECK(0, "%s: lower: %s", c->name, err);
+        return;
+    }
+    int32_t idx = 0, label = 0;
+    kh_graph_feed_bounds(&mg.fn[KH_GFN_TRAIN], &idx, &label);
+    CHECK(idx == want_idx && label == want_label, "%s: bounds %d / %d, want %d / %d", c->name, idx, label, want_idx,
+          want_label);
+    idx = 7, label = 1; /* a bound already lower stays */
+    kh_graph_feed_bounds(&mg.fn[KH_GFN_TRAIN], &idx, &label);
+    CHECK(idx == (want_idx && want_idx < 7 ? want_idx : 7) && label == 1, "%s: only ever lowered (%d / %d)", c->name,
+          idx, label);
+    kh_model_graphs_free(&mg);
+}
+
 int main(void) {
     const model_case cases[] = {
         {"dense relu+softmax", KH_F32, 1, {6}, 0,
@@ -372,6 +394,8 @@ int main(void) {
           {.kind = KH_LAYER_DENSE, .units = 6, .activation = KH_ACT_SOFTMAX}}, 2, KH_LOSS_CATEGORICAL_CROSSENTROPY,
          KH_OPT_RMSPROP, 6},
     };
+    check_bounds(&cases[0], 0, 4);  /* no Gather; softmax over 4 */
+    check_bounds(&cases[3], 50, 2); /* a 50-row table; a sigmoid */
     for (int scan = 0; scan <= 1; scan++) { /* the scan lowering of the recurrent cases against the reference too */
         for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
             kh_model_spec s = spec_of(&cases[k]);

@@ -295,6 +295,10 @@ void kh_graph_caps(kh_caps *c);
 /* Index into m->vars of (layer, slot), or -1. */
 int32_t kh_model_graphs_var(const kh_model_graphs *m, int32_t layer, int32_t slot);
 
+/* The bounds a device path checks a staged batch against before it trusts indices on the device: the smallest
+ * Gather table of g (*idx_bound, 0 when none) and the smallest class count of its cross-entropies
+ * (*label_bound: 2 for a sigmoid's one column; 0 when none). A bound already set is only ever lowered. */
+void kh_graph_feed_bounds(const kh_graph *g, int32_t *idx_bound, int32_t *label_bound);
 /* What a backend checks of a model call's tensors (the reason in `why`, without the backend's prefix): the batch
  * x (its count in *n), n labels (each a class of the output), an output buffer of n * per floats, and a weight
  * tensor for (layer, slot) (its index in m->vars in *v). */
