@@ -16,7 +16,10 @@ void kh_cuda_session_close(kh_cuda_session *cs) {
     if (cs->blas) cublasDestroy(cs->blas);
     if (cs->copy) kh_cu.StreamDestroy(cs->copy);
     if (cs->stream) kh_cu.StreamDestroy(cs->stream);
-    if (cs->retained) kh_cu.DevicePrimaryCtxRelease(cs->dev);
+    if (cs->retained) { /* back to nothing current, as open found it, before the context may go */
+        kh_cu.CtxSetCurrent(NULL);
+        kh_cu.DevicePrimaryCtxRelease(cs->dev);
+    }
     memset(cs, 0, sizeof *cs);
 }
 

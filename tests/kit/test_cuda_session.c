@@ -58,6 +58,7 @@ static void expect_opened_or_clean(const char *what, kh_device d, int host_retai
               "%s: the failure is the libraries' and names the call: %s", what, err);
         CHECK(r == host_retains && live == 0, "%s: a failed open holds nothing (retains %d, want %d; streams %d)", what,
               r, host_retains, live);
+        CHECK(cur == (want_retained ? -1 : d.ordinal), "%s: the current context as open found it (device %d)", what, cur);
         return;
     }
     CHECK(cs.retained == want_retained && r == host_retains + want_retained, "%s: retained %d (retains %d)", what,
@@ -68,6 +69,7 @@ static void expect_opened_or_clean(const char *what, kh_device d, int host_retai
     kh_cuda_session_close(&cs);
     fake_state(d.ordinal, &r, &cur, &live);
     CHECK(r == host_retains && live == 0, "%s: close releases what open took (retains %d, streams %d)", what, r, live);
+    CHECK(cur == (want_retained ? -1 : d.ordinal), "%s: the current context as open found it (device %d)", what, cur);
 }
 
 int main(int argc, char **argv) {

@@ -77,7 +77,8 @@ typedef struct kh_cuda_open_opts {
  * KH_ERR_NOMEM for an allocation failure, KH_ERR_UNSUPPORTED where the device or driver cannot serve. */
 kh_status kh_cuda_session_open(const kh_device *dev, const kh_cuda_open_opts *o, kh_cuda_session *cs /* out */,
                                char *err, size_t errlen);
-/* Synchronise, then release what open made (safe on a zeroed or half-opened session). */
+/* Synchronise, then release what open made (safe on a zeroed or half-opened session); a context retained at
+ * open is made not current again before it is released. */
 void kh_cuda_session_close(kh_cuda_session *cs);
 /* The environment words every GPU record carries: "driver=13.0 cudnn=9.10.2 cublas=13.0.0 device=\"NVIDIA
  * H200\" cc=9.0 math=fp32" (driver and libraries as loaded; cs may be NULL before open). */
