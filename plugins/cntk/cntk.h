@@ -33,6 +33,7 @@ typedef struct kh_bsession {
     kh_device dev;
     int threads;    /* worker threads for BLAS and the pool (dev.threads, at least 1) */
     cntk_pool *pool;  /* cpu sessions only */
+    int onednn_chain; /* cpu: [plugin cntk] onednn_chain (cpu/conv_onednn.c) */
     cntk_cuda_sess *cuda; /* cuda sessions only */
     char err[CNTK_ERRLEN];
 } cntk_session;
@@ -156,6 +157,8 @@ void cntk_blas_set_threads(int n);
 const char *cntk_blas_version(char *buf, size_t n); /* "openblas-0.3.21" or "none" */
 /* The CPU path of this build (cpu/cpu_path.c): "onednn-2.6.3" or "openblas-im2col", and the caps note. */
 const char *cntk_cpu_path(char *buf, size_t n);
+/* 1 when this build's CPU convolutions are oneDNN's. */
+int cntk_cpu_onednn(void);
 const char *cntk_cpu_note(char *buf, size_t n);
 
 /* Aligned, checked allocation through the host's table (64-byte aligned, zeroed). */

@@ -73,6 +73,16 @@ static kh_status cntk_open(const kh_host_api *host, const kh_device *dev, kh_bse
         return KH_OK;
     }
     s->threads = KH_HAS_MEMBER(kh_device, dev->struct_size, threads) && dev->threads > 0 ? dev->threads : 1;
+    /* [plugin cntk] onednn_chain: 1 (default) keeps a tensor two oneDNN convolutions pass in its blocked layout
+     * (cpu/conv_onednn.c); 0 reorders it at both layers' edges, for measuring what the chain saves */
+    const char *chain = s->host && s->host->config_get ? s->host->config_get("plugin cntk", "onednn_chain") : NULL;
+    s->onednn_chain = !chain || !*chain || !strcmp(chain, "1");
+    if (chain && *chain && strcmp(chain, "0") && strcmp(chain, "1")) {
+        kh_status bad = kh_errf(err, errlen, KH_ERR_INVALID,
+                                "cntk open on %s: [plugin cntk] onednn_chain = '%s': expected 0 or 1", id, chain);
+        free(s);
+        return bad;
+    }
     kh_status st = cntk_pool_create(s->threads, &s->pool);
     if (st != KH_OK) {
         int want = s->threads;
@@ -98,8 +108,9 @@ static kh_status cntk_environment(kh_bsession *s, char *buf, size_t n) {
     if (!s || !buf || n == 0) return KH_ERR_INVALID;
     if (s->dev.kind == KH_DEVICE_CUDA) return cntk_cuda_environment(s, buf, n);
     char ver[64], path[32];
-    snprintf(buf, n, "blas=%s (single-threaded calls) threads=%d cpu_path=%s", cntk_blas_version(ver, sizeof ver),
-             s->threads, cntk_cpu_path(path, sizeof path));
+    snprintf(buf, n, "blas=%s (single-threaded calls) threads=%d cpu_path=%s%s", cntk_blas_version(ver, sizeof ver),
+             s->threads, cntk_cpu_path(path, sizeof path),
+             cntk_cpu_onednn() && !s->onednn_chain ? " onednn_chain=0" : "");
     return KH_OK;
 }
 
@@ -129,7 +140,7 @@ static const kh_backend_api cntk_backend_api = {
 
 /* --list shows the description: it names the CPU path this build has (the caps note says it too). */
 #ifdef CNTK_HAVE_DNNL
-#define CNTK_CPU_DESC "oneDNN convolutions, OpenBLAS GEMM on CPU (NCHW between layers)"
+#define CNTK_CPU_DESC "oneDNN convolutions (blocked layouts, kept between chained ones), OpenBLAS GEMM on CPU"
 #else
 #define CNTK_CPU_DESC "OpenBLAS GEMM, im2col on CPU (NCHW)"
 #endif

@@ -30,6 +30,10 @@ static kh_status activation_backward(cntk_cpu_model *m, cntk_cpu_layer *L, int n
     return KH_OK;
 }
 
+int cntk_cpu_elementwise(const cntk_cpu_layer *L) {
+    return L->ops == &cntk_cpu_activation_ops && L->p->act != KH_ACT_SOFTMAX;
+}
+
 const cntk_cpu_ops cntk_cpu_activation_ops = {
     .forward = activation_forward,
     .backward = activation_backward,

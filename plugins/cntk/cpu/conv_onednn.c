@@ -8,6 +8,12 @@
  * for the backward passes, the output gradient for both backward passes). The parameters stay in the
  * plain oihw layout (Wg [F, C*KH*KW], what cpu/conv.c converts Keras's weights to), so the optimizer and
  * the weight exchange are the same on both paths.
+ * Chains: a convolution passes its output on in its blocked layout, without the reorders at its edge, to a
+ * convolution (mnist_cnn's conv -> conv, cifar10_cnn's conv -> relu -> conv) that chose the same layout for
+ * its input and input gradient, or to a max pooling, which then runs on oneDNN in that layout
+ * (cpu/maxpool_onednn.c), with only element-wise Activation layers between, which run on the blocked data as
+ * it is (unpadded: the same numel). cntk_conv_dnnl_chain links them after every layer's setup. Dropout ends a
+ * chain: its masks are drawn per element in NCHW order, as the reference kit draws them.
  * Batch: the primitives are created once, for max_batch. A smaller batch (the last, partial one) runs them
  * at max_batch with the rows past n zeroed in the input and in the output gradient, so those rows add
  * nothing to the weight gradients; their outputs are never read.
@@ -15,90 +21,21 @@
 #include <string.h>
 
 #include "cpu/conv.h"
+#include "cpu/maxpool.h"
 #include "cpu/onednn.h"
 #include "khost/kit/geometry.h"
 
-/* One argument of a primitive: its layout, the memory object the primitive reads or writes, and, when the
- * layout differs from the user's, the buffer it lives in and the reorder to or from the user's buffer. */
-typedef struct darg {
-    dnnl_memory_desc_t md;
-    dnnl_memory_t mem;
-    void *buf;        /* own buffer (NULL: mem takes the user's handle at each step, or aliases another) */
-    int alias;        /* mem is over another argument's buffer, filled by that argument's reorder */
-    cntk_dreorder r;  /* user -> md for inputs, md -> user for outputs */
-} darg;
-
 struct cntk_conv_dnnl {
     cntk_dprim fwd, bwd_data, bwd_w;
-    darg src, wei, bias, dst;             /* forward */
-    darg bw_src, bw_ddst, bw_dwei, bw_db; /* backward weights */
-    darg bd_ddst, bd_wei, bd_dsrc;        /* backward data */
+    cntk_darg src, wei, bias, dst;             /* forward */
+    cntk_darg bw_src, bw_ddst, bw_dwei, bw_db; /* backward weights */
+    cntk_darg bd_ddst, bd_wei, bd_dsrc;        /* backward data */
     int64_t N, in_numel, out_numel;
     int post_relu;                        /* relu done by the forward primitive */
 };
 
 static const dnnl_memory_desc_t *pd_md(const_dnnl_primitive_desc_t pd, dnnl_query_t q) {
     return dnnl_primitive_desc_query_md(pd, q, 0);
-}
-
-/* user: the plain layout; want: the primitive's. like: an argument already holding the same tensor. */
-static kh_status arg_setup(cntk_cpu_model *m, const cntk_cpu_layer *L, const char *name, int output,
-                           const dnnl_memory_desc_t *user, const dnnl_memory_desc_t *want, const darg *like,
-                           darg *a) {
-    a->md = *want;
-    if (dnnl_memory_desc_equal(user, want)) return cntk_dnnl_mem(m, L, want, DNNL_MEMORY_NONE, &a->mem);
-    if (like && like->buf && dnnl_memory_desc_equal(&like->md, want)) {
-        a->alias = 1;
-        return cntk_dnnl_mem(m, L, want, like->buf, &a->mem);
-    }
-    kh_status st = cntk_dnnl_buffer(m, L, want, &a->buf, &a->mem);
-    if (st != KH_OK) return st;
-    return output ? cntk_dnnl_reorder(m, L, name, want, user, &a->r) : cntk_dnnl_reorder(m, L, name, user, want, &a->r);
-}
-
-static void arg_free(cntk_cpu_model *m, darg *a) {
-    cntk_dnnl_reorder_free(&a->r);
-    if (a->mem) dnnl_memory_destroy(a->mem);
-    cntk_free(m->s, a->buf);
-    memset(a, 0, sizeof *a);
-}
-
-/* Before the primitive: an argument in the user's layout takes the user's buffer as its handle; an input
- * in its own layout is reordered from it (inputs only: reorder). */
-static kh_status arg_bind(cntk_cpu_model *m, const cntk_cpu_layer *L, const darg *a, const void *user, int reorder) {
-    if (a->alias) return KH_OK;
-    if (a->buf) return reorder ? cntk_dnnl_reorder_run(m, L, &a->r, (void *)user, a->buf) : KH_OK;
-    CNTK_DNNL_TRY(m, L, "step", "memory handle", dnnl_memory_set_data_handle(a->mem, (void *)user));
-    return KH_OK;
-}
-static kh_status arg_in(cntk_cpu_model *m, const cntk_cpu_layer *L, const darg *a, const void *user) {
-    return arg_bind(m, L, a, user, 1);
-}
-/* After the primitive: an output in its own layout goes back to the user's buffer. */
-static kh_status arg_out(cntk_cpu_model *m, const cntk_cpu_layer *L, const darg *a, void *user) {
-    return a->buf ? cntk_dnnl_reorder_run(m, L, &a->r, a->buf, user) : KH_OK;
-}
-
-/* Create pd from op desc d (attr: user scratchpad, and post for the forward) and its primitive. */
-static kh_status make_pd(cntk_cpu_model *m, const cntk_cpu_layer *L, const char *name, const_dnnl_op_desc_t d,
-                         const_dnnl_primitive_desc_t hint, int post_relu, dnnl_primitive_desc_t *pd) {
-    dnnl_primitive_attr_t attr = NULL;
-    dnnl_post_ops_t po = NULL;
-    kh_status st = cntk_dnnl_attr(m, L, &attr);
-    dnnl_status_t ds = dnnl_success;
-    if (st == KH_OK && post_relu) {
-        ds = dnnl_post_ops_create(&po);
-        if (ds == dnnl_success) ds = dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_relu, 0.0f, 0.0f);
-        if (ds == dnnl_success) ds = dnnl_primitive_attr_set_post_ops(attr, po);
-        if (ds != dnnl_success) st = cntk_dnnl_fail(m, L, "compile", name, ds);
-    }
-    if (st == KH_OK) {
-        ds = dnnl_primitive_desc_create(pd, d, attr, m->dnnl->eng, hint);
-        if (ds != dnnl_success) st = cntk_dnnl_fail(m, L, "compile", name, ds);
-    }
-    if (po) dnnl_post_ops_destroy(po);
-    if (attr) dnnl_primitive_attr_destroy(attr);
-    return st;
 }
 
 kh_status cntk_conv_dnnl_setup(cntk_cpu_model *m, cntk_cpu_layer *L, cntk_conv_geom *g) {
@@ -133,39 +70,39 @@ kh_status cntk_conv_dnnl_setup(cntk_cpu_model *m, cntk_cpu_layer *L, cntk_conv_g
                   dnnl_convolution_backward_weights_desc_init(&bwd, dnnl_convolution_direct, &a_src, &a_wei,
                                                               &u_bias, &a_dst, strides, pl, pr));
     dnnl_primitive_desc_t fpd = NULL, dpd = NULL, wpd = NULL;
-    kh_status st = make_pd(m, L, "convolution forward", &fd, NULL, c->post_relu, &fpd);
-    if (st == KH_OK) st = make_pd(m, L, "convolution backward data", &bdd, fpd, 0, &dpd);
-    if (st == KH_OK) st = make_pd(m, L, "convolution backward weights", &bwd, fpd, 0, &wpd);
+    kh_status st = cntk_dnnl_pd(m, L, "convolution forward", &fd, NULL, c->post_relu, &fpd);
+    if (st == KH_OK) st = cntk_dnnl_pd(m, L, "convolution backward data", &bdd, fpd, 0, &dpd);
+    if (st == KH_OK) st = cntk_dnnl_pd(m, L, "convolution backward weights", &bwd, fpd, 0, &wpd);
     if (st == KH_OK) st = cntk_dnnl_prim(m, L, "convolution forward", fpd, &c->fwd);
     if (st == KH_OK) st = cntk_dnnl_prim(m, L, "convolution backward data", dpd, &c->bwd_data);
     if (st == KH_OK) st = cntk_dnnl_prim(m, L, "convolution backward weights", wpd, &c->bwd_w);
     /* forward */
     if (st == KH_OK)
-        st = arg_setup(m, L, "reorder of the input", 0, &u_src, pd_md(fpd, dnnl_query_src_md), NULL, &c->src);
+        st = cntk_darg_setup(m, L, "reorder of the input", 0, &u_src, pd_md(fpd, dnnl_query_src_md), NULL, &c->src);
     if (st == KH_OK)
-        st = arg_setup(m, L, "reorder of the weights", 0, &u_wei, pd_md(fpd, dnnl_query_weights_md), NULL, &c->wei);
-    if (st == KH_OK) st = arg_setup(m, L, "bias", 0, &u_bias, &u_bias, NULL, &c->bias);
+        st = cntk_darg_setup(m, L, "reorder of the weights", 0, &u_wei, pd_md(fpd, dnnl_query_weights_md), NULL, &c->wei);
+    if (st == KH_OK) st = cntk_darg_setup(m, L, "bias", 0, &u_bias, &u_bias, NULL, &c->bias);
     if (st == KH_OK)
-        st = arg_setup(m, L, "reorder of the output", 1, &u_dst, pd_md(fpd, dnnl_query_dst_md), NULL, &c->dst);
+        st = cntk_darg_setup(m, L, "reorder of the output", 1, &u_dst, pd_md(fpd, dnnl_query_dst_md), NULL, &c->dst);
     /* backward weights: the forward's source when in the same layout */
     if (st == KH_OK)
-        st = arg_setup(m, L, "reorder of the input", 0, &u_src, pd_md(wpd, dnnl_query_src_md), &c->src, &c->bw_src);
+        st = cntk_darg_setup(m, L, "reorder of the input", 0, &u_src, pd_md(wpd, dnnl_query_src_md), &c->src, &c->bw_src);
     if (st == KH_OK)
-        st = arg_setup(m, L, "reorder of the output gradient", 0, &u_dst, pd_md(wpd, dnnl_query_diff_dst_md), NULL,
+        st = cntk_darg_setup(m, L, "reorder of the output gradient", 0, &u_dst, pd_md(wpd, dnnl_query_diff_dst_md), NULL,
                        &c->bw_ddst);
     if (st == KH_OK)
-        st = arg_setup(m, L, "reorder of the weight gradient", 1, &u_wei, pd_md(wpd, dnnl_query_diff_weights_md),
+        st = cntk_darg_setup(m, L, "reorder of the weight gradient", 1, &u_wei, pd_md(wpd, dnnl_query_diff_weights_md),
                        NULL, &c->bw_dwei);
-    if (st == KH_OK) st = arg_setup(m, L, "bias gradient", 1, &u_bias, &u_bias, NULL, &c->bw_db);
+    if (st == KH_OK) st = cntk_darg_setup(m, L, "bias gradient", 1, &u_bias, &u_bias, NULL, &c->bw_db);
     /* backward data: the output gradient and the weights of the passes before it when in the same layout */
     if (st == KH_OK)
-        st = arg_setup(m, L, "reorder of the output gradient", 0, &u_dst, pd_md(dpd, dnnl_query_diff_dst_md),
+        st = cntk_darg_setup(m, L, "reorder of the output gradient", 0, &u_dst, pd_md(dpd, dnnl_query_diff_dst_md),
                        &c->bw_ddst, &c->bd_ddst);
     if (st == KH_OK)
-        st = arg_setup(m, L, "reorder of the weights", 0, &u_wei, pd_md(dpd, dnnl_query_weights_md), &c->wei,
+        st = cntk_darg_setup(m, L, "reorder of the weights", 0, &u_wei, pd_md(dpd, dnnl_query_weights_md), &c->wei,
                        &c->bd_wei);
     if (st == KH_OK)
-        st = arg_setup(m, L, "reorder of the input gradient", 1, &u_src, pd_md(dpd, dnnl_query_diff_src_md), NULL,
+        st = cntk_darg_setup(m, L, "reorder of the input gradient", 1, &u_src, pd_md(dpd, dnnl_query_diff_src_md), NULL,
                        &c->bd_dsrc);
     if (fpd) dnnl_primitive_desc_destroy(fpd);
     if (dpd) dnnl_primitive_desc_destroy(dpd);
@@ -179,11 +116,57 @@ void cntk_conv_dnnl_teardown(cntk_cpu_model *m, cntk_conv_geom *g) {
     cntk_dnnl_prim_free(&c->fwd);
     cntk_dnnl_prim_free(&c->bwd_data);
     cntk_dnnl_prim_free(&c->bwd_w);
-    darg *args[] = {&c->src, &c->wei, &c->bias, &c->dst, &c->bw_src, &c->bw_ddst, &c->bw_dwei, &c->bw_db,
+    cntk_darg *args[] = {&c->src, &c->wei, &c->bias, &c->dst, &c->bw_src, &c->bw_ddst, &c->bw_dwei, &c->bw_db,
                     &c->bd_ddst, &c->bd_wei, &c->bd_dsrc};
-    for (size_t i = 0; i < sizeof args / sizeof args[0]; i++) arg_free(m, args[i]);
+    for (size_t i = 0; i < sizeof args / sizeof args[0]; i++) cntk_darg_free(m, args[i]);
     cntk_free(m->s, c);
     g->dnnl = NULL;
+}
+
+static cntk_conv_dnnl *conv_dnnl_of(const cntk_cpu_layer *L) {
+    return L->ops == &cntk_cpu_conv_ops && L->st ? ((const cntk_conv_geom *)L->st)->dnnl : NULL;
+}
+
+const dnnl_memory_desc_t *cntk_conv_dnnl_out_md(const cntk_cpu_model *m, const cntk_cpu_layer *L) {
+    const cntk_conv_dnnl *a = conv_dnnl_of(L);
+    if (!a || !m->s->onednn_chain) return NULL;
+    const dnnl_memory_desc_t *md = &a->dst.md;
+    if (!dnnl_memory_desc_equal(&a->bw_ddst.md, md) || !dnnl_memory_desc_equal(&a->bd_ddst.md, md)) return NULL;
+    /* unpadded: the element-wise layers between hold out_numel floats a sample; samples outermost: a partial
+     * batch zeroes rows [n, N) of it as of a plain tensor */
+    int plain_size = dnnl_memory_desc_get_size(md) == (size_t)(a->N * a->out_numel) * sizeof(float);
+    return md->format_kind == dnnl_blocked && plain_size && md->format_desc.blocking.strides[0] == a->out_numel
+               ? md
+               : NULL;
+}
+
+kh_status cntk_conv_dnnl_chain(cntk_cpu_model *m) {
+    for (int32_t i = 0; i < m->n_layers; i++) {
+        const dnnl_memory_desc_t *md = cntk_conv_dnnl_out_md(m, &m->L[i]);
+        if (!md) continue;
+        int32_t j = i + 1;
+        while (j < m->n_layers && cntk_cpu_elementwise(&m->L[j])) j++;
+        if (j == m->n_layers) continue;
+        cntk_conv_dnnl *a = conv_dnnl_of(&m->L[i]), *b = conv_dnnl_of(&m->L[j]);
+        if (b) { /* convolution -> convolution: b's input side too, when it chose the same layout */
+            if (b->in_numel != a->out_numel || !dnnl_memory_desc_equal(&b->src.md, md) ||
+                !dnnl_memory_desc_equal(&b->bw_src.md, md) || !dnnl_memory_desc_equal(&b->bd_dsrc.md, md))
+                continue;
+            cntk_darg *in[] = {&b->src, &b->bw_src, &b->bd_dsrc};
+            for (size_t k = 0; k < 3; k++) {
+                kh_status st = cntk_darg_native(m, &m->L[j], in[k]);
+                if (st != KH_OK) return st;
+            }
+        } else if (!cntk_pool_dnnl_active(&m->L[j])) { /* it was made for md at its setup */
+            continue;
+        }
+        cntk_darg *out[] = {&a->dst, &a->bw_ddst, &a->bd_ddst};
+        for (size_t k = 0; k < 3; k++) {
+            kh_status st = cntk_darg_native(m, &m->L[i], out[k]);
+            if (st != KH_OK) return st;
+        }
+    }
+    return KH_OK;
 }
 
 /* Rows [n, N) of a (N, numel) buffer to zero: a partial batch adds nothing to the weight gradients. */
@@ -198,14 +181,14 @@ kh_status cntk_conv_dnnl_forward(cntk_cpu_model *m, cntk_cpu_layer *L, int n) {
      * reads rows past n there */
     zero_tail(c, (float *)L->x, n, c->in_numel);
     kh_status st;
-    if ((st = arg_in(m, L, &c->src, L->x)) != KH_OK) return st;
-    if ((st = arg_in(m, L, &c->wei, L->prm[0].w)) != KH_OK) return st;
-    if ((st = arg_in(m, L, &c->bias, L->prm[1].w)) != KH_OK) return st;
-    if ((st = arg_bind(m, L, &c->dst, L->y, 0)) != KH_OK) return st;
+    if ((st = cntk_darg_in(m, L, &c->src, L->x)) != KH_OK) return st;
+    if ((st = cntk_darg_in(m, L, &c->wei, L->prm[0].w)) != KH_OK) return st;
+    if ((st = cntk_darg_in(m, L, &c->bias, L->prm[1].w)) != KH_OK) return st;
+    if ((st = cntk_darg_bind(m, L, &c->dst, L->y, 0)) != KH_OK) return st;
     dnnl_exec_arg_t args[5] = {{DNNL_ARG_SRC, c->src.mem}, {DNNL_ARG_WEIGHTS, c->wei.mem},
                                {DNNL_ARG_BIAS, c->bias.mem}, {DNNL_ARG_DST, c->dst.mem}};
     if ((st = cntk_dnnl_run(m, L, &c->fwd, 4, args)) != KH_OK) return st;
-    if ((st = arg_out(m, L, &c->dst, L->y)) != KH_OK) return st;
+    if ((st = cntk_darg_out(m, L, &c->dst, L->y)) != KH_OK) return st;
     if (!c->post_relu) cntk_act_span(L->p->act, L->y, n * c->out_numel);
     return KH_OK;
 }
@@ -216,20 +199,20 @@ kh_status cntk_conv_dnnl_backward(cntk_cpu_model *m, cntk_cpu_layer *L, int n, f
     if (!fused) cntk_act_grad_span(L->p->act, L->y, dy, n * c->out_numel);
     zero_tail(c, dy, n, c->out_numel);
     kh_status st;
-    if ((st = arg_in(m, L, &c->bw_src, L->x)) != KH_OK) return st;
-    if ((st = arg_in(m, L, &c->bw_ddst, dy)) != KH_OK) return st;
-    if ((st = arg_bind(m, L, &c->bw_dwei, L->prm[0].g, 0)) != KH_OK) return st;
-    if ((st = arg_bind(m, L, &c->bw_db, L->prm[1].g, 0)) != KH_OK) return st;
+    if ((st = cntk_darg_in(m, L, &c->bw_src, L->x)) != KH_OK) return st;
+    if ((st = cntk_darg_in(m, L, &c->bw_ddst, dy)) != KH_OK) return st;
+    if ((st = cntk_darg_bind(m, L, &c->bw_dwei, L->prm[0].g, 0)) != KH_OK) return st;
+    if ((st = cntk_darg_bind(m, L, &c->bw_db, L->prm[1].g, 0)) != KH_OK) return st;
     dnnl_exec_arg_t wargs[5] = {{DNNL_ARG_SRC, c->bw_src.mem}, {DNNL_ARG_DIFF_DST, c->bw_ddst.mem},
                                 {DNNL_ARG_DIFF_WEIGHTS, c->bw_dwei.mem}, {DNNL_ARG_DIFF_BIAS, c->bw_db.mem}};
     if ((st = cntk_dnnl_run(m, L, &c->bwd_w, 4, wargs)) != KH_OK) return st;
-    if ((st = arg_out(m, L, &c->bw_dwei, L->prm[0].g)) != KH_OK) return st;
+    if ((st = cntk_darg_out(m, L, &c->bw_dwei, L->prm[0].g)) != KH_OK) return st;
     if (!dx) return KH_OK;
-    if ((st = arg_in(m, L, &c->bd_ddst, dy)) != KH_OK) return st;
-    if ((st = arg_in(m, L, &c->bd_wei, L->prm[0].w)) != KH_OK) return st;
-    if ((st = arg_bind(m, L, &c->bd_dsrc, dx, 0)) != KH_OK) return st;
+    if ((st = cntk_darg_in(m, L, &c->bd_ddst, dy)) != KH_OK) return st;
+    if ((st = cntk_darg_in(m, L, &c->bd_wei, L->prm[0].w)) != KH_OK) return st;
+    if ((st = cntk_darg_bind(m, L, &c->bd_dsrc, dx, 0)) != KH_OK) return st;
     dnnl_exec_arg_t dargs[4] = {{DNNL_ARG_DIFF_DST, c->bd_ddst.mem}, {DNNL_ARG_WEIGHTS, c->bd_wei.mem},
                                 {DNNL_ARG_DIFF_SRC, c->bd_dsrc.mem}};
     if ((st = cntk_dnnl_run(m, L, &c->bwd_data, 3, dargs)) != KH_OK) return st;
-    return arg_out(m, L, &c->bd_dsrc, dx);
+    return cntk_darg_out(m, L, &c->bd_dsrc, dx);
 }

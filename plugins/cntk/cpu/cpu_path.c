@@ -14,14 +14,18 @@ const char *cntk_cpu_path(char *buf, size_t n) {
     return buf;
 }
 
+int cntk_cpu_onednn(void) { return 1; }
+
 const char *cntk_cpu_note(char *buf, size_t n) {
     char ver[32];
-    snprintf(buf, n, "OpenBLAS GEMM, %s convolution (blocked layouts), NCHW between layers",
+    snprintf(buf, n, "OpenBLAS GEMM, %s convolution (blocked layouts, kept between chained ones), NCHW elsewhere",
              cntk_cpu_path(ver, sizeof ver));
     return buf;
 }
 
 #else
+
+int cntk_cpu_onednn(void) { return 0; }
 
 const char *cntk_cpu_path(char *buf, size_t n) {
     snprintf(buf, n, "openblas-im2col");

@@ -1,16 +1,14 @@
-/* cpu/maxpool.c — MaxPooling2D on NCHW. The forward remembers where each maximum came from (the FIRST
+/* cpu/maxpool.c — MaxPooling2D on NCHW (on oneDNN instead where its input is a chained convolution's blocked
+ * output: cpu/maxpool_onednn.c). The forward remembers where each maximum came from (the FIRST
  * maximum in row-major window order, as TensorFlow's and the reference kit's gradient route it — ties are
  * common after relu), so the backward is a scatter without re-reading the input. */
 #include <float.h>
 #include <string.h>
 
-#include "cpu/cpu.h"
+#include "cpu/maxpool.h"
 #include "khost/kit/geometry.h"
 
-typedef struct pool_state {
-    int64_t C, H, W, OH, OW, KH, KW, SH, SW, PT, PL;
-    int32_t *arg; /* (max_batch, C, OH, OW) offset ih*W + iw of the maximum within its plane */
-} pool_state;
+typedef cntk_pool_state pool_state;
 
 static kh_status maxpool_setup(cntk_cpu_model *m, cntk_cpu_layer *L) {
     pool_state *p = cntk_alloc(m->s, sizeof *p);
@@ -25,13 +23,24 @@ static kh_status maxpool_setup(cntk_cpu_model *m, cntk_cpu_layer *L) {
     kh_conv2d_dims d; /* valid: kh_spec_infer computed the shapes by the same rules */
     kh_conv2d_geometry(&d, 0, p->H, p->W, p->C, p->KH, p->KW, p->C, p->SH, p->SW, (int)sp->padding);
     p->PT = d.pad_top, p->PL = d.pad_left;
+#ifdef CNTK_HAVE_DNNL
+    kh_status st = cntk_pool_dnnl_setup(m, L, p);
+    if (st != KH_OK || p->dnnl) return st;
+#endif
     p->arg = cntk_alloc(m->s, (size_t)(m->plan->max_batch * L->p->out_numel) * sizeof(int32_t));
     return p->arg ? KH_OK : KH_ERR_NOMEM;
+}
+
+int cntk_pool_dnnl_active(const cntk_cpu_layer *L) {
+    return L->ops == &cntk_cpu_maxpool_ops && L->st && ((const pool_state *)L->st)->dnnl;
 }
 
 static void maxpool_teardown(cntk_cpu_model *m, cntk_cpu_layer *L) {
     pool_state *p = L->st;
     if (!p) return;
+#ifdef CNTK_HAVE_DNNL
+    cntk_pool_dnnl_teardown(m, p);
+#endif
     cntk_free(m->s, p->arg);
     cntk_free(m->s, p);
 }
@@ -107,6 +116,9 @@ static void pool_planes(void *ctx, int64_t b, int64_t e) {
 static kh_status maxpool_forward(cntk_cpu_model *m, cntk_cpu_layer *L, int n, int train) {
     (void)train;
     pool_state *p = L->st;
+#ifdef CNTK_HAVE_DNNL
+    if (p->dnnl) return cntk_pool_dnnl_forward(m, L, n);
+#endif
     pool_job j = {p, L->x, L->y};
     cntk_parallel_for(m->s->pool, n * p->C, 16, pool_planes, &j);
     return KH_OK;
@@ -116,6 +128,9 @@ static kh_status maxpool_backward(cntk_cpu_model *m, cntk_cpu_layer *L, int n, f
     (void)m, (void)fused;
     pool_state *p = L->st;
     if (!dx) return KH_OK;
+#ifdef CNTK_HAVE_DNNL
+    if (p->dnnl) return cntk_pool_dnnl_backward(m, L, n, dy, dx);
+#endif
     memset(dx, 0, (size_t)(n * L->p->in_numel) * sizeof(float));
     int64_t planes = n * p->C, po = p->OH * p->OW;
     for (int64_t pl = 0; pl < planes; pl++) {

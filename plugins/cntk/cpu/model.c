@@ -5,6 +5,7 @@
 
 #include "cpu/cpu.h"
 #ifdef CNTK_HAVE_DNNL
+#include "cpu/conv.h"
 #include "cpu/onednn.h"
 #endif
 #include "khost/kit/clock.h"
@@ -142,6 +143,7 @@ kh_status cntk_cpu_compile(cntk_model *m) {
         if (!c->scratch) return oom(m, NULL, "scratch", c->scratch_numel);
     }
 #ifdef CNTK_HAVE_DNNL
+    if ((dst = cntk_conv_dnnl_chain(c)) != KH_OK) return dst;
     if ((dst = cntk_dnnl_finish(c)) != KH_OK) return dst;
 #endif
     return KH_OK;

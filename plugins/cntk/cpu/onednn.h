@@ -69,4 +69,37 @@ kh_status cntk_dnnl_reorder_run(cntk_cpu_model *m, const cntk_cpu_layer *L, cons
                                 void *src, void *dst);
 void cntk_dnnl_reorder_free(cntk_dreorder *r);
 
+/* One argument of a primitive: its layout, the memory object the primitive reads or writes, and, when the
+ * layout differs from the user's, the buffer it lives in and the reorder to or from the user's buffer
+ * (cpu/onednn_arg.c). */
+typedef struct cntk_darg {
+    dnnl_memory_desc_t md;
+    dnnl_memory_t mem;
+    void *buf;        /* own buffer (NULL: mem takes the user's handle at each step, or aliases another) */
+    int alias;        /* mem is over another argument's buffer, filled by that argument's reorder */
+    cntk_dreorder r;  /* user -> md for inputs, md -> user for outputs */
+} cntk_darg;
+
+/* user: the plain layout; want: the primitive's; output: written by the primitive; like: an argument already
+ * holding the same tensor, whose buffer a is made over when it is in the same layout. */
+kh_status cntk_darg_setup(cntk_cpu_model *m, const cntk_cpu_layer *L, const char *name, int output,
+                          const dnnl_memory_desc_t *user, const dnnl_memory_desc_t *want, const cntk_darg *like,
+                          cntk_darg *a);
+void cntk_darg_free(cntk_cpu_model *m, cntk_darg *a);
+/* Before the primitive: an argument in the user's layout takes the user's buffer as its handle; an input in
+ * its own layout is reordered from it (reorder = 1). */
+kh_status cntk_darg_bind(cntk_cpu_model *m, const cntk_cpu_layer *L, const cntk_darg *a, const void *user,
+                         int reorder);
+kh_status cntk_darg_in(cntk_cpu_model *m, const cntk_cpu_layer *L, const cntk_darg *a, const void *user);
+/* After the primitive: an output in its own layout goes back to the user's buffer. */
+kh_status cntk_darg_out(cntk_cpu_model *m, const cntk_cpu_layer *L, const cntk_darg *a, void *user);
+/* From now on the user's buffer holds the tensor in a->md (a chained neighbour keeps it so): no own buffer,
+ * no reorder. */
+kh_status cntk_darg_native(cntk_cpu_model *m, const cntk_cpu_layer *L, cntk_darg *a);
+
+/* pd from op desc d with the user scratchpad and, for post_relu, relu as a post-op; hint: the forward's pd
+ * for a backward. */
+kh_status cntk_dnnl_pd(cntk_cpu_model *m, const cntk_cpu_layer *L, const char *name, const_dnnl_op_desc_t d,
+                       const_dnnl_primitive_desc_t hint, int post_relu, dnnl_primitive_desc_t *pd);
+
 #endif
