@@ -189,14 +189,14 @@ kh_status cntk_conv_dnnl_forward(cntk_cpu_model *m, cntk_cpu_layer *L, int n) {
                                {DNNL_ARG_BIAS, c->bias.mem}, {DNNL_ARG_DST, c->dst.mem}};
     if ((st = cntk_dnnl_run(m, L, &c->fwd, 4, args)) != KH_OK) return st;
     if ((st = cntk_darg_out(m, L, &c->dst, L->y)) != KH_OK) return st;
-    if (!c->post_relu) cntk_act_span(L->p->act, L->y, n * c->out_numel);
+    if (!c->post_relu) cntk_act_forward(m, L->p->act, L->y, 1, n * c->out_numel); /* element-wise, on the pool */
     return KH_OK;
 }
 
 kh_status cntk_conv_dnnl_backward(cntk_cpu_model *m, cntk_cpu_layer *L, int n, float *dy, float *dx, int fused) {
     const cntk_conv_geom *g = L->st;
     const cntk_conv_dnnl *c = g->dnnl;
-    if (!fused) cntk_act_grad_span(L->p->act, L->y, dy, n * c->out_numel);
+    if (!fused) cntk_act_backward(m, L->p->act, L->y, dy, 1, n * c->out_numel); /* element-wise, on the pool */
     zero_tail(c, dy, n, c->out_numel);
     kh_status st;
     if ((st = cntk_darg_in(m, L, &c->bw_src, L->x)) != KH_OK) return st;
