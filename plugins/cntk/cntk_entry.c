@@ -76,13 +76,13 @@ static kh_status cntk_open(const kh_host_api *host, const kh_device *dev, kh_bse
     /* [plugin cntk] onednn_chain: 1 (default) keeps a tensor two oneDNN convolutions pass in its blocked layout
      * (cpu/conv_onednn.c); 0 reorders it at both layers' edges, for measuring what the chain saves */
     const char *chain = s->host && s->host->config_get ? s->host->config_get("plugin cntk", "onednn_chain") : NULL;
-    s->onednn_chain = !chain || !*chain || !strcmp(chain, "1");
     if (chain && *chain && strcmp(chain, "0") && strcmp(chain, "1")) {
         kh_status bad = kh_errf(err, errlen, KH_ERR_INVALID,
                                 "cntk open on %s: [plugin cntk] onednn_chain = '%s': expected 0 or 1", id, chain);
         free(s);
         return bad;
     }
+    s->onednn_chain = !chain || strcmp(chain, "0") != 0;
     kh_status st = cntk_pool_create(s->threads, &s->pool);
     if (st != KH_OK) {
         int want = s->threads;

@@ -30,8 +30,10 @@ static kh_status activation_backward(cntk_cpu_model *m, cntk_cpu_layer *L, int n
     return KH_OK;
 }
 
-int cntk_cpu_elementwise(const cntk_cpu_layer *L) {
-    return L->ops == &cntk_cpu_activation_ops && L->p->act != KH_ACT_SOFTMAX;
+int32_t cntk_cpu_source_layer(const cntk_cpu_model *m, int32_t i) {
+    int32_t k = i - 1;
+    while (k >= 0 && m->L[k].ops == &cntk_cpu_activation_ops && m->L[k].p->act != KH_ACT_SOFTMAX) k--;
+    return k;
 }
 
 const cntk_cpu_ops cntk_cpu_activation_ops = {

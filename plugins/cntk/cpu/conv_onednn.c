@@ -31,7 +31,7 @@ struct cntk_conv_dnnl {
     cntk_darg bw_src, bw_ddst, bw_dwei, bw_db; /* backward weights */
     cntk_darg bd_ddst, bd_wei, bd_dsrc;        /* backward data */
     int64_t N, in_numel, out_numel;
-    int post_relu;                        /* relu done by the forward primitive */
+    int post_relu;                             /* relu done by the forward primitive */
 };
 
 static const dnnl_memory_desc_t *pd_md(const_dnnl_primitive_desc_t pd, dnnl_query_t q) {
@@ -80,30 +80,32 @@ kh_status cntk_conv_dnnl_setup(cntk_cpu_model *m, cntk_cpu_layer *L, cntk_conv_g
     if (st == KH_OK)
         st = cntk_darg_setup(m, L, "reorder of the input", 0, &u_src, pd_md(fpd, dnnl_query_src_md), NULL, &c->src);
     if (st == KH_OK)
-        st = cntk_darg_setup(m, L, "reorder of the weights", 0, &u_wei, pd_md(fpd, dnnl_query_weights_md), NULL, &c->wei);
+        st = cntk_darg_setup(m, L, "reorder of the weights", 0, &u_wei, pd_md(fpd, dnnl_query_weights_md), NULL,
+                             &c->wei);
     if (st == KH_OK) st = cntk_darg_setup(m, L, "bias", 0, &u_bias, &u_bias, NULL, &c->bias);
     if (st == KH_OK)
         st = cntk_darg_setup(m, L, "reorder of the output", 1, &u_dst, pd_md(fpd, dnnl_query_dst_md), NULL, &c->dst);
     /* backward weights: the forward's source when in the same layout */
     if (st == KH_OK)
-        st = cntk_darg_setup(m, L, "reorder of the input", 0, &u_src, pd_md(wpd, dnnl_query_src_md), &c->src, &c->bw_src);
+        st = cntk_darg_setup(m, L, "reorder of the input", 0, &u_src, pd_md(wpd, dnnl_query_src_md), &c->src,
+                             &c->bw_src);
     if (st == KH_OK)
-        st = cntk_darg_setup(m, L, "reorder of the output gradient", 0, &u_dst, pd_md(wpd, dnnl_query_diff_dst_md), NULL,
-                       &c->bw_ddst);
+        st = cntk_darg_setup(m, L, "reorder of the output gradient", 0, &u_dst, pd_md(wpd, dnnl_query_diff_dst_md),
+                             NULL, &c->bw_ddst);
     if (st == KH_OK)
         st = cntk_darg_setup(m, L, "reorder of the weight gradient", 1, &u_wei, pd_md(wpd, dnnl_query_diff_weights_md),
-                       NULL, &c->bw_dwei);
+                             NULL, &c->bw_dwei);
     if (st == KH_OK) st = cntk_darg_setup(m, L, "bias gradient", 1, &u_bias, &u_bias, NULL, &c->bw_db);
     /* backward data: the output gradient and the weights of the passes before it when in the same layout */
     if (st == KH_OK)
         st = cntk_darg_setup(m, L, "reorder of the output gradient", 0, &u_dst, pd_md(dpd, dnnl_query_diff_dst_md),
-                       &c->bw_ddst, &c->bd_ddst);
+                             &c->bw_ddst, &c->bd_ddst);
     if (st == KH_OK)
         st = cntk_darg_setup(m, L, "reorder of the weights", 0, &u_wei, pd_md(dpd, dnnl_query_weights_md), &c->wei,
-                       &c->bd_wei);
+                             &c->bd_wei);
     if (st == KH_OK)
         st = cntk_darg_setup(m, L, "reorder of the input gradient", 1, &u_src, pd_md(dpd, dnnl_query_diff_src_md), NULL,
-                       &c->bd_dsrc);
+                             &c->bd_dsrc);
     if (fpd) dnnl_primitive_desc_destroy(fpd);
     if (dpd) dnnl_primitive_desc_destroy(dpd);
     if (wpd) dnnl_primitive_desc_destroy(wpd);
@@ -117,7 +119,7 @@ void cntk_conv_dnnl_teardown(cntk_cpu_model *m, cntk_conv_geom *g) {
     cntk_dnnl_prim_free(&c->bwd_data);
     cntk_dnnl_prim_free(&c->bwd_w);
     cntk_darg *args[] = {&c->src, &c->wei, &c->bias, &c->dst, &c->bw_src, &c->bw_ddst, &c->bw_dwei, &c->bw_db,
-                    &c->bd_ddst, &c->bd_wei, &c->bd_dsrc};
+                         &c->bd_ddst, &c->bd_wei, &c->bd_dsrc};
     for (size_t i = 0; i < sizeof args / sizeof args[0]; i++) cntk_darg_free(m, args[i]);
     cntk_free(m->s, c);
     g->dnnl = NULL;
@@ -141,12 +143,10 @@ const dnnl_memory_desc_t *cntk_conv_dnnl_out_md(const cntk_cpu_model *m, const c
 }
 
 kh_status cntk_conv_dnnl_chain(cntk_cpu_model *m) {
-    for (int32_t i = 0; i < m->n_layers; i++) {
-        const dnnl_memory_desc_t *md = cntk_conv_dnnl_out_md(m, &m->L[i]);
+    for (int32_t j = 1; j < m->n_layers; j++) {
+        int32_t i = cntk_cpu_source_layer(m, j);
+        const dnnl_memory_desc_t *md = i >= 0 ? cntk_conv_dnnl_out_md(m, &m->L[i]) : NULL;
         if (!md) continue;
-        int32_t j = i + 1;
-        while (j < m->n_layers && cntk_cpu_elementwise(&m->L[j])) j++;
-        if (j == m->n_layers) continue;
         cntk_conv_dnnl *a = conv_dnnl_of(&m->L[i]), *b = conv_dnnl_of(&m->L[j]);
         if (b) { /* convolution -> convolution: b's input side too, when it chose the same layout */
             if (b->in_numel != a->out_numel || !dnnl_memory_desc_equal(&b->src.md, md) ||
@@ -157,7 +157,7 @@ kh_status cntk_conv_dnnl_chain(cntk_cpu_model *m) {
                 kh_status st = cntk_darg_native(m, &m->L[j], in[k]);
                 if (st != KH_OK) return st;
             }
-        } else if (!cntk_pool_dnnl_active(&m->L[j])) { /* it was made for md at its setup */
+        } else if (!cntk_pool_dnnl_active(&m->L[j])) { /* a pooling was made for md at its setup */
             continue;
         }
         cntk_darg *out[] = {&a->dst, &a->bw_ddst, &a->bd_ddst};

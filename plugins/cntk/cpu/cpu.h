@@ -89,8 +89,9 @@ extern const cntk_cpu_ops cntk_cpu_dense_ops, cntk_cpu_conv_ops, cntk_cpu_maxpoo
     cntk_cpu_gap1d_ops;
 
 void cntk_cpu_need_scratch(cntk_cpu_model *m, int64_t numel);
-/* An Activation layer other than softmax: element-wise, so indifferent to how its tensor is laid out. */
-int cntk_cpu_elementwise(const cntk_cpu_layer *L);
+/* The layer whose output layer i reads through element-wise layers only (Activation other than softmax,
+ * indifferent to how its tensor is laid out); -1 when that is the model's input (cpu/activation.c). */
+int32_t cntk_cpu_source_layer(const cntk_cpu_model *m, int32_t i);
 
 /* Element-wise activation helpers (cpu/act.c), all through khost/kit/formulas.h.
  * rows x cols tensors; softmax is over each row. */

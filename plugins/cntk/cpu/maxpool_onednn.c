@@ -26,8 +26,7 @@ struct cntk_pool_dnnl {
 
 /* The layout the input arrives in: a chained convolution's, through element-wise layers only. */
 static const dnnl_memory_desc_t *input_md(const cntk_cpu_model *m, const cntk_cpu_layer *L) {
-    int32_t i = L->p->index - 1;
-    while (i >= 0 && cntk_cpu_elementwise(&m->L[i])) i--;
+    int32_t i = cntk_cpu_source_layer(m, L->p->index);
     return i >= 0 ? cntk_conv_dnnl_out_md(m, &m->L[i]) : NULL;
 }
 
