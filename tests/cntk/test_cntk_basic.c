@@ -1,13 +1,16 @@
 /* tests/cntk/test_cntk_basic.c — the cntk module's contract and hand-computable cases:
  * descriptor and caps (NCHW, probes, one-hot; CUDA reported unavailable), argument errors with their
  * message form, a Dense layer and an SGD step checked against numbers worked out by hand, Flatten's
- * NCHW -> Keras order permutation, and the dense Adam update of an Embedding (untouched rows still move). */
+ * NCHW -> Keras order permutation, the dense Adam update of an Embedding (untouched rows still move), and
+ * dropout's masks: the reference kit's stream element for element, drawn in parts by the pool's threads. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "backend_testlib.h"
+#include "khost/kit/ref.h"
+#include "parity.h"
 #include "testutil.h"
 
 static kb_backend B;
@@ -172,6 +175,45 @@ static void test_embedding_dense_adam(void) {
     B.api->model_free(m);
 }
 
+/* Dropout(0.3) on (8, 8, 16) images, stored NCHW: the kept elements of each training forward are those
+ * the reference kit keeps drawing kh_seed_mix(seed, forward, layer 0, 0)'s stream in (N, H, W, C) order,
+ * for a full batch of 64 and a partial one of 37 (two threads split both unevenly, so the second part starts
+ * from an advanced stream); kb_check_dropout adds the scaling and the backward's mask. */
+static void test_dropout_kit_stream(void) {
+    enum { H = 8, W = 8, C = 16, PER = H * W * C, NMAX = 64 };
+    const kh_layer_spec l = {.kind = KH_LAYER_DROPOUT, .rate = 0.3f};
+    kh_model_spec sp = {.struct_size = sizeof sp, .name = "dropout", .input_dtype = KH_F32, .input_rank = 3,
+                        .input_shape = {H, W, C}, .n_layers = 1, .layers = &l, .loss = KH_LOSS_NONE,
+                        .optimizer = {.kind = KH_OPT_SGD, .lr = 0.1f}};
+    kh_bmodel *m = kb_compile(&B, &sp, NMAX, 0); /* seed 7, masks on */
+    CHECK(m != NULL, "dropout compile: %s", B.api->last_error(B.s));
+    if (!m) return;
+    static float x[NMAX * PER], y[NMAX * PER];
+    static uint8_t want[NMAX * PER];
+    for (int64_t i = 0; i < NMAX * PER; i++) x[i] = 1.0f;
+    const int batches[2] = {NMAX, 37};
+    for (int f = 0; f < 2; f++) {
+        int64_t n = batches[f], d4[4] = {n, C, H, W};
+        kh_tensor tx = kb_tensor(KH_F32, KH_LAYOUT_NCHW, 4, d4, x), ty = kb_tensor(KH_F32, KH_LAYOUT_NCHW, 4, d4, y);
+        CHECK(B.api->forward(m, &tx, &ty) == KH_OK, "dropout forward %d: %s", f, B.api->last_error(B.s));
+        kh_rng r;
+        kh_rng_seed(&r, kh_seed_mix(7, (uint64_t)f, 0, 0));
+        kh_ref_dropout_mask(want, n * PER, 0.3, &r);
+        int64_t differ = 0, first = -1;
+        for (int64_t s = 0; s < n; s++)
+            for (int64_t h = 0; h < H; h++)
+                for (int64_t w = 0; w < W; w++)
+                    for (int64_t c = 0; c < C; c++) {
+                        int64_t keras = ((s * H + h) * W + w) * C + c, stored = ((s * C + c) * H + h) * W + w;
+                        if ((y[stored] != 0.0f) != want[keras] && differ++ == 0) first = keras;
+                    }
+        CHECK(differ == 0, "forward %d (batch %lld): %lld of %lld elements differ from the kit's mask, first at "
+              "Keras index %lld", f, (long long)n, (long long)differ, (long long)(n * PER), (long long)first);
+    }
+    B.api->model_free(m);
+    kb_check_dropout(&B, KH_LAYOUT_NCHW, 7);
+}
+
 int main(void) {
     kb_load(&B, 2);
     test_caps();
@@ -179,6 +221,7 @@ int main(void) {
     test_sgd_step_by_hand();
     test_flatten_order();
     test_embedding_dense_adam();
+    test_dropout_kit_stream();
     kb_unload(&B);
     return kh_test_finish("test_cntk_basic");
 }

@@ -15,6 +15,9 @@ double kh_rng_uniform(kh_rng *r);          /* [0, 1) with 53 random bits */
 double kh_rng_normal(kh_rng *r);           /* standard normal (Box-Muller) */
 uint64_t kh_rng_below(kh_rng *r, uint64_t n); /* uniform in [0, n), unbiased */
 void kh_rng_shuffle_i64(kh_rng *r, int64_t *v, int64_t n); /* Fisher-Yates */
+/* The state after k more draws (of any kind that takes one u64), without drawing them: O(log k) work
+ * (kit/base/rng_jump.c), so threads can each draw their own part of one stream. */
+void kh_rng_advance(kh_rng *r, uint64_t k);
 /* Derive an independent seed from a base seed and up to three indices (epoch, batch, ...). */
 uint64_t kh_seed_mix(uint64_t seed, uint64_t a, uint64_t b, uint64_t c);
 

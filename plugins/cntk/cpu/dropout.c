@@ -1,16 +1,32 @@
 /* cpu/dropout.c — inverted Dropout. Masks are drawn from kh_rng seeded by
  * kh_seed_mix(compile seed, forward count, layer, 0), one uniform per element in Keras (NHWC) order
  * even though images are stored NCHW, keeping an element when u >= rate — the same stream the reference kit
- * draws, so a seeded run matches it mask for mask. Identity at inference and when deterministic. */
+ * draws, so a seeded run matches it mask for mask. The pool's threads draw it in parts, whole samples each,
+ * each from the stream advanced to its first sample (kh_rng_advance). Identity at inference and when
+ * deterministic. */
+#include <math.h>
 #include <string.h>
 
 #include "cpu/cpu.h"
 #include "khost/kit/rng.h"
 
+#define DROP_GRAIN_ELEMS 32768 /* below this many elements a thread hand-off costs more than it saves */
+
 typedef struct dropout_state {
     uint8_t *mask; /* (max_batch, numel) stored order; 1 = keep */
     int active;    /* the last forward applied a mask */
 } dropout_state;
+
+typedef struct drop_job {
+    const float *x;
+    float *y;
+    uint8_t *mask;
+    uint64_t seed;      /* of this forward's stream */
+    uint64_t keep_from; /* keep when a draw's top 53 bits are >= this: u >= rate, exactly, in integers */
+    float scale;
+    int64_t per;     /* elements a sample */
+    int64_t H, W, C; /* image input, stored NCHW (C = 0: flat) */
+} drop_job;
 
 static kh_status dropout_setup(cntk_cpu_model *m, cntk_cpu_layer *L) {
     dropout_state *d = cntk_alloc(m->s, sizeof *d);
@@ -27,39 +43,62 @@ static void dropout_teardown(cntk_cpu_model *m, cntk_cpu_layer *L) {
     cntk_free(m->s, d);
 }
 
-static void draw_mask(cntk_cpu_model *m, cntk_cpu_layer *L, int n, uint8_t *mask) {
+/* Samples [s0, s1): their part of the stream, masks stored at their NCHW positions, then the scaled output. */
+static void forward_samples(void *ctx, int64_t s0, int64_t s1) {
+    const drop_job *j = ctx;
     kh_rng r;
-    kh_rng_seed(&r, kh_seed_mix(m->plan->seed, m->n_forward, (uint64_t)L->p->index, 0));
-    double rate = L->p->spec.rate;
-    int64_t numel = n * L->p->in_numel;
-    if (!L->p->image_in) {
-        for (int64_t i = 0; i < numel; i++) mask[i] = kh_rng_uniform(&r) >= rate;
-        return;
+    kh_rng_seed(&r, j->seed);
+    kh_rng_advance(&r, (uint64_t)(s0 * j->per));
+    for (int64_t s = s0; s < s1; s++) {
+        uint8_t *mk = j->mask + s * j->per;
+        if (!j->C) {
+            for (int64_t i = 0; i < j->per; i++) mk[i] = (kh_rng_u64(&r) >> 11) >= j->keep_from;
+        } else {
+            int64_t HW = j->H * j->W;
+            for (int64_t p = 0; p < HW; p++) /* drawn in (H, W, C) order */
+                for (int64_t c = 0; c < j->C; c++) mk[c * HW + p] = (kh_rng_u64(&r) >> 11) >= j->keep_from;
+        }
+        const float *x = j->x + s * j->per;
+        float *y = j->y + s * j->per;
+        for (int64_t i = 0; i < j->per; i++) y[i] = mk[i] ? x[i] * j->scale : 0.0f;
     }
-    /* draw in (N, H, W, C) order, store at the NCHW position */
-    int64_t H = L->p->sh.in_shape[0], W = L->p->sh.in_shape[1], C = L->p->sh.in_shape[2];
-    for (int64_t s = 0; s < n; s++)
-        for (int64_t h = 0; h < H; h++)
-            for (int64_t w = 0; w < W; w++)
-                for (int64_t c = 0; c < C; c++) mask[((s * C + c) * H + h) * W + w] = kh_rng_uniform(&r) >= rate;
 }
+
+static void backward_elems(void *ctx, int64_t b, int64_t e) {
+    const drop_job *j = ctx;
+    for (int64_t i = b; i < e; i++) j->y[i] = j->mask[i] ? j->x[i] * j->scale : 0.0f;
+}
+
+static float inverted_scale(const cntk_cpu_layer *L) { return (float)(1.0 / (1.0 - (double)L->p->spec.rate)); }
 
 static kh_status dropout_forward(cntk_cpu_model *m, cntk_cpu_layer *L, int n, int train) {
     dropout_state *d = L->st;
-    int64_t numel = n * L->p->in_numel;
+    int64_t per = L->p->in_numel;
     d->active = train && !m->plan->deterministic && L->p->spec.rate > 0.0f;
     if (!d->active) {
-        memcpy(L->y, L->x, (size_t)numel * sizeof(float));
+        memcpy(L->y, L->x, (size_t)(n * per) * sizeof(float));
         return KH_OK;
     }
-    draw_mask(m, L, n, d->mask);
-    float scale = (float)(1.0 / (1.0 - (double)L->p->spec.rate));
-    for (int64_t i = 0; i < numel; i++) L->y[i] = d->mask[i] ? L->x[i] * scale : 0.0f;
+    /* kh_rng_uniform is (u64 >> 11) * 2^-53, exactly; rate * 2^53 is exact too, so its ceiling is the bound */
+    drop_job j = {.x = L->x,
+                  .y = L->y,
+                  .mask = d->mask,
+                  .seed = kh_seed_mix(m->plan->seed, m->n_forward, (uint64_t)L->p->index, 0),
+                  .keep_from = (uint64_t)ceil((double)L->p->spec.rate * 0x1.0p53),
+                  .scale = inverted_scale(L),
+                  .per = per};
+    if (L->p->image_in) {
+        j.H = L->p->sh.in_shape[0];
+        j.W = L->p->sh.in_shape[1];
+        j.C = L->p->sh.in_shape[2];
+    }
+    int64_t grain = DROP_GRAIN_ELEMS / per;
+    cntk_parallel_for(m->s->pool, n, grain < 1 ? 1 : grain, forward_samples, &j);
     return KH_OK;
 }
 
 static kh_status dropout_backward(cntk_cpu_model *m, cntk_cpu_layer *L, int n, float *dy, float *dx, int fused) {
-    (void)m, (void)fused;
+    (void)fused;
     dropout_state *d = L->st;
     if (!dx) return KH_OK;
     int64_t numel = n * L->p->in_numel;
@@ -67,8 +106,8 @@ static kh_status dropout_backward(cntk_cpu_model *m, cntk_cpu_layer *L, int n, f
         memcpy(dx, dy, (size_t)numel * sizeof(float));
         return KH_OK;
     }
-    float scale = (float)(1.0 / (1.0 - (double)L->p->spec.rate));
-    for (int64_t i = 0; i < numel; i++) dx[i] = d->mask[i] ? dy[i] * scale : 0.0f;
+    drop_job j = {.x = dy, .y = dx, .mask = d->mask, .scale = inverted_scale(L)};
+    cntk_parallel_for(m->s->pool, numel, DROP_GRAIN_ELEMS, backward_elems, &j);
     return KH_OK;
 }
 

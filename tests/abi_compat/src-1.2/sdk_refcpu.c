@@ -110,13 +110,13 @@ static kh_status slot_numel(kh_bmodel *m, int32_t layer, int32_t slot, const kh_
 }
 
 static kh_status set_weight(kh_bmodel *m, int32_t layer, int32_t slot, const kh_tensor *w) {
-    int64_t n;
+    int64_t n = 0;
     kh_status st = slot_numel(m, layer, slot, w, &n);
     return st != KH_OK ? st : kh_ref_model_set_weight_f32(m->ref, layer, slot, w->data, n);
 }
 
 static kh_status copy_out(kh_bmodel *m, int32_t layer, int32_t slot, kh_tensor *t, const double *src) {
-    int64_t n;
+    int64_t n = 0;
     kh_status st = slot_numel(m, layer, slot, t, &n);
     if (st != KH_OK) return st;
     for (int64_t i = 0; i < n; i++) ((float *)t->data)[i] = (float)src[i];
