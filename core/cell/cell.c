@@ -374,6 +374,8 @@ static void fill_environment(cell *c) {
     kh_record_set_env(r, "driver_version", buf);
     kh_env_cpu_model(buf, sizeof buf);
     kh_record_set_env(r, "cpu_model", buf);
+    kh_env_cpu_isa(buf, sizeof buf);
+    kh_record_set_env(r, "cpu_isa", buf);
     snprintf(buf, sizeof buf, "%ld", sysconf(_SC_NPROCESSORS_ONLN));
     kh_record_set_env(r, "cpu_threads", buf);
     if (gethostname(buf, sizeof buf) == 0) kh_record_set_env(r, "hostname", buf);

@@ -75,6 +75,50 @@ static void test_helpers(void) {
     CHECK(kh_report_cmp_device("cuda:1", "cuda:1") == 0, "equal");
 }
 
+/* A copy of record `from` into dir/name with "cpu_isa": isa added to its environment (before cpu_model). */
+static void record_with_isa(const char *from, const char *dir, const char *name, const char *isa) {
+    size_t n;
+    char *d = slurp(from, &n), *at = d ? strstr(d, "\"cpu_model\"") : NULL;
+    if (!at) {
+        fprintf(stderr, "test setup: no cpu_model in %s\n", from);
+        exit(2);
+    }
+    char path[4096], *full = malloc(n + 64);
+    if (!full) exit(2);
+    size_t head = (size_t)(at - d);
+    memcpy(full, d, head);
+    int k = snprintf(full + head, 64, "\"cpu_isa\": \"%s\", ", isa);
+    memcpy(full + head + k, at, n - head);
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    kh_test_write_file(path, full, n + (size_t)k);
+    free(full), free(d);
+}
+
+/* Two records with one CPU model name but different vector extensions come from different machines. */
+static void test_isa_mix(const char *bin, const char *src, const char *tmp) {
+    char cmd[8192], out[65536], dir[4096], from[2][4096];
+    snprintf(from[0], sizeof from[0], "%s/data/mnist_cnn/cntk__cpu.json", src);
+    snprintf(from[1], sizeof from[1], "%s/data/mnist_cnn/tensorflow__cpu.json", src);
+    const char *isas[2][2] = {{"avx512", "avx2"}, {"avx2", "avx2"}};
+    for (int c = 0; c < 2; c++) {
+        snprintf(dir, sizeof dir, "%s/isa%d/mnist_cnn", tmp, c);
+        snprintf(cmd, sizeof cmd, "mkdir -p '%s'", dir);
+        CHECK(kh_test_run(cmd, out, sizeof out) == 0, "mkdir %s", dir);
+        record_with_isa(from[0], dir, "cntk__cpu.json", isas[c][0]);
+        record_with_isa(from[1], dir, "tensorflow__cpu.json", isas[c][1]);
+        snprintf(cmd, sizeof cmd, "'%s' report '%s/isa%d'", bin, tmp, c);
+        int rc = kh_test_run(cmd, out, sizeof out);
+        CHECK(rc == 0 && strstr(out, "## mnist_cnn"), "report isa%d exited %d: %s", c, rc, out);
+        if (c == 0)
+            CHECK(strstr(out, "Note: the cpu column holds records from different machines (cntk: Intel(R) Xeon(R) "
+                              "Gold 6248 CPU @ 2.50GHz (avx512); tensorflow: Intel(R) Xeon(R) Gold 6248 CPU @ "
+                              "2.50GHz (avx2))") != NULL,
+                  "one model name, two vector extension sets: not flagged: %s", out);
+        else
+            CHECK(!strstr(out, "different machines"), "same model and extensions flagged as two machines: %s", out);
+    }
+}
+
 int main(int argc, char **argv) {
     test_helpers();
     const char *bin = getenv("KHOST_BIN");
@@ -90,6 +134,7 @@ int main(int argc, char **argv) {
     /* kh_test_run appends 2>&1: a redirection of stdout goes inside { } so stderr still reaches `out`. */
     char cmd[8192], out[65536], path[4096], path2[4096];
 
+    test_isa_mix(bin, src, tmp);
     /* 1. The golden report and the chart. */
     snprintf(cmd, sizeof cmd, "{ '%s' report '%s/data' --svg '%s/chart.svg' > '%s/report.md'; }", bin, src, tmp, tmp);
     int rc = kh_test_run(cmd, out, sizeof out);

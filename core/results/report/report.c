@@ -65,6 +65,14 @@ static int64_t get_val(const kh_cell_record *r) { return r->val_samples; }
 /* What a cell that did not finish shows: its status ("crashed", "timeout", "unsupported"). */
 static const char *unfinished(const kh_cell_record *r) { return r ? r->status : ""; }
 
+/* The machine a record ran on as the report names it: the device's name, else the CPU model; NULL when
+ * neither is known. */
+static const char *machine_name(const kh_cell_record *r) {
+    const char *n = r ? kh_record_get_env(r, "device_name") : NULL;
+    if (r && (!n || !*n)) n = kh_record_get_env(r, "cpu_model");
+    return n && *n ? n : NULL;
+}
+
 /* Cells a Slurm array ran (or recorded): which array task, on which node. Nothing for local results. */
 static void print_slurm(FILE *f, const kh_report_task *t) {
     int any = 0;
@@ -147,27 +155,31 @@ static void print_task(FILE *f, const kh_report_task *t) {
         if (!strcmp(t->devices[d], "cpu") && threads) fprintf(f, " (%s threads)", threads);
     }
     fprintf(f, ".\n\n");
-    /* Records gathered from different machines (another host, another CPU model) share a column only for
-     * their accuracy: say so, and for which backends, rather than print factors between them silently. */
+    /* Records gathered from different machines (another CPU model, or one model name with other vector
+     * extensions) share a column only for their accuracy: say so, and for which backends, rather than print
+     * factors between them silently. Records without cpu_isa (older ones, reference rows) compare by name. */
     for (int d = 0; d < t->nd; d++) {
-        const char *first = NULL;
+        const char *first = NULL, *first_isa = NULL;
         int mixed = 0;
         for (int p = 0; p < t->np; p++) {
             const kh_cell_record *r = t->cells[p * t->nd + d];
-            const char *n = r ? kh_record_get_env(r, "device_name") : NULL;
-            if (r && (!n || !*n)) n = kh_record_get_env(r, "cpu_model");
-            if (!n || !*n) continue;
+            const char *n = machine_name(r), *isa = r ? kh_record_get_env(r, "cpu_isa") : NULL;
+            if (!n) continue;
             if (!first) first = n;
             else if (strcmp(first, n) != 0) mixed = 1;
+            if (isa && *isa) {
+                if (!first_isa) first_isa = isa;
+                else if (strcmp(first_isa, isa) != 0) mixed = 1;
+            }
         }
         if (!mixed) continue;
         fprintf(f, "Note: the %s column holds records from different machines (", t->devices[d]);
         for (int p = 0, k = 0; p < t->np; p++) {
             const kh_cell_record *r = t->cells[p * t->nd + d];
-            const char *n = r ? kh_record_get_env(r, "device_name") : NULL;
-            if (r && (!n || !*n)) n = kh_record_get_env(r, "cpu_model");
-            if (!n || !*n) continue;
+            const char *n = machine_name(r), *isa = r ? kh_record_get_env(r, "cpu_isa") : NULL;
+            if (!n) continue;
             fprintf(f, "%s%s: %s", k++ ? "; " : "", t->plugins[p], n);
+            if (isa && *isa) fprintf(f, " (%s)", isa);
         }
         fprintf(f, "): its times and factors do not compare the backends.\n\n");
     }

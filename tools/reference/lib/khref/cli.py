@@ -132,6 +132,23 @@ def cpu_model():
     return platform.processor() or "unknown"
 
 
+def cpu_isa():
+    """The widest x86 vector extension set, named as khost's records name it (core/cell/env.c)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    fl = set(line.split(":", 1)[1].split())
+                    if {"avx512f", "avx512bw", "avx512vl", "avx512dq"} <= fl:
+                        return "avx512"
+                    if {"avx2", "fma"} <= fl:
+                        return "avx2"
+                    return "avx" if "avx" in fl else "sse"
+    except OSError:
+        pass
+    return "unknown"
+
+
 def git_rev():
     here = os.path.dirname(os.path.abspath(__file__))
     try:
@@ -212,6 +229,7 @@ class Record:
         e["git_rev"] = git_rev()
         e["device_name"] = cpu_model()
         e["cpu_model"] = e["device_name"]
+        e["cpu_isa"] = cpu_isa()
         e["cpu_threads"] = str(os.cpu_count())
         e["hostname"] = socket.gethostname()
         e["python"] = "%s %s" % (sys.executable, platform.python_version())
