@@ -81,9 +81,10 @@ static void row(vctx *v, const char *what, double err, double tol) {
 /* Upstream of a max-pool, a real-data batch holds windows whose two largest entries differ by less than
  * float32 rounding: a float backend may route that window's gradient to the other entry. Either route is a
  * valid subgradient, but the routed difference is O(1) at those elements, so those tensors are checked at
- * 1e-2 on real data (a layout, gate or optimizer bug is O(1) and still fails); the per-layer probes on random
- * data check every layer at the strict tolerance. */
-#define VERIFY_TIE_TOL 1e-2
+ * 5e-2 on real data (a layout, gate or optimizer bug is O(1) and still fails; cntk's oneDNN convolutions on
+ * an AVX2-only CPU route one near-tie of mnist_cnn differently and reach 2.1e-2 in d_input); the per-layer
+ * probes on random data check every layer at the strict tolerance. */
+#define VERIFY_TIE_TOL 5e-2
 static double tol_for(const vctx *v, int layer) {
     return layer < v->relax_below ? fmax(v->tol, VERIFY_TIE_TOL) : v->tol;
 }
