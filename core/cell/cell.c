@@ -21,6 +21,7 @@
 
 #include "cell/caps.h"
 #include "cell/env.h"
+#include "devices/blas_tune.h"
 #include "cell/mathmode.h"
 #include "cli/exitcodes.h"
 #include "results/git_rev.h"
@@ -374,8 +375,7 @@ static void fill_environment(cell *c) {
     kh_record_set_env(r, "driver_version", buf);
     kh_env_cpu_model(buf, sizeof buf);
     kh_record_set_env(r, "cpu_model", buf);
-    kh_env_cpu_isa(buf, sizeof buf);
-    kh_record_set_env(r, "cpu_isa", buf);
+    kh_record_set_env(r, "cpu_isa", kh_cpu_isa()); /* one model name ("AMD EPYC") can hide two ISAs */
     snprintf(buf, sizeof buf, "%ld", sysconf(_SC_NPROCESSORS_ONLN));
     kh_record_set_env(r, "cpu_threads", buf);
     if (gethostname(buf, sizeof buf) == 0) kh_record_set_env(r, "hostname", buf);

@@ -30,23 +30,6 @@ void kh_env_cpu_model(char *buf, size_t n) {
     fclose(f);
 }
 
-void kh_env_cpu_isa(char *buf, size_t n) {
-    const char *isa = "unknown";
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq"))
-        isa = "avx512";
-    else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-        isa = "avx2";
-    else if (__builtin_cpu_supports("avx"))
-        isa = "avx";
-    else
-        isa = "sse";
-#endif
-    snprintf(buf, n, "%s", isa);
-}
-
 static int64_t g_tree_bytes;
 static int add_size(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
     (void)path;

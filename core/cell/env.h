@@ -9,10 +9,6 @@
 
 /* "model name" of /proc/cpuinfo, or "unknown". */
 void kh_env_cpu_model(char *buf, size_t n);
-/* The widest x86 vector extension set the CPU runs ("avx512" = F+BW+VL+DQ, "avx2" = AVX2+FMA, "avx", "sse"),
- * as OpenBLAS's kernel choice and -march=native code see it; "unknown" elsewhere. Two machines with one model
- * name ("AMD EPYC") can differ here, and then their times do not compare. */
-void kh_env_cpu_isa(char *buf, size_t n);
 /* Total size in bytes of the files under path (0 if missing). */
 int64_t kh_env_tree_bytes(const char *path);
 /* Current UTC time as ISO 8601. */

@@ -17,21 +17,28 @@
 #include <stdlib.h>
 #include <string.h>
 
+const char *kh_cpu_isa(void) {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq"))
+        return "avx512";
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return "avx2";
+    return __builtin_cpu_supports("avx") ? "avx" : "sse";
+#else
+    return "unknown";
+#endif
+}
+
 const char *kh_blas_tune(void) {
     if (getenv("OPENBLAS_CORETYPE")) return NULL;
     const char *k = getenv("KHOST_OPENBLAS_CORETYPE");
     if (k && !strcmp(k, "keep")) return NULL;
     const char *t = k && *k ? k : NULL;
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
     if (!t) {
-        __builtin_cpu_init();
-        if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-            __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq"))
-            t = "SkylakeX";
-        else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-            t = "Haswell";
+        const char *isa = kh_cpu_isa();
+        t = !strcmp(isa, "avx512") ? "SkylakeX" : !strcmp(isa, "avx2") ? "Haswell" : NULL;
     }
-#endif
     if (t && setenv("OPENBLAS_CORETYPE", t, 1) != 0) return NULL;
     return t;
 }

@@ -5,5 +5,8 @@
 /* Sets OPENBLAS_CORETYPE for this process and its children when neither it nor KHOST_OPENBLAS_CORETYPE=keep
  * is set (see blas_tune.c). Call before any module is loaded. Returns the core type set, or NULL. */
 const char *kh_blas_tune(void);
+/* The widest x86 vector extension set the CPU runs: "avx512" (F+BW+VL+DQ), "avx2" (AVX2+FMA), "avx", "sse";
+ * "unknown" elsewhere. kh_blas_tune's choice and every record's cpu_isa come from it. */
+const char *kh_cpu_isa(void);
 
 #endif
