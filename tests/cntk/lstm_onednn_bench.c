@@ -131,6 +131,7 @@ static void cells_close(cells *c) {
 typedef struct arg {
     dnnl_memory_t user, prim; /* prim == user when the layouts agree */
     dnnl_primitive_t reorder; /* user -> prim (inputs) or prim -> user (outputs); NULL when equal */
+    int alias;                /* prim is another arg's, already filled by that one's reorder */
 } arg;
 
 typedef struct fused {
@@ -157,10 +158,21 @@ static dnnl_memory_t mem(fused *f, const dnnl_memory_desc_t *md, void *h) {
     return m;
 }
 
+/* like: an input arg over the same user buffer; when it already holds the tensor in `want`, a shares it
+ * (the backward's weights are then not reordered a second time each pass). */
 static void arg_setup(fused *f, arg *a, const dnnl_memory_desc_t *user, void *handle, const dnnl_memory_desc_t *want,
-                      int output) {
-    a->user = mem(f, user, handle);
+                      int output, const arg *like) {
     a->reorder = NULL;
+    a->alias = 0;
+    if (like) {
+        const dnnl_memory_desc_t *have;
+        DN(dnnl_memory_get_memory_desc(like->prim, &have));
+        if (dnnl_memory_desc_equal(have, want)) {
+            a->user = NULL, a->prim = like->prim, a->alias = 1;
+            return;
+        }
+    }
+    a->user = mem(f, user, handle);
     if (dnnl_memory_desc_equal(user, want)) {
         a->prim = a->user;
         return;
@@ -226,12 +238,12 @@ static void fused_open(fused *f, const shape *s, const float *xdense, const cell
     for (int64_t n = 0; n < N; n++)
         for (int d = 0; d < D; d++) memcpy(f->dhT + (d * N + n) * u, c->dy + n * D * u + d * u, (size_t)u * 4);
 
-    arg_setup(f, &f->a_wl, &u_wl, f->wl, dnnl_primitive_desc_query_md(fpd, dnnl_query_weights_md, 0), 0);
-    arg_setup(f, &f->a_wi, &u_wi, f->wi, dnnl_primitive_desc_query_md(fpd, dnnl_query_weights_md, 1), 0);
-    arg_setup(f, &f->bw_wl, &u_wl, f->wl, dnnl_primitive_desc_query_md(bpd, dnnl_query_weights_md, 0), 0);
-    arg_setup(f, &f->bw_wi, &u_wi, f->wi, dnnl_primitive_desc_query_md(bpd, dnnl_query_weights_md, 1), 0);
-    arg_setup(f, &f->a_dwl, &u_wl, f->dwl, dnnl_primitive_desc_query_md(bpd, dnnl_query_diff_weights_md, 0), 1);
-    arg_setup(f, &f->a_dwi, &u_wi, f->dwi, dnnl_primitive_desc_query_md(bpd, dnnl_query_diff_weights_md, 1), 1);
+    arg_setup(f, &f->a_wl, &u_wl, f->wl, dnnl_primitive_desc_query_md(fpd, dnnl_query_weights_md, 0), 0, NULL);
+    arg_setup(f, &f->a_wi, &u_wi, f->wi, dnnl_primitive_desc_query_md(fpd, dnnl_query_weights_md, 1), 0, NULL);
+    arg_setup(f, &f->bw_wl, &u_wl, f->wl, dnnl_primitive_desc_query_md(bpd, dnnl_query_weights_md, 0), 0, &f->a_wl);
+    arg_setup(f, &f->bw_wi, &u_wi, f->wi, dnnl_primitive_desc_query_md(bpd, dnnl_query_weights_md, 1), 0, &f->a_wi);
+    arg_setup(f, &f->a_dwl, &u_wl, f->dwl, dnnl_primitive_desc_query_md(bpd, dnnl_query_diff_weights_md, 0), 1, NULL);
+    arg_setup(f, &f->a_dwi, &u_wi, f->dwi, dnnl_primitive_desc_query_md(bpd, dnnl_query_diff_weights_md, 1), 1, NULL);
     f->m_x = mem(f, &u_x, f->x), f->m_yl = mem(f, &u_yl, f->y_layer);
     f->m_hT = mem(f, &u_it, f->hT), f->m_cT = mem(f, &u_it, f->cT), f->m_b = mem(f, &u_b, f->b);
     f->m_dx = mem(f, &u_x, f->dx), f->m_dyl = mem(f, &u_yl, f->dyl), f->m_dhT = mem(f, &u_it, f->dhT);
@@ -287,6 +299,7 @@ static void fused_pass(fused *f) {
 }
 
 static void arg_free(arg *a) {
+    if (a->alias) return;
     if (a->reorder) dnnl_primitive_destroy(a->reorder);
     if (a->prim != a->user) dnnl_memory_destroy(a->prim);
     dnnl_memory_destroy(a->user);
