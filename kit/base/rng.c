@@ -31,6 +31,22 @@ uint64_t kh_rng_u64(kh_rng *r) {
     return result;
 }
 
+void kh_rng_fill_u64(kh_rng *r, uint64_t *out, int64_t n) {
+    /* the state in locals: a call per draw through memory costs more than the draw */
+    uint64_t s0 = r->s[0], s1 = r->s[1], s2 = r->s[2], s3 = r->s[3];
+    for (int64_t i = 0; i < n; i++) {
+        out[i] = rotl(s1 * 5, 7) * 9;
+        uint64_t t = s1 << 17;
+        s2 ^= s0;
+        s3 ^= s1;
+        s1 ^= s2;
+        s0 ^= s3;
+        s2 ^= t;
+        s3 = rotl(s3, 45);
+    }
+    r->s[0] = s0, r->s[1] = s1, r->s[2] = s2, r->s[3] = s3;
+}
+
 double kh_rng_uniform(kh_rng *r) { return (double)(kh_rng_u64(r) >> 11) * 0x1.0p-53; }
 
 double kh_rng_normal(kh_rng *r) {

@@ -11,6 +11,7 @@ extern "C" {
 typedef struct kh_rng { uint64_t s[4]; } kh_rng;
 void kh_rng_seed(kh_rng *r, uint64_t seed);
 uint64_t kh_rng_u64(kh_rng *r);
+void kh_rng_fill_u64(kh_rng *r, uint64_t *out, int64_t n); /* the next n draws of kh_rng_u64, in order */
 double kh_rng_uniform(kh_rng *r);          /* [0, 1) with 53 random bits */
 double kh_rng_normal(kh_rng *r);           /* standard normal (Box-Muller) */
 uint64_t kh_rng_below(kh_rng *r, uint64_t n); /* uniform in [0, n), unbiased */

@@ -11,6 +11,7 @@
 #include "khost/kit/rng.h"
 
 #define DROP_GRAIN_ELEMS 32768 /* below this many elements a thread hand-off costs more than it saves */
+#define DROP_DRAW_CHUNK 256    /* draws generated at a time into a stack buffer */
 
 typedef struct dropout_state {
     uint8_t *mask; /* (max_batch, numel) stored order; 1 = keep */
@@ -43,30 +44,47 @@ static void dropout_teardown(cntk_cpu_model *m, cntk_cpu_layer *L) {
     cntk_free(m->s, d);
 }
 
-/* Samples [s0, s1): their part of the stream, masks stored at their NCHW positions, then the scaled output. */
+/* Samples [s0, s1): their part of the stream, masks stored at their NCHW positions, then the scaled output.
+ * The job's fields are copied to restrict locals: through the struct, every store (a uint8_t one aliases
+ * anything) would reload them and the loops would not vectorise. */
 static void forward_samples(void *ctx, int64_t s0, int64_t s1) {
     const drop_job *j = ctx;
+    const int64_t per = j->per, C = j->C, HW = j->H * j->W;
+    const uint64_t keep_from = j->keep_from;
+    const float scale = j->scale;
+    uint64_t draw[DROP_DRAW_CHUNK];
     kh_rng r;
     kh_rng_seed(&r, j->seed);
-    kh_rng_advance(&r, (uint64_t)(s0 * j->per));
+    kh_rng_advance(&r, (uint64_t)(s0 * per));
     for (int64_t s = s0; s < s1; s++) {
-        uint8_t *mk = j->mask + s * j->per;
-        if (!j->C) {
-            for (int64_t i = 0; i < j->per; i++) mk[i] = (kh_rng_u64(&r) >> 11) >= j->keep_from;
+        uint8_t *restrict mk = j->mask + s * per;
+        if (!C) {
+            for (int64_t i0 = 0; i0 < per; i0 += DROP_DRAW_CHUNK) {
+                int64_t len = per - i0 < DROP_DRAW_CHUNK ? per - i0 : DROP_DRAW_CHUNK;
+                kh_rng_fill_u64(&r, draw, len);
+                for (int64_t i = 0; i < len; i++) mk[i0 + i] = (draw[i] >> 11) >= keep_from;
+            }
         } else {
-            int64_t HW = j->H * j->W;
             for (int64_t p = 0; p < HW; p++) /* drawn in (H, W, C) order */
-                for (int64_t c = 0; c < j->C; c++) mk[c * HW + p] = (kh_rng_u64(&r) >> 11) >= j->keep_from;
+                for (int64_t c0 = 0; c0 < C; c0 += DROP_DRAW_CHUNK) {
+                    int64_t len = C - c0 < DROP_DRAW_CHUNK ? C - c0 : DROP_DRAW_CHUNK;
+                    kh_rng_fill_u64(&r, draw, len);
+                    for (int64_t c = 0; c < len; c++) mk[(c0 + c) * HW + p] = (draw[c] >> 11) >= keep_from;
+                }
         }
-        const float *x = j->x + s * j->per;
-        float *y = j->y + s * j->per;
-        for (int64_t i = 0; i < j->per; i++) y[i] = mk[i] ? x[i] * j->scale : 0.0f;
+        const float *restrict x = j->x + s * per;
+        float *restrict y = j->y + s * per;
+        for (int64_t i = 0; i < per; i++) y[i] = mk[i] ? x[i] * scale : 0.0f;
     }
 }
 
 static void backward_elems(void *ctx, int64_t b, int64_t e) {
     const drop_job *j = ctx;
-    for (int64_t i = b; i < e; i++) j->y[i] = j->mask[i] ? j->x[i] * j->scale : 0.0f;
+    const float *restrict dy = j->x;
+    float *restrict dx = j->y;
+    const uint8_t *restrict mk = j->mask;
+    const float scale = j->scale;
+    for (int64_t i = b; i < e; i++) dx[i] = mk[i] ? dy[i] * scale : 0.0f;
 }
 
 static float inverted_scale(const cntk_cpu_layer *L) { return (float)(1.0 / (1.0 - (double)L->p->spec.rate)); }
