@@ -13,7 +13,7 @@
 #include "th_sb.h"
 
 #define TH_VERSION "0.1.0"
-#define TH_GENERATOR_VERSION "theano-codegen 3" /* part of every cache key: bump when emitted code changes */
+#define TH_GENERATOR_VERSION "theano-codegen 4" /* part of every cache key: bump when emitted code changes */
 #define TH_ALIGN 64
 
 typedef struct th_settings {
