@@ -207,26 +207,15 @@ static const char *arg_text(th_emitter *em, int kind, char *buf, size_t len) {
     return buf;
 }
 
-/* Patches a convolution block holds: ~2 MiB of floats per thread keeps a block in L2/L3 while making the GEMM
- * tall (tensorflow's blocks are sized the same way). */
-#define TH_CONV_BLOCK_FLOATS ((int64_t)1 << 19)
-
 /* the geometry constant g<node> of a convolution or pooling node (and the convolution's scratch) */
 static int window(th_emitter *em, int conv) {
     kh_conv2d_dims d;
     if (!th_em_window(em, &d)) return 0;
-    int64_t patch = d.OH * d.OW * d.KH * d.KW * d.C, sb = 1;
-    if (conv) {
-        sb = patch >= TH_CONV_BLOCK_FLOATS ? 1 : TH_CONV_BLOCK_FLOATS / patch;
-        if (sb > em->g->max_batch) sb = em->g->max_batch > 0 ? em->g->max_batch : 1;
-        scratch(em, sb * patch + d.KH * d.KW * d.C * d.OC);
-    }
-    th_em_put(em,
-              "    static const th_conv g%d = {%lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, "
-              "%lld};\n",
+    if (conv) scratch(em, d.OH * d.OW * d.KH * d.KW * d.C + d.KH * d.KW * d.C * d.OC);
+    th_em_put(em, "    static const th_conv g%d = {%lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld};\n",
               em->node, (long long)d.H, (long long)d.W, (long long)d.C, (long long)d.KH, (long long)d.KW,
               (long long)d.OC, (long long)d.OH, (long long)d.OW, (long long)d.SH, (long long)d.SW,
-              (long long)d.pad_top, (long long)d.pad_left, (long long)sb);
+              (long long)d.pad_top, (long long)d.pad_left);
     return 1;
 }
 

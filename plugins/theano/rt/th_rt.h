@@ -131,38 +131,25 @@ TH_RT_FN void th_softmax_grad(const float *y, const float *dy, float *dx, int64_
     }
 }
 
-/* --- convolution: im2col + GEMM over blocks of samples (NHWC, HWIO) ---------------------------------------- */
+/* --- convolution: im2col + GEMM per sample (NHWC, HWIO) ------------------------------------------------------ */
 typedef struct th_conv {
     int64_t H, W, C, KH, KW, F, OH, OW, SH, SW, PT, PL;
-    int64_t SB; /* samples a block's patches hold at most (the emitter sizes it to ~2 MiB; 1 for pooling) */
 } th_conv;
 
-/* patches (b*OH*OW, KH*KW*C) of samples [0, b) of x; a kernel row wholly inside the image is KW*C contiguous
- * floats in NHWC and in the patch row alike, one copy instead of one per tap */
+/* patches (b*OH*OW, KH*KW*C) of samples [0, b) of x */
 TH_RT_FN void th_im2col(const th_conv *g, const float *x, int64_t b, float *col) {
-    int64_t K = g->KH * g->KW * g->C, KWC = g->KW * g->C;
+    int64_t K = g->KH * g->KW * g->C;
     for (int64_t s = 0; s < b; s++)
         for (int64_t oh = 0; oh < g->OH; oh++)
             for (int64_t ow = 0; ow < g->OW; ow++) {
                 float *row = col + ((s * g->OH + oh) * g->OW + ow) * K;
-                int64_t iw0 = ow * g->SW - g->PL;
-                int inside_w = iw0 >= 0 && iw0 + g->KW <= g->W;
                 for (int64_t kh = 0; kh < g->KH; kh++) {
                     int64_t ih = oh * g->SH + kh - g->PT;
-                    float *dst = row + kh * KWC;
-                    if (ih < 0 || ih >= g->H) {
-                        memset(dst, 0, (size_t)KWC * sizeof *dst);
-                        continue;
-                    }
-                    const float *src = x + ((s * g->H + ih) * g->W + iw0) * g->C;
-                    if (inside_w) {
-                        memcpy(dst, src, (size_t)KWC * sizeof *dst);
-                        continue;
-                    }
                     for (int64_t kw = 0; kw < g->KW; kw++) {
-                        int64_t iw = iw0 + kw;
-                        if (iw < 0 || iw >= g->W) memset(dst + kw * g->C, 0, (size_t)g->C * sizeof *dst);
-                        else memcpy(dst + kw * g->C, src + kw * g->C, (size_t)g->C * sizeof *dst);
+                        int64_t iw = ow * g->SW + kw - g->PL;
+                        float *dst = row + (kh * g->KW + kw) * g->C;
+                        if (ih < 0 || ih >= g->H || iw < 0 || iw >= g->W) memset(dst, 0, (size_t)g->C * sizeof *dst);
+                        else memcpy(dst, x + ((s * g->H + ih) * g->W + iw) * g->C, (size_t)g->C * sizeof *dst);
                     }
                 }
             }
@@ -189,48 +176,38 @@ TH_RT_FN void th_col2im(const th_conv *g, const float *col, int64_t b, float *dx
             }
 }
 
-/* Samples a block takes for n rows: at most SB, and never so many that a thread is left without a block. */
-TH_RT_FN int64_t th_conv_block(const th_rt_ctx *c, const th_conv *g, int64_t n) {
-    int64_t per_thread = (n + c->threads - 1) / c->threads;
-    int64_t S = g->SB < per_thread ? g->SB : per_thread;
-    return S > 0 ? S : 1;
-}
-
-/* Blocks of samples in parallel, each block's patches in its thread's scratch and one GEMM per block, BLAS
- * single-threaded inside (Theano's CorrMM is im2col + GEMM per sample, OpenMP over the batch; a block of
- * samples makes the GEMM taller and packs the kernel once for all of them). */
+/* Samples in parallel, each with its patches in its thread's scratch (Theano's CorrMM: im2col + GEMM per
+ * sample, OpenMP over the batch, BLAS single-threaded inside). */
 TH_RT_FN void th_conv2d(const th_rt_ctx *c, const th_conv *g, const float *x, const float *w, float *y, int64_t n) {
-    int64_t K = g->KH * g->KW * g->C, P = g->OH * g->OW, in_s = g->H * g->W * g->C, out_s = P * g->F;
+    int64_t K = g->KH * g->KW * g->C, in_s = g->H * g->W * g->C, out_s = g->OH * g->OW * g->F;
     if (g->KH == 1 && g->KW == 1 && g->SH == 1 && g->SW == 1 && g->PT == 0 && g->PL == 0) {
-        th_gemm(c, 0, 0, n * P, g->F, K, x, w, y, 0.0f);
+        th_gemm(c, 0, 0, n * g->OH * g->OW, g->F, K, x, w, y, 0.0f);
         return;
     }
-    int64_t S = th_conv_block(c, g, n), blocks = (n + S - 1) / S;
 TH_PARALLEL_FOR(num_threads(c->threads) schedule(static))
-    for (int64_t b = 0; b < blocks; b++) {
+    for (int64_t s = 0; s < n; s++) {
         float *col = c->scratch + th_thread_id() * c->scratch_stride;
-        int64_t s0 = b * S, ns = s0 + S < n ? S : n - s0;
-        th_im2col(g, x + s0 * in_s, ns, col);
-        th_gemm1(c, 0, 0, ns * P, g->F, K, col, K, w, g->F, y + s0 * out_s, g->F, 0.0f);
+        th_im2col(g, x + s * in_s, 1, col);
+        th_gemm1(c, 0, 0, g->OH * g->OW, g->F, K, col, K, w, g->F, y + s * out_s, g->F, 0.0f);
     }
 }
 
-/* per-thread partial filter gradients over blocks of the thread's samples, summed in thread order */
+/* per-thread partial filter gradients after the patches in each thread's scratch, summed in thread order */
 TH_RT_FN void th_conv2d_bwd_filter(const th_rt_ctx *c, const th_conv *g, const float *x, const float *dy, float *dw,
                                    int64_t n) {
-    int64_t K = g->KH * g->KW * g->C, P = g->OH * g->OW, in_s = g->H * g->W * g->C, out_s = P * g->F;
-    int64_t cols = g->SB * P * K;
+    int64_t K = g->KH * g->KW * g->C, in_s = g->H * g->W * g->C, out_s = g->OH * g->OW * g->F;
+    int64_t cols = g->OH * g->OW * K;
     int parts = n < c->threads ? (int)n : c->threads;
-    int64_t grain = (n + parts - 1) / parts, S = th_conv_block(c, g, n);
+    int64_t grain = (n + parts - 1) / parts;
 TH_PARALLEL_FOR(num_threads(parts) schedule(static))
     for (int p = 0; p < parts; p++) {
         float *col = c->scratch + p * c->scratch_stride, *part = col + cols;
         int64_t s1 = (p + 1) * grain < n ? (p + 1) * grain : n;
         if (p * grain >= s1) memset(part, 0, (size_t)(K * g->F) * sizeof *part);
-        for (int64_t s = p * grain; s < s1; s += S) {
-            int64_t ns = s + S < s1 ? S : s1 - s;
-            th_im2col(g, x + s * in_s, ns, col);
-            th_gemm1(c, 1, 0, K, g->F, ns * P, col, K, dy + s * out_s, g->F, part, g->F, s == p * grain ? 0.0f : 1.0f);
+        for (int64_t s = p * grain; s < s1; s++) {
+            th_im2col(g, x + s * in_s, 1, col);
+            th_gemm1(c, 1, 0, K, g->F, g->OH * g->OW, col, K, dy + s * out_s, g->F, part, g->F,
+                     s == p * grain ? 0.0f : 1.0f);
         }
     }
     memcpy(dw, c->scratch + cols, (size_t)(K * g->F) * sizeof *dw);
@@ -242,15 +219,13 @@ TH_PARALLEL_FOR(num_threads(parts) schedule(static))
 
 TH_RT_FN void th_conv2d_bwd_input(const th_rt_ctx *c, const th_conv *g, const float *w, const float *dy, float *dx,
                                   int64_t n) {
-    int64_t K = g->KH * g->KW * g->C, P = g->OH * g->OW, in_s = g->H * g->W * g->C, out_s = P * g->F;
-    int64_t S = th_conv_block(c, g, n), blocks = (n + S - 1) / S;
+    int64_t K = g->KH * g->KW * g->C, in_s = g->H * g->W * g->C, out_s = g->OH * g->OW * g->F;
 TH_PARALLEL_FOR(num_threads(c->threads) schedule(static))
-    for (int64_t b = 0; b < blocks; b++) {
+    for (int64_t s = 0; s < n; s++) {
         float *col = c->scratch + th_thread_id() * c->scratch_stride;
-        int64_t s0 = b * S, ns = s0 + S < n ? S : n - s0;
-        th_gemm1(c, 0, 1, ns * P, K, g->F, dy + s0 * out_s, g->F, w, g->F, col, K, 0.0f);
-        memset(dx + s0 * in_s, 0, (size_t)(ns * in_s) * sizeof *dx);
-        th_col2im(g, col, ns, dx + s0 * in_s);
+        th_gemm1(c, 0, 1, g->OH * g->OW, K, g->F, dy + s * out_s, g->F, w, g->F, col, K, 0.0f);
+        memset(dx + s * in_s, 0, (size_t)in_s * sizeof *dx);
+        th_col2im(g, col, 1, dx + s * in_s);
     }
 }
 
