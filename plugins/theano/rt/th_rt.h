@@ -230,32 +230,62 @@ TH_PARALLEL_FOR(num_threads(c->threads) schedule(static))
 }
 
 /* --- max pooling (each gradient to the first maximum of its window, row-major) ----------------------------- */
+#define TH_POOL_CH 64 /* channels a pass keeps its running maxima for, in registers or L1 */
+
+/* One output pixel, channels [c0, c0 + nc): the window's maxima in best[] and, per channel, the offset in the
+ * sample of the first tap that holds it (strictly greater replaces, so ties keep the first in row-major
+ * order). NHWC: a tap's channels are contiguous, so the compare and the selects run across channels.
+ * Returns 0 for a window wholly in the padding (its maximum is 0 and it passes no gradient). */
+TH_RT_FN int th_pool_window(const th_conv *g, const float *xs, int64_t oh, int64_t ow, int64_t c0, int64_t nc,
+                             float *restrict best, int64_t *restrict at) {
+    int first = 1;
+    for (int64_t kh = 0; kh < g->KH; kh++) {
+        int64_t ih = oh * g->SH + kh - g->PT;
+        if (ih < 0 || ih >= g->H) continue;
+        for (int64_t kw = 0; kw < g->KW; kw++) {
+            int64_t iw = ow * g->SW + kw - g->PL;
+            if (iw < 0 || iw >= g->W) continue;
+            int64_t k = (ih * g->W + iw) * g->C + c0;
+            const float *restrict xt = xs + k;
+            if (first) {
+                for (int64_t ch = 0; ch < nc; ch++) best[ch] = xt[ch], at[ch] = k + ch;
+                first = 0;
+                continue;
+            }
+            for (int64_t ch = 0; ch < nc; ch++) {
+                int gt = xt[ch] > best[ch];
+                best[ch] = gt ? xt[ch] : best[ch];
+                at[ch] = gt ? k + ch : at[ch];
+            }
+        }
+    }
+    if (first)
+        for (int64_t ch = 0; ch < nc; ch++) best[ch] = 0.0f;
+    return !first;
+}
+
 TH_RT_FN void th_maxpool(const th_rt_ctx *c, const th_conv *g, const float *x, float *y, int64_t n, int grad,
                          const float *dy, float *dx) {
+    int64_t in_s = g->H * g->W * g->C, out_s = g->OH * g->OW * g->C;
 TH_PARALLEL_FOR(num_threads(c->threads) schedule(static))
     for (int64_t s = 0; s < n; s++) {
-        if (grad) memset(dx + s * g->H * g->W * g->C, 0, (size_t)(g->H * g->W * g->C) * sizeof *dx);
+        float best[TH_POOL_CH];
+        int64_t at[TH_POOL_CH];
+        const float *xs = x + s * in_s;
+        if (grad) memset(dx + s * in_s, 0, (size_t)in_s * sizeof *dx);
         for (int64_t oh = 0; oh < g->OH; oh++)
             for (int64_t ow = 0; ow < g->OW; ow++)
-                for (int64_t ch = 0; ch < g->C; ch++) {
-                    float best = 0.0f;
-                    int64_t at = -1;
-                    for (int64_t kh = 0; kh < g->KH; kh++) {
-                        int64_t ih = oh * g->SH + kh - g->PT;
-                        if (ih < 0 || ih >= g->H) continue;
-                        for (int64_t kw = 0; kw < g->KW; kw++) {
-                            int64_t iw = ow * g->SW + kw - g->PL;
-                            if (iw < 0 || iw >= g->W) continue;
-                            int64_t k = ((s * g->H + ih) * g->W + iw) * g->C + ch;
-                            if (at < 0 || x[k] > best) {
-                                best = x[k];
-                                at = k;
-                            }
-                        }
+                for (int64_t c0 = 0; c0 < g->C; c0 += TH_POOL_CH) {
+                    int64_t nc = g->C - c0 < TH_POOL_CH ? g->C - c0 : TH_POOL_CH;
+                    int64_t o = s * out_s + (oh * g->OW + ow) * g->C + c0;
+                    int any = th_pool_window(g, xs, oh, ow, c0, nc, best, at);
+                    if (grad) {
+                        if (!any) continue;
+                        float *dxs = dx + s * in_s;
+                        for (int64_t ch = 0; ch < nc; ch++) dxs[at[ch]] += dy[o + ch];
+                    } else {
+                        memcpy(y + o, best, (size_t)nc * sizeof *y);
                     }
-                    int64_t o = ((s * g->OH + oh) * g->OW + ow) * g->C + ch;
-                    if (grad) dx[at] += dy[o];
-                    else y[o] = best;
                 }
     }
 }
