@@ -144,6 +144,8 @@ kh_status cntk_pool_create(int threads, cntk_pool **out);
 void cntk_pool_destroy(cntk_pool *p);
 void cntk_parallel_for(cntk_pool *p, int64_t n, int64_t grain, cntk_range_fn fn, void *ctx);
 int cntk_pool_threads(const cntk_pool *p);
+/* Workers stop spinning for the next job and block until it comes (before work that needs every core). */
+void cntk_pool_park(cntk_pool *p);
 
 /* Row-major C = alpha op(A) op(B) + beta C, through CBLAS (OpenBLAS), on the calling thread only (BLAS is
  * kept single-threaded: cpu/blas.c). Safe to call from pool workers. */

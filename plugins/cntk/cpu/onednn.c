@@ -3,8 +3,8 @@
  * Threads: Debian's libdnnl runs its primitives on OpenMP (libgomp). Each execute first sets the calling
  * thread's OpenMP team size to the session's thread count (omp_set_num_threads only writes a per-thread
  * setting, and khost may drive a model from any thread), so oneDNN uses exactly the cores the device was
- * given. Nothing else runs meanwhile: cntk's pool workers are blocked on their condition variable while the
- * caller is inside a primitive, and OpenBLAS is single-threaded (cntk_open), so there is one runnable thread
+ * given. Nothing else runs meanwhile: cntk's pool workers are parked (blocked on their condition variable,
+ * cntk_pool_park) while the caller is inside a primitive, and OpenBLAS is single-threaded (cntk_open), so there is one runnable thread
  * per core. Between primitives libgomp's workers spin briefly before they sleep; OMP_WAIT_POLICY=passive
  * (read by libgomp when it loads) makes them sleep at once.
  */
@@ -85,6 +85,7 @@ kh_status cntk_dnnl_run(cntk_cpu_model *m, const cntk_cpu_layer *L, const cntk_d
         args[nargs++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, p->scratch};
     }
     omp_set_num_threads(d->threads);
+    cntk_pool_park(m->s->pool);
     CNTK_DNNL_TRY(m, L, "step", p->name, dnnl_primitive_execute(p->p, d->strm, nargs, args));
     CNTK_DNNL_TRY(m, L, "step", p->name, dnnl_stream_wait(d->strm));
     return KH_OK;
