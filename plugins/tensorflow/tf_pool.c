@@ -1,7 +1,10 @@
 /* tf_pool.c — the one thread pool of a CPU session: inter-op tasks (graph nodes) and intra-op parts (pieces
  * of a big kernel) share its `workers` threads plus the calling thread, so the threads that run never
- * exceed the device's. Workers sleep on a condition variable when there is nothing to do (no spinning:
- * they must not steal the cores the calling thread is using).
+ * exceed the device's. A thread with nothing to do polls the queue (or the counter it waits on) for a short
+ * while, TF_POOL_SPIN pauses, tens of microseconds, then sleeps on a condition variable: the next node or part
+ * usually comes within microseconds, and a futex wake-up per task costs more than that (Eigen's thread pool,
+ * which TensorFlow's executor runs on, spins before it sleeps too). The spin never outlasts a gap the
+ * caller leaves for serial work by more than its budget, and it uses only the worker's own core.
  *
  * Intra-op parts are claimed through an atomic counter: the kernel's own thread claims parts too and can
  * finish all of them alone, so a parallel_for never waits for a busy worker; helper tasks that nobody
@@ -11,8 +14,16 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define cpu_relax() _mm_pause()
+#else
+#define cpu_relax() ((void)0)
+#endif
 
 #include "tf.h"
+
+#define TF_POOL_SPIN 4000 /* polls before a thread with nothing to do blocks */
 
 typedef struct tf_task {
     void (*fn)(void *arg, int32_t i);
@@ -25,7 +36,8 @@ struct tf_pool {
     pthread_cond_t work;  /* a task was queued, or stop */
     pthread_cond_t done;  /* a counter some thread waits on may have reached zero */
     tf_task *q;           /* ring buffer */
-    int32_t cap, head, count;
+    int32_t cap, head;
+    _Atomic int32_t count; /* queued tasks; changed under mu, polled without it */
     int stop;
     int n_workers;
     int n_started; /* workers that have begun (their thread-local state set up) */
@@ -76,7 +88,14 @@ static void *worker(void *v) {
     pthread_cond_broadcast(&p->done);
     for (;;) {
         tf_task t;
-        while (!p->stop && !pop_locked(p, &t)) pthread_cond_wait(&p->work, &p->mu);
+        if (!pop_locked(p, &t)) {
+            if (p->stop) break;
+            pthread_mutex_unlock(&p->mu);
+            for (int k = 0; k < TF_POOL_SPIN && atomic_load_explicit(&p->count, memory_order_relaxed) == 0; k++)
+                cpu_relax();
+            pthread_mutex_lock(&p->mu);
+            while (!p->stop && !pop_locked(p, &t)) pthread_cond_wait(&p->work, &p->mu);
+        }
         if (p->stop) break;
         pthread_mutex_unlock(&p->mu);
         t.fn(t.arg, t.i);
@@ -151,14 +170,25 @@ void tf_pool_submit(tf_pool *p, void (*fn)(void *arg, int32_t i), void *arg, int
 
 void tf_pool_work_until_zero(tf_pool *p, _Atomic int32_t *counter) {
     pthread_mutex_lock(&p->mu);
+    int polled = 0; /* since the last task or wake-up: block only after one polling round found nothing */
     while (atomic_load(counter) != 0) {
         tf_task t;
         if (pop_locked(p, &t)) {
             pthread_mutex_unlock(&p->mu);
             t.fn(t.arg, t.i);
             pthread_mutex_lock(&p->mu);
+            polled = 0;
+        } else if (!polled) {
+            pthread_mutex_unlock(&p->mu);
+            for (int k = 0; k < TF_POOL_SPIN && atomic_load(counter) != 0 &&
+                            atomic_load_explicit(&p->count, memory_order_relaxed) == 0;
+                 k++)
+                cpu_relax();
+            pthread_mutex_lock(&p->mu);
+            polled = 1;
         } else {
             pthread_cond_wait(&p->done, &p->mu);
+            polled = 0;
         }
     }
     pthread_mutex_unlock(&p->mu);
@@ -223,7 +253,8 @@ void tf_parallel_for(tf_pool *p, int64_t n, int64_t grain, int parts, tf_range_f
     if (queued) pthread_cond_broadcast(&p->work);
     pthread_mutex_unlock(&p->mu);
     run_parts(&f);
-    /* withdraw helper tasks nobody started; wait for the ones running to return */
+    /* withdraw helper tasks nobody started; wait for the ones running to return (they usually end within
+     * microseconds of the caller's own parts, so poll before blocking) */
     pthread_mutex_lock(&p->mu);
     for (int32_t k = 0; k < p->count;) {
         tf_task *t = &p->q[(p->head + k) % p->cap];
@@ -234,6 +265,11 @@ void tf_parallel_for(tf_pool *p, int64_t n, int64_t grain, int parts, tf_range_f
         } else {
             k++;
         }
+    }
+    if (atomic_load(&f.helpers) > 0) {
+        pthread_mutex_unlock(&p->mu);
+        for (int k = 0; k < TF_POOL_SPIN && atomic_load(&f.helpers) > 0; k++) cpu_relax();
+        pthread_mutex_lock(&p->mu);
     }
     while (atomic_load(&f.helpers) > 0) pthread_cond_wait(&p->done, &p->mu);
     pthread_mutex_unlock(&p->mu);
