@@ -14,13 +14,8 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-#define cpu_relax() _mm_pause()
-#else
-#define cpu_relax() ((void)0)
-#endif
 
+#include "khost/kit/spin.h"
 #include "tf.h"
 
 #define TF_POOL_SPIN 4000 /* polls before a thread with nothing to do blocks */
@@ -92,7 +87,7 @@ static void *worker(void *v) {
             if (p->stop) break;
             pthread_mutex_unlock(&p->mu);
             for (int k = 0; k < TF_POOL_SPIN && atomic_load_explicit(&p->count, memory_order_relaxed) == 0; k++)
-                cpu_relax();
+                kh_cpu_relax();
             pthread_mutex_lock(&p->mu);
             while (!p->stop && !pop_locked(p, &t)) pthread_cond_wait(&p->work, &p->mu);
         }
@@ -183,7 +178,7 @@ void tf_pool_work_until_zero(tf_pool *p, _Atomic int32_t *counter) {
             for (int k = 0; k < TF_POOL_SPIN && atomic_load(counter) != 0 &&
                             atomic_load_explicit(&p->count, memory_order_relaxed) == 0;
                  k++)
-                cpu_relax();
+                kh_cpu_relax();
             pthread_mutex_lock(&p->mu);
             polled = 1;
         } else {
@@ -268,7 +263,7 @@ void tf_parallel_for(tf_pool *p, int64_t n, int64_t grain, int parts, tf_range_f
     }
     if (atomic_load(&f.helpers) > 0) {
         pthread_mutex_unlock(&p->mu);
-        for (int k = 0; k < TF_POOL_SPIN && atomic_load(&f.helpers) > 0; k++) cpu_relax();
+        for (int k = 0; k < TF_POOL_SPIN && atomic_load(&f.helpers) > 0; k++) kh_cpu_relax();
         pthread_mutex_lock(&p->mu);
     }
     while (atomic_load(&f.helpers) > 0) pthread_cond_wait(&p->done, &p->mu);

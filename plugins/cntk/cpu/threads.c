@@ -11,14 +11,9 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-#define cpu_relax() _mm_pause()
-#else
-#define cpu_relax() ((void)0)
-#endif
 
 #include "cntk.h"
+#include "khost/kit/spin.h"
 
 #define CNTK_MAX_THREADS 64
 #define CNTK_POOL_SPIN 4000 /* polls of the job counter before a worker (or the caller, for the end) blocks */
@@ -54,7 +49,7 @@ static uint64_t spin_for_job(cntk_pool *p, uint64_t seen) {
     for (int i = 0; i < CNTK_POOL_SPIN; i++) {
         uint64_t g = atomic_load_explicit(&p->generation, memory_order_acquire);
         if (g != seen || atomic_load_explicit(&p->parked, memory_order_relaxed)) return g;
-        cpu_relax();
+        kh_cpu_relax();
     }
     return seen;
 }
@@ -161,7 +156,7 @@ void cntk_parallel_for(cntk_pool *p, int64_t n, int64_t grain, cntk_range_fn fn,
     pthread_mutex_unlock(&p->mu);
     run_part(p, 0);
     for (int i = 0; i < CNTK_POOL_SPIN && atomic_load_explicit(&p->pending, memory_order_acquire) > 0; i++)
-        cpu_relax();
+        kh_cpu_relax();
     if (atomic_load_explicit(&p->pending, memory_order_acquire) > 0) {
         pthread_mutex_lock(&p->mu);
         while (atomic_load_explicit(&p->pending, memory_order_acquire) > 0) pthread_cond_wait(&p->done, &p->mu);
