@@ -3,8 +3,8 @@
  * exceed the device's. A thread with nothing to do polls the queue (or the counter it waits on) for a short
  * while, TF_POOL_SPIN pauses, tens of microseconds, then sleeps on a condition variable: the next node or part
  * usually comes within microseconds, and a futex wake-up per task costs more than that (Eigen's thread pool,
- * which TensorFlow's executor runs on, spins before it sleeps too). The spin never outlasts a gap the
- * caller leaves for serial work by more than its budget, and it uses only the worker's own core.
+ * which TensorFlow's executor runs on, spins before it sleeps too). A polling thread holds only its own core,
+ * and for at most that budget after its last task.
  *
  * Intra-op parts are claimed through an atomic counter: the kernel's own thread claims parts too and can
  * finish all of them alone, so a parallel_for never waits for a busy worker; helper tasks that nobody
