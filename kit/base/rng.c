@@ -18,8 +18,8 @@ void kh_rng_seed(kh_rng *r, uint64_t seed) {
     for (int i = 0; i < 4; i++) r->s[i] = splitmix64(&x);
 }
 
-uint64_t kh_rng_u64(kh_rng *r) {
-    uint64_t *s = r->s;
+/* one xoshiro256** step of the state s */
+static inline uint64_t step(uint64_t *s) {
     uint64_t result = rotl(s[1] * 5, 7) * 9;
     uint64_t t = s[1] << 17;
     s[2] ^= s[0];
@@ -31,20 +31,14 @@ uint64_t kh_rng_u64(kh_rng *r) {
     return result;
 }
 
+uint64_t kh_rng_u64(kh_rng *r) { return step(r->s); }
+
 void kh_rng_fill_u64(kh_rng *r, uint64_t *out, int64_t n) {
-    /* the state in locals: a call per draw through memory costs more than the draw */
-    uint64_t s0 = r->s[0], s1 = r->s[1], s2 = r->s[2], s3 = r->s[3];
-    for (int64_t i = 0; i < n; i++) {
-        out[i] = rotl(s1 * 5, 7) * 9;
-        uint64_t t = s1 << 17;
-        s2 ^= s0;
-        s3 ^= s1;
-        s1 ^= s2;
-        s0 ^= s3;
-        s2 ^= t;
-        s3 = rotl(s3, 45);
-    }
-    r->s[0] = s0, r->s[1] = s1, r->s[2] = s2, r->s[3] = s3;
+    /* the state in a local copy, which the compiler keeps in registers: a call per draw through memory costs
+     * more than the draw */
+    uint64_t s[4] = {r->s[0], r->s[1], r->s[2], r->s[3]};
+    for (int64_t i = 0; i < n; i++) out[i] = step(s);
+    for (int k = 0; k < 4; k++) r->s[k] = s[k];
 }
 
 double kh_rng_uniform(kh_rng *r) { return (double)(kh_rng_u64(r) >> 11) * 0x1.0p-53; }
