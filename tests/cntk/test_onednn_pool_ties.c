@@ -11,6 +11,7 @@
 
 #include <oneapi/dnnl/dnnl.h>
 
+#include "khost/kit/ref.h"
 #include "testutil.h"
 
 #define TRY(call)                                                                                                  \
@@ -22,20 +23,15 @@
 
 enum { N = 2, C = 16, H = 7, W = 7 };
 
-/* the kit's rule: strictly greater replaces, windows scanned row-major */
+/* the kit's rule (kh_ref_maxpool2d_backward): NCHW data is NHWC with N*C samples of one channel */
 static void ref_grad(const float *x, int K, int S, int OH, int OW, const float *dy, float *dx) {
-    memset(dx, 0, sizeof(float) * N * C * H * W);
-    for (int s = 0; s < N * C; s++)
-        for (int oh = 0; oh < OH; oh++)
-            for (int ow = 0; ow < OW; ow++) {
-                int at = -1;
-                for (int kh = 0; kh < K; kh++)
-                    for (int kw = 0; kw < K; kw++) {
-                        int k = (s * H + oh * S + kh) * W + ow * S + kw;
-                        if (at < 0 || x[k] > x[at]) at = k;
-                    }
-                dx[at] += dy[(s * OH + oh) * OW + ow];
-            }
+    static double xd[N * C * H * W], dyd[N * C * H * W], dxd[N * C * H * W];
+    kh_conv2d_dims d = {.B = N * C, .H = H, .W = W, .C = 1, .KH = K, .KW = K, .OC = 1, .SH = S, .SW = S,
+                        .OH = OH, .OW = OW};
+    for (int i = 0; i < N * C * H * W; i++) xd[i] = x[i];
+    for (int i = 0; i < N * C * OH * OW; i++) dyd[i] = dy[i];
+    kh_ref_maxpool2d_backward(dxd, dyd, xd, &d);
+    for (int i = 0; i < N * C * H * W; i++) dx[i] = (float)dxd[i];
 }
 
 static void reorder(dnnl_engine_t eng, dnnl_stream_t strm, dnnl_memory_t from, dnnl_memory_t to) {

@@ -1,34 +1,39 @@
 /* tests/theano_rt/test_theano_pool.c — th_maxpool against a scalar reference: values, and every gradient to
  * the first maximum of its window in row-major order (windows full of ties: the inputs are small integers),
  * with overlapping windows (3x3 stride 2), padded windows ('same', a window partly in the padding), and more
- * channels than one pass keeps (TH_POOL_CH + 6). */
+ * channels than one pass keeps (TH_POOL_CH + 6). The reference is the kit's (kh_ref_maxpool2d_*). */
 #include <stdlib.h>
 #include <string.h>
 
+#include "khost/kit/ref.h"
 #include "testutil.h"
 #include "th_rt.h"
 
-/* the window loop as written before vectorising: one channel at a time, strictly greater replaces */
+/* the kit's float64 reference pooling (first maximum of each window, row-major) over the same geometry; every
+ * value here is a small integer or half-integer sum, so float and double agree exactly */
+static kh_conv2d_dims ref_dims(const th_conv *g, int64_t n) {
+    return (kh_conv2d_dims){.B = n, .H = g->H, .W = g->W, .C = g->C, .KH = g->KH, .KW = g->KW, .OC = g->C,
+                            .SH = g->SH, .SW = g->SW, .OH = g->OH, .OW = g->OW, .pad_top = g->PT, .pad_left = g->PL};
+}
+
 static void ref_pool(const th_conv *g, const float *x, float *y, int64_t n, int grad, const float *dy, float *dx) {
-    for (int64_t s = 0; s < n; s++) {
-        if (grad) memset(dx + s * g->H * g->W * g->C, 0, (size_t)(g->H * g->W * g->C) * sizeof *dx);
-        for (int64_t oh = 0; oh < g->OH; oh++)
-            for (int64_t ow = 0; ow < g->OW; ow++)
-                for (int64_t ch = 0; ch < g->C; ch++) {
-                    float best = 0.0f;
-                    int64_t at = -1;
-                    for (int64_t kh = 0; kh < g->KH; kh++)
-                        for (int64_t kw = 0; kw < g->KW; kw++) {
-                            int64_t ih = oh * g->SH + kh - g->PT, iw = ow * g->SW + kw - g->PL;
-                            if (ih < 0 || ih >= g->H || iw < 0 || iw >= g->W) continue;
-                            int64_t k = ((s * g->H + ih) * g->W + iw) * g->C + ch;
-                            if (at < 0 || x[k] > best) best = x[k], at = k;
-                        }
-                    int64_t o = ((s * g->OH + oh) * g->OW + ow) * g->C + ch;
-                    if (!grad) y[o] = at < 0 ? 0.0f : best;
-                    else if (at >= 0) dx[at] += dy[o];
-                }
+    kh_conv2d_dims d = ref_dims(g, n);
+    int64_t in = n * g->H * g->W * g->C, out = n * g->OH * g->OW * g->C;
+    double *xd = malloc(sizeof(double) * (size_t)in), *io = malloc(sizeof(double) * (size_t)(in > out ? in : out));
+    double *dyd = malloc(sizeof(double) * (size_t)out);
+    CHECK(xd && io && dyd, "reference: out of memory");
+    if (xd && io && dyd) {
+        for (int64_t i = 0; i < in; i++) xd[i] = x[i];
+        if (!grad) {
+            kh_ref_maxpool2d_forward(io, xd, &d);
+            for (int64_t i = 0; i < out; i++) y[i] = (float)io[i];
+        } else {
+            for (int64_t i = 0; i < out; i++) dyd[i] = dy[i];
+            kh_ref_maxpool2d_backward(io, dyd, xd, &d);
+            for (int64_t i = 0; i < in; i++) dx[i] = (float)io[i];
+        }
     }
+    free(xd), free(io), free(dyd);
 }
 
 static void check(const char *name, th_conv g) {
