@@ -1,10 +1,10 @@
 /* tf_pool.c — the one thread pool of a CPU session: inter-op tasks (graph nodes) and intra-op parts (pieces
  * of a big kernel) share its `workers` threads plus the calling thread, so the threads that run never
- * exceed the device's. A thread with nothing to do polls the queue (or the counter it waits on) for a short
- * while, TF_POOL_SPIN pauses, tens of microseconds, then sleeps on a condition variable: the next node or part
- * usually comes within microseconds, and a futex wake-up per task costs more than that (Eigen's thread pool,
- * which TensorFlow's executor runs on, spins before it sleeps too). A polling thread holds only its own core,
- * and for at most that budget after its last task.
+ * exceed the device's. A thread with nothing to do polls the queue (or the counter it waits on) for
+ * TF_POOL_SPIN pauses, well under a millisecond, then sleeps on a condition variable: a step's tasks follow
+ * each other closely, and sleeping and waking between them cost tensorflow a third of its convolutional steps
+ * (docs/PERFORMANCE.md). Eigen's thread pool, which TensorFlow's executor runs on, spins before it sleeps too.
+ * A polling thread holds only its own core, and for at most that budget after its last task.
  *
  * Intra-op parts are claimed through an atomic counter: the kernel's own thread claims parts too and can
  * finish all of them alone, so a parallel_for never waits for a busy worker; helper tasks that nobody

@@ -36,7 +36,8 @@ static void test_pieces(void) {
     kh_rng_seed(&r, 2026);
     kh_rng_fill_u64(&r, whole, N);
     kh_rng_seed(&r, 2026);
-    for (int64_t at = 0, len = 1; at < N; at += len, len++) kh_rng_fill_u64(&r, pieces + at, len < N - at ? len : N - at);
+    for (int64_t at = 0, len = 1; at < N; at += len, len++)
+        kh_rng_fill_u64(&r, pieces + at, len < N - at ? len : N - at);
     CHECK(memcmp(whole, pieces, sizeof whole) == 0, "a stream filled in growing pieces differs from one fill");
 }
 

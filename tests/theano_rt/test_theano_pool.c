@@ -65,6 +65,7 @@ int main(void) {
     check("2x2 stride 2", (th_conv){8, 8, 5, 2, 2, 5, 4, 4, 2, 2, 0, 0});
     check("3x3 stride 2 (overlapping)", (th_conv){9, 9, 3, 3, 3, 3, 4, 4, 2, 2, 0, 0});
     check("3x3 stride 1 same (padded)", (th_conv){5, 6, 4, 3, 3, 4, 5, 6, 1, 1, 1, 1});
-    check("2x2 stride 2, channels over one pass", (th_conv){4, 4, TH_POOL_CH + 6, 2, 2, TH_POOL_CH + 6, 2, 2, 2, 2, 0, 0});
+    check("2x2 stride 2, channels over one pass",
+          (th_conv){4, 4, TH_POOL_CH + 6, 2, 2, TH_POOL_CH + 6, 2, 2, 2, 2, 0, 0});
     return kh_test_finish("test_theano_pool");
 }

@@ -4,8 +4,8 @@
  * thread's OpenMP team size to the session's thread count (omp_set_num_threads only writes a per-thread
  * setting, and khost may drive a model from any thread), so oneDNN uses exactly the cores the device was
  * given. Nothing else runs meanwhile: cntk's pool workers are parked (blocked on their condition variable,
- * cntk_pool_park) while the caller is inside a primitive, and OpenBLAS is single-threaded (cntk_open), so there is one runnable thread
- * per core. Between primitives libgomp's workers spin briefly before they sleep; OMP_WAIT_POLICY=passive
+ * cntk_pool_park) while the caller is inside a primitive, and OpenBLAS is single-threaded (cntk_open), so
+ * there is one runnable thread per core. Between primitives libgomp's workers spin briefly before they sleep; OMP_WAIT_POLICY=passive
  * (read by libgomp when it loads) makes them sleep at once.
  */
 #include <omp.h>

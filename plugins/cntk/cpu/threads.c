@@ -2,7 +2,7 @@
  *
  * Why not OpenMP: libgomp's workers spin long after every parallel region by default, and on two cores a
  * spinning thread steals the core another pool needs right after. These workers spin only briefly
- * (CNTK_POOL_SPIN polls, tens of microseconds) for the next job, then block on a condition variable: a step's
+ * (CNTK_POOL_SPIN polls, well under a millisecond) for the next job, then block on a condition variable: a step's
  * jobs follow each other within microseconds, and a futex wake-up per job cost ~15 % of a mnist_mlp step in
  * the kernel's scheduler. Before a oneDNN primitive (whose OpenMP team needs every core) the caller parks the
  * workers (cntk_pool_park), so nothing spins beside it.
@@ -24,7 +24,7 @@ struct cntk_pool {
     pthread_t tid[CNTK_MAX_THREADS];
     pthread_mutex_t mu;
     pthread_cond_t go, done;
-    atomic_uint_fast64_t generation; /* bumped per job (under mu, after the job's fields); workers run when it changes */
+    atomic_uint_fast64_t generation; /* bumped per job, under mu, after the job's fields; workers run on a change */
     atomic_int pending;              /* workers still running the current job */
     atomic_int parked;               /* set: workers stop spinning and block until the next job */
     int quit;

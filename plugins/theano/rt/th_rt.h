@@ -272,7 +272,8 @@ TH_PARALLEL_FOR(num_threads(c->threads) schedule(static))
         float best[TH_POOL_CH];
         int64_t at[TH_POOL_CH];
         const float *xs = x + s * in_s;
-        if (grad) memset(dx + s * in_s, 0, (size_t)in_s * sizeof *dx);
+        float *dxs = grad ? dx + s * in_s : NULL;
+        if (grad) memset(dxs, 0, (size_t)in_s * sizeof *dxs);
         for (int64_t oh = 0; oh < g->OH; oh++)
             for (int64_t ow = 0; ow < g->OW; ow++)
                 for (int64_t c0 = 0; c0 < g->C; c0 += TH_POOL_CH) {
@@ -281,7 +282,6 @@ TH_PARALLEL_FOR(num_threads(c->threads) schedule(static))
                     int any = th_pool_window(g, xs, oh, ow, c0, nc, best, at);
                     if (grad) {
                         if (!any) continue;
-                        float *dxs = dx + s * in_s;
                         for (int64_t ch = 0; ch < nc; ch++) dxs[at[ch]] += dy[o + ch];
                     } else {
                         memcpy(y + o, best, (size_t)nc * sizeof *y);
