@@ -1,6 +1,16 @@
 /* cpu/dense.c — Dense on CPU: one GEMM forward, two GEMMs backward (weights kept in Keras's [in, units]
- * layout, which is already what a row-major x @ W wants). */
-#include "cpu/cpu.h"
+ * layout, which is already what a row-major x @ W wants); built with oneDNN, its inner product primitives
+ * instead (cpu/dense_onednn.c). */
+#include "cpu/dense.h"
+
+#ifdef CNTK_HAVE_DNNL
+const cntk_cpu_ops cntk_cpu_dense_ops = {
+    .setup = cntk_dense_dnnl_setup,
+    .teardown = cntk_dense_dnnl_teardown,
+    .forward = cntk_dense_dnnl_forward,
+    .backward = cntk_dense_dnnl_backward,
+};
+#else
 
 /* y (N, units) = act(x (N, in) @ W (in, units) + b (units)) */
 static kh_status dense_forward(cntk_cpu_model *m, cntk_cpu_layer *L, int n, int train) {
@@ -25,3 +35,4 @@ const cntk_cpu_ops cntk_cpu_dense_ops = {
     .forward = dense_forward,
     .backward = dense_backward,
 };
+#endif
