@@ -1,5 +1,6 @@
-/* cpu/activation.c — the Activation layer: y = act(x) over the last (Keras) axis; built with oneDNN, relu,
- * tanh and sigmoid run as its eltwise primitives (cpu/eltwise_onednn.c), softmax here. */
+/* cpu/activation.c — the Activation layer: y = act(x) over the last (Keras) axis; built with oneDNN, in a
+ * model whose convolutions run there, relu, tanh and sigmoid run as its eltwise primitives
+ * (cpu/eltwise_onednn.c), softmax here. */
 #include <string.h>
 
 #include "cpu/cpu.h"
@@ -7,7 +8,7 @@
 #include "cpu/eltwise_onednn.h"
 
 static kh_status activation_setup(cntk_cpu_model *m, cntk_cpu_layer *L) {
-    if (!cntk_eltwise_dnnl_supports(L->p->act)) return KH_OK;
+    if (!cntk_dnnl_joins(m) || !cntk_eltwise_dnnl_supports(L->p->act)) return KH_OK;
     cntk_eltwise_dnnl *e = cntk_alloc(m->s, sizeof *e);
     if (!e) return KH_ERR_NOMEM;
     L->st = e;

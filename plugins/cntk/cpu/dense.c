@@ -1,20 +1,14 @@
 /* cpu/dense.c — Dense on CPU: one GEMM forward, two GEMMs backward (weights kept in Keras's [in, units]
- * layout, which is already what a row-major x @ W wants); built with oneDNN, its inner product primitives
- * instead (cpu/dense_onednn.c). */
+ * layout, which is already what a row-major x @ W wants); built with oneDNN, in a model whose convolutions run
+ * there, its inner product primitives instead (cpu/dense_onednn.c). */
 #include "cpu/dense.h"
-
-#ifdef CNTK_HAVE_DNNL
-const cntk_cpu_ops cntk_cpu_dense_ops = {
-    .setup = cntk_dense_dnnl_setup,
-    .teardown = cntk_dense_dnnl_teardown,
-    .forward = cntk_dense_dnnl_forward,
-    .backward = cntk_dense_dnnl_backward,
-};
-#else
 
 /* y (N, units) = act(x (N, in) @ W (in, units) + b (units)) */
 static kh_status dense_forward(cntk_cpu_model *m, cntk_cpu_layer *L, int n, int train) {
     (void)train;
+#ifdef CNTK_HAVE_DNNL
+    if (L->st) return cntk_dense_dnnl_forward(m, L, n);
+#endif
     int64_t in = L->p->in_numel, out = L->p->out_numel;
     cntk_sgemm_mt(m->s->pool, 0, 0, n, out, in, 1.0f, L->x, in, L->prm[0].w, out, 0.0f, L->y, out);
     cntk_bias_act_forward(m, L->p->act, L->prm[1].w, L->y, n, out);
@@ -23,6 +17,9 @@ static kh_status dense_forward(cntk_cpu_model *m, cntk_cpu_layer *L, int n, int 
 
 /* dy (N, units) -> dz in place; dW (in, units) = x^T dz; db = sum_n dz; dx (N, in) = dz W^T */
 static kh_status dense_backward(cntk_cpu_model *m, cntk_cpu_layer *L, int n, float *dy, float *dx, int fused) {
+#ifdef CNTK_HAVE_DNNL
+    if (L->st) return cntk_dense_dnnl_backward(m, L, n, dy, dx, fused);
+#endif
     int64_t in = L->p->in_numel, out = L->p->out_numel;
     if (!fused) cntk_act_backward(m, L->p->act, L->y, dy, n, out);
     cntk_sgemm_mt(m->s->pool, 1, 0, in, out, n, 1.0f, L->x, in, dy, out, 0.0f, L->prm[0].g, out);
@@ -32,7 +29,10 @@ static kh_status dense_backward(cntk_cpu_model *m, cntk_cpu_layer *L, int n, flo
 }
 
 const cntk_cpu_ops cntk_cpu_dense_ops = {
+#ifdef CNTK_HAVE_DNNL
+    .setup = cntk_dense_dnnl_setup,
+    .teardown = cntk_dense_dnnl_teardown,
+#endif
     .forward = dense_forward,
     .backward = dense_backward,
 };
-#endif

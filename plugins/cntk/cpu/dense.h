@@ -9,10 +9,11 @@
 typedef struct cntk_dense_dnnl cntk_dense_dnnl;
 
 #ifdef CNTK_HAVE_DNNL
-/* The ops of cpu/dense.c's table on this path; primitives for L's shape at max_batch, kept in L->st. */
+/* Primitives for L's shape at max_batch, kept in L->st, when the model runs convolutions on oneDNN
+ * (cntk_dnnl_joins); else L->st stays NULL and the layer runs on OpenBLAS. */
 kh_status cntk_dense_dnnl_setup(cntk_cpu_model *m, cntk_cpu_layer *L);
 void cntk_dense_dnnl_teardown(cntk_cpu_model *m, cntk_cpu_layer *L);
-kh_status cntk_dense_dnnl_forward(cntk_cpu_model *m, cntk_cpu_layer *L, int n, int train);
+kh_status cntk_dense_dnnl_forward(cntk_cpu_model *m, cntk_cpu_layer *L, int n);
 kh_status cntk_dense_dnnl_backward(cntk_cpu_model *m, cntk_cpu_layer *L, int n, float *dy, float *dx, int fused);
 #endif
 

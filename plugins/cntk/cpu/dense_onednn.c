@@ -6,6 +6,7 @@
  * weights are Keras's [in, units] (oneDNN's io for dims {units, in}), the parameters' layout on both paths;
  * each primitive takes them in the layout it chose (format_tag any: blocked for its brgemm kernels), reordered
  * once per pass and shared where two passes chose the same one, and the weight gradient is reordered back.
+ * Which models: those whose convolutions run on oneDNN (cntk_dnnl_joins, cpu/onednn.h).
  * Batch: as for the convolutions (cpu/conv_onednn.c), the primitives are made once for max_batch, and a
  * smaller batch runs at max_batch with the rows past n zeroed in the input and the output gradient, so those
  * rows add nothing to the gradients; their outputs are never read.
@@ -31,6 +32,7 @@ static const dnnl_memory_desc_t *pd_md(const_dnnl_primitive_desc_t pd, dnnl_quer
 }
 
 kh_status cntk_dense_dnnl_setup(cntk_cpu_model *m, cntk_cpu_layer *L) {
+    if (!cntk_dnnl_joins(m)) return KH_OK;
     cntk_dense_dnnl *c = cntk_alloc(m->s, sizeof *c);
     if (!c) return KH_ERR_NOMEM;
     L->st = c;
@@ -114,8 +116,7 @@ static void zero_tail(const cntk_dense_dnnl *c, float *buf, int n, int64_t numel
     if (n < c->N) memset(buf + n * numel, 0, (size_t)((c->N - n) * numel) * sizeof(float));
 }
 
-kh_status cntk_dense_dnnl_forward(cntk_cpu_model *m, cntk_cpu_layer *L, int n, int train) {
-    (void)train;
+kh_status cntk_dense_dnnl_forward(cntk_cpu_model *m, cntk_cpu_layer *L, int n) {
     const cntk_dense_dnnl *c = L->st;
     zero_tail(c, (float *)L->x, n, c->in); /* the previous layer's output: no one reads its rows past n */
     kh_status st;

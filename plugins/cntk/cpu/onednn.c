@@ -32,6 +32,12 @@ kh_status cntk_dnnl_open(cntk_cpu_model *m) {
     return KH_OK;
 }
 
+int cntk_dnnl_joins(const cntk_cpu_model *m) {
+    for (int32_t i = 0; i < m->plan->n_layers; i++)
+        if (m->plan->layers[i].spec.kind == KH_LAYER_CONV2D) return 1;
+    return 0;
+}
+
 kh_status cntk_dnnl_finish(cntk_cpu_model *m) {
     cntk_dnnl *d = m->dnnl;
     if (d->scratch_bytes == 0) return KH_OK;

@@ -41,6 +41,11 @@ kh_status cntk_dnnl_fail(cntk_cpu_model *m, const cntk_cpu_layer *L, const char 
     } while (0)
 
 kh_status cntk_dnnl_open(cntk_cpu_model *m);
+/* Whether the model's Dense and Activation layers run on oneDNN too: only when its convolutions do. Each switch
+ * between oneDNN's OpenMP team and cntk's pool costs a hand-off, and after a primitive libgomp's workers spin
+ * (its default wait policy) beside the pool: in a model of Dense and LSTM layers the faster inner products
+ * did not pay for that (bench/compare/2026-12-04-cntk-dense-onednn-before/: mnist_mlp, both LSTM tasks slower). */
+int cntk_dnnl_joins(const cntk_cpu_model *m);
 /* Allocate the scratchpad sized by the primitives created so far (end of compile). */
 kh_status cntk_dnnl_finish(cntk_cpu_model *m);
 void cntk_dnnl_close(cntk_cpu_model *m);
