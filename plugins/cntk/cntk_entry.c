@@ -140,7 +140,7 @@ static const kh_backend_api cntk_backend_api = {
 
 /* --list shows the description: it names the CPU path this build has (the caps note says it too). */
 #ifdef CNTK_HAVE_DNNL
-#define CNTK_CPU_DESC "oneDNN convolutions (blocked layouts, kept between chained ones), OpenBLAS GEMM on CPU"
+#define CNTK_CPU_DESC "oneDNN convolutions (blocked layouts, kept between chained ones; with them Dense and activations), OpenBLAS GEMM on CPU"
 #else
 #define CNTK_CPU_DESC "OpenBLAS GEMM, im2col on CPU (NCHW)"
 #endif

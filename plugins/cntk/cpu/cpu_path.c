@@ -18,7 +18,9 @@ int cntk_cpu_onednn(void) { return 1; }
 
 const char *cntk_cpu_note(char *buf, size_t n) {
     char ver[32];
-    snprintf(buf, n, "OpenBLAS GEMM, %s convolution (blocked layouts, kept between chained ones), NCHW elsewhere",
+    snprintf(buf, n,
+             "OpenBLAS GEMM, %s convolution (blocked layouts, kept between chained ones; with it Dense and "
+             "activations on oneDNN), NCHW elsewhere",
              cntk_cpu_path(ver, sizeof ver));
     return buf;
 }
