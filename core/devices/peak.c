@@ -1,7 +1,7 @@
 /* core/devices/peak.c — peak FLOP rate and bandwidth per device (see peak.h).
  *
- * cpu: OpenBLAS's sgemm (opened at run time: the core links no BLAS) on 1024x1024 matrices with all its
- * threads, best of a few runs, and a 64 MiB memcpy (read + write bytes counted), best of 40; measured in
+ * cpu: OpenBLAS's sgemm (opened at run time: the core links no BLAS) on 1024x1024 matrices with one thread
+ * per online CPU, best of a few runs, and a 64 MiB memcpy (read + write bytes counted), best of 40; measured in
  * a forked child so BLAS threads and their settings never reach the backends. The result is cached per CPU
  * model and thread count in $XDG_CACHE_HOME/khost/peak-cpu.txt (~/.cache when unset), so it is measured once
  * per machine. CUDA: published FP32 peak and memory bandwidth of the devices in the table below. */
@@ -46,6 +46,17 @@ static double measure_sgemm(void) {
     void *sym = dlsym(h, "cblas_sgemm");
     memcpy(&f, &sym, sizeof f);
     if (!sym) return 0;
+    /* every core: the calibration runs in a cell after its backend loaded, and a backend that keeps OpenBLAS
+     * to one thread (cntk, tensorflow) has set that in the library this child shares with it; one core's peak
+     * gave a tensorflow x imdb_fasttext cell half the machine's figure and every later record a roofline
+     * fraction above 100 % */
+    void *set = dlsym(h, "openblas_set_num_threads");
+    if (set) {
+        void (*set_threads)(int);
+        memcpy(&set_threads, &set, sizeof set_threads);
+        long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+        set_threads(cpus < 1 ? 1 : (int)cpus);
+    }
     const int n = 1024;
     float *a = malloc((size_t)n * n * sizeof *a), *b = malloc((size_t)n * n * sizeof *b),
           *c = malloc((size_t)n * n * sizeof *c);
