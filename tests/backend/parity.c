@@ -127,7 +127,8 @@ static const kh_layer_spec cnn_strided[] = {
 /* Convolutions wide enough for a blocked layout (16 channels) passing their tensor straight on (conv -> conv),
  * through an element-wise Activation (conv -> relu -> conv) and to a max pooling (ties after the relu): the
  * shapes where cntk's oneDNN path keeps the tensor blocked between the layers (plugins/cntk/cpu/conv_onednn.c,
- * maxpool_onednn.c). */
+ * maxpool_onednn.c); then a Dense with a relu, which that path runs as an inner product with the relu fused and
+ * its gradient on oneDNN's eltwise (cpu/dense_onednn.c). */
 static const kh_layer_spec cnn_chain[] = {
     KB_L(.kind = KH_LAYER_CONV2D, .units = 16, .kernel = {3, 3}, .padding = KH_PAD_SAME, .activation = KH_ACT_RELU),
     KB_L(.kind = KH_LAYER_CONV2D, .units = 16, .kernel = {3, 3}, .padding = KH_PAD_SAME),
@@ -135,6 +136,7 @@ static const kh_layer_spec cnn_chain[] = {
     KB_L(.kind = KH_LAYER_CONV2D, .units = 16, .kernel = {3, 3}, .padding = KH_PAD_SAME, .activation = KH_ACT_RELU),
     KB_L(.kind = KH_LAYER_MAXPOOL2D, .kernel = {2, 2}),
     KB_L(.kind = KH_LAYER_FLATTEN),
+    KB_L(.kind = KH_LAYER_DENSE, .units = 5, .activation = KH_ACT_RELU),
     KB_L(.kind = KH_LAYER_DENSE, .units = 3, .activation = KH_ACT_SOFTMAX)};
 static const kh_layer_spec fasttext[] = {KB_L(.kind = KH_LAYER_EMBEDDING, .input_dim = 40, .units = 4),
                                          KB_L(.kind = KH_LAYER_GAP1D),

@@ -4,8 +4,9 @@
  * (ONEDNN_VERBOSE=1, on stdout) is the witness: with the chain, no reorder of the three chained tensors runs
  * and the pooling is oneDNN's; with onednn_chain = 0 they are reordered at the layers' edges and the pooling
  * is the plain one. Two training steps give the same weights both ways, the environment string says when the
- * chain is off, and a malformed value is refused naming the key. The chained model's agreement with the
- * float64 kit is test_backend_ref's cnn_chain_rmsprop (the same model). */
+ * chain is off, and a malformed value is refused naming the key. The same log shows the Dense layers on oneDNN's
+ * inner product (and the relus on its eltwise) in that model and on neither in a model without convolutions.
+ * The chained model's agreement with the float64 kit is test_backend_ref's cnn_chain_rmsprop (the same model). */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdio.h>
@@ -23,11 +24,11 @@
 
 static kb_backend B;
 
-static const kh_model_spec *chain_spec(void) {
+static const kh_model_spec *small_spec(const char *name) {
     const kh_model_spec *m;
     int n = kb_small_models(&m);
     for (int i = 0; i < n; i++)
-        if (!strcmp(m[i].name, "cnn_chain_rmsprop")) return &m[i];
+        if (!strcmp(m[i].name, name)) return &m[i];
     return NULL;
 }
 
@@ -35,6 +36,8 @@ typedef struct outcome {
     long reorders;  /* reorders of a chained tensor oneDNN executed */
     long executed;  /* primitives oneDNN executed (the log was written at all) */
     long pooling;   /* of them, poolings (the max pooling after the chain runs on oneDNN only with it) */
+    long inner;     /* inner products (Dense, in a model with convolutions) */
+    long eltwise;   /* eltwise primitives (the Activation relu, the Dense relu's gradient) */
     int env_says_off;
     float *w;       /* every weight after the steps, layer by layer, slot by slot */
     int64_t nw;
@@ -49,6 +52,8 @@ static void count_log(FILE *f, outcome *o) {
         if (strncmp(line, "onednn_verbose,exec,", 20) != 0) continue;
         o->executed++;
         if (strstr(line, ",pooling")) o->pooling++; /* "pooling" or "pooling_v2" */
+        if (strstr(line, ",inner_product,")) o->inner++;
+        if (strstr(line, ",eltwise,")) o->eltwise++;
         if (strstr(line, ",reorder,") && strstr(line, CHAINED_DIMS)) o->reorders++;
     }
 }
@@ -136,9 +141,9 @@ int main(void) {
         snprintf(why, sizeof why, "cntk is built without oneDNN (environment: %s)", env);
         kh_test_skip(why);
     }
-    const kh_model_spec *sp = chain_spec();
-    CHECK(sp != NULL, "cnn_chain_rmsprop among the small models");
-    if (!sp) return kh_test_finish("test_cntk_onednn_chain");
+    const kh_model_spec *sp = small_spec("cnn_chain_rmsprop"), *mlp = small_spec("mlp_rmsprop");
+    CHECK(sp != NULL && mlp != NULL, "cnn_chain_rmsprop and mlp_rmsprop among the small models");
+    if (!sp || !mlp) return kh_test_finish("test_cntk_onednn_chain");
 
     outcome on, off;
     run(sp, NULL, &on);
@@ -152,6 +157,16 @@ int main(void) {
     CHECK(on.pooling > 0 && off.pooling == 0, "the pooling ran on oneDNN %ld times chained, %ld unchained",
           on.pooling, off.pooling);
     CHECK(!on.env_says_off && off.env_says_off, "environment names onednn_chain=0 only when it is off");
+    /* a model with convolutions runs its Dense layers as inner products (forward, backward data and weights
+     * each step) and its relus on eltwise primitives; a model without runs neither on oneDNN */
+    CHECK(on.inner >= 2 * 5 && on.eltwise > 0, "in the convolutional model: %ld inner products, %ld eltwise",
+          on.inner, on.eltwise);
+    outcome dense_only;
+    run(mlp, NULL, &dense_only);
+    CHECK(dense_only.inner == 0 && dense_only.eltwise == 0,
+          "a model without convolutions ran %ld inner products and %ld eltwise primitives on oneDNN",
+          dense_only.inner, dense_only.eltwise);
+    free(dense_only.w);
     CHECK(on.w && off.w && on.nw == off.nw && on.nw > 0, "weights read back");
     if (on.w && off.w && on.nw == off.nw) {
         double worst = 0;
