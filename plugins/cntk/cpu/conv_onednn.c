@@ -14,39 +14,28 @@
  * (cpu/maxpool_onednn.c), with only element-wise Activation layers between, which run on the blocked data as
  * it is (unpadded: the same numel). cntk_conv_dnnl_chain links them after every layer's setup. Dropout ends a
  * chain: its masks are drawn per element in NCHW order, as the reference kit draws them.
- * Batch: the primitives are created once, for max_batch. A smaller batch (the last, partial one) runs them
- * at max_batch with the rows past n zeroed in the input and in the output gradient, so those rows add
- * nothing to the weight gradients; their outputs are never read.
+ * Batch, arguments and the three passes: cpu/onednn_weighted.c, shared with Dense's inner products.
  */
-#include <string.h>
-
 #include "cpu/conv.h"
 #include "cpu/maxpool.h"
-#include "cpu/onednn.h"
+#include "cpu/onednn_weighted.h"
 #include "khost/kit/geometry.h"
 
 struct cntk_conv_dnnl {
-    cntk_dprim fwd, bwd_data, bwd_w;
-    cntk_darg src, wei, bias, dst;             /* forward */
-    cntk_darg bw_src, bw_ddst, bw_dwei, bw_db; /* backward weights */
-    cntk_darg bd_ddst, bd_wei, bd_dsrc;        /* backward data */
-    int64_t N, in_numel, out_numel;
-    int post_relu;                             /* relu done by the forward primitive */
+    cntk_dweighted w;
+    int post_relu; /* relu done by the forward primitive */
 };
-
-static const dnnl_memory_desc_t *pd_md(const_dnnl_primitive_desc_t pd, dnnl_query_t q) {
-    return dnnl_primitive_desc_query_md(pd, q, 0);
-}
 
 kh_status cntk_conv_dnnl_setup(cntk_cpu_model *m, cntk_cpu_layer *L, cntk_conv_geom *g) {
     cntk_conv_dnnl *c = cntk_alloc(m->s, sizeof *c);
     if (!c) return KH_ERR_NOMEM;
     g->dnnl = c;
-    c->N = m->plan->max_batch;
-    c->in_numel = L->p->in_numel;
-    c->out_numel = L->p->out_numel;
+    cntk_dweighted *w = &c->w;
+    w->N = m->plan->max_batch;
+    w->in_numel = L->p->in_numel;
+    w->out_numel = L->p->out_numel;
     c->post_relu = L->p->act == KH_ACT_RELU;
-    dnnl_dims_t sd = {c->N, g->C, g->H, g->W}, dd = {c->N, g->F, g->OH, g->OW};
+    dnnl_dims_t sd = {w->N, g->C, g->H, g->W}, dd = {w->N, g->F, g->OH, g->OW};
     dnnl_dims_t wd = {g->F, g->C, g->KH, g->KW}, bd = {g->F};
     dnnl_dims_t strides = {g->SH, g->SW}, pl = {g->PT, g->PL};
     dnnl_dims_t pr = {(g->OH - 1) * g->SH + g->KH - g->H - g->PT, (g->OW - 1) * g->SW + g->KW - g->W - g->PL};
@@ -73,39 +62,10 @@ kh_status cntk_conv_dnnl_setup(cntk_cpu_model *m, cntk_cpu_layer *L, cntk_conv_g
     kh_status st = cntk_dnnl_pd(m, L, "convolution forward", &fd, NULL, c->post_relu, &fpd);
     if (st == KH_OK) st = cntk_dnnl_pd(m, L, "convolution backward data", &bdd, fpd, 0, &dpd);
     if (st == KH_OK) st = cntk_dnnl_pd(m, L, "convolution backward weights", &bwd, fpd, 0, &wpd);
-    if (st == KH_OK) st = cntk_dnnl_prim(m, L, "convolution forward", fpd, &c->fwd);
-    if (st == KH_OK) st = cntk_dnnl_prim(m, L, "convolution backward data", dpd, &c->bwd_data);
-    if (st == KH_OK) st = cntk_dnnl_prim(m, L, "convolution backward weights", wpd, &c->bwd_w);
-    /* forward */
-    if (st == KH_OK)
-        st = cntk_darg_setup(m, L, "reorder of the input", 0, &u_src, pd_md(fpd, dnnl_query_src_md), NULL, &c->src);
-    if (st == KH_OK)
-        st = cntk_darg_setup(m, L, "reorder of the weights", 0, &u_wei, pd_md(fpd, dnnl_query_weights_md), NULL,
-                             &c->wei);
-    if (st == KH_OK) st = cntk_darg_setup(m, L, "bias", 0, &u_bias, &u_bias, NULL, &c->bias);
-    if (st == KH_OK)
-        st = cntk_darg_setup(m, L, "reorder of the output", 1, &u_dst, pd_md(fpd, dnnl_query_dst_md), NULL, &c->dst);
-    /* backward weights: the forward's source when in the same layout */
-    if (st == KH_OK)
-        st = cntk_darg_setup(m, L, "reorder of the input", 0, &u_src, pd_md(wpd, dnnl_query_src_md), &c->src,
-                             &c->bw_src);
-    if (st == KH_OK)
-        st = cntk_darg_setup(m, L, "reorder of the output gradient", 0, &u_dst, pd_md(wpd, dnnl_query_diff_dst_md),
-                             NULL, &c->bw_ddst);
-    if (st == KH_OK)
-        st = cntk_darg_setup(m, L, "reorder of the weight gradient", 1, &u_wei, pd_md(wpd, dnnl_query_diff_weights_md),
-                             NULL, &c->bw_dwei);
-    if (st == KH_OK) st = cntk_darg_setup(m, L, "bias gradient", 1, &u_bias, &u_bias, NULL, &c->bw_db);
-    /* backward data: the output gradient and the weights of the passes before it when in the same layout */
-    if (st == KH_OK)
-        st = cntk_darg_setup(m, L, "reorder of the output gradient", 0, &u_dst, pd_md(dpd, dnnl_query_diff_dst_md),
-                             &c->bw_ddst, &c->bd_ddst);
-    if (st == KH_OK)
-        st = cntk_darg_setup(m, L, "reorder of the weights", 0, &u_wei, pd_md(dpd, dnnl_query_weights_md), &c->wei,
-                             &c->bd_wei);
-    if (st == KH_OK)
-        st = cntk_darg_setup(m, L, "reorder of the input gradient", 1, &u_src, pd_md(dpd, dnnl_query_diff_src_md), NULL,
-                             &c->bd_dsrc);
+    if (st == KH_OK) st = cntk_dnnl_prim(m, L, "convolution forward", fpd, &w->fwd);
+    if (st == KH_OK) st = cntk_dnnl_prim(m, L, "convolution backward data", dpd, &w->bwd_data);
+    if (st == KH_OK) st = cntk_dnnl_prim(m, L, "convolution backward weights", wpd, &w->bwd_w);
+    if (st == KH_OK) st = cntk_dweighted_args(m, L, w, fpd, dpd, wpd, &u_src, &u_wei, &u_bias, &u_dst);
     if (fpd) dnnl_primitive_desc_destroy(fpd);
     if (dpd) dnnl_primitive_desc_destroy(dpd);
     if (wpd) dnnl_primitive_desc_destroy(wpd);
@@ -115,12 +75,7 @@ kh_status cntk_conv_dnnl_setup(cntk_cpu_model *m, cntk_cpu_layer *L, cntk_conv_g
 void cntk_conv_dnnl_teardown(cntk_cpu_model *m, cntk_conv_geom *g) {
     cntk_conv_dnnl *c = g->dnnl;
     if (!c) return;
-    cntk_dnnl_prim_free(&c->fwd);
-    cntk_dnnl_prim_free(&c->bwd_data);
-    cntk_dnnl_prim_free(&c->bwd_w);
-    cntk_darg *args[] = {&c->src, &c->wei, &c->bias, &c->dst, &c->bw_src, &c->bw_ddst, &c->bw_dwei, &c->bw_db,
-                         &c->bd_ddst, &c->bd_wei, &c->bd_dsrc};
-    for (size_t i = 0; i < sizeof args / sizeof args[0]; i++) cntk_darg_free(m, args[i]);
+    cntk_dweighted_free(m, &c->w);
     cntk_free(m->s, c);
     g->dnnl = NULL;
 }
@@ -130,8 +85,9 @@ static cntk_conv_dnnl *conv_dnnl_of(const cntk_cpu_layer *L) {
 }
 
 const dnnl_memory_desc_t *cntk_conv_dnnl_out_md(const cntk_cpu_model *m, const cntk_cpu_layer *L) {
-    const cntk_conv_dnnl *a = conv_dnnl_of(L);
-    if (!a || !m->s->onednn_chain) return NULL;
+    const cntk_conv_dnnl *c = conv_dnnl_of(L);
+    if (!c || !m->s->onednn_chain) return NULL;
+    const cntk_dweighted *a = &c->w;
     const dnnl_memory_desc_t *md = &a->dst.md;
     if (!dnnl_memory_desc_equal(&a->bw_ddst.md, md) || !dnnl_memory_desc_equal(&a->bd_ddst.md, md)) return NULL;
     /* unpadded: the element-wise layers between hold out_numel floats a sample; samples outermost: a partial
@@ -147,7 +103,8 @@ kh_status cntk_conv_dnnl_chain(cntk_cpu_model *m) {
         int32_t i = cntk_cpu_source_layer(m, j);
         const dnnl_memory_desc_t *md = i >= 0 ? cntk_conv_dnnl_out_md(m, &m->L[i]) : NULL;
         if (!md) continue;
-        cntk_conv_dnnl *a = conv_dnnl_of(&m->L[i]), *b = conv_dnnl_of(&m->L[j]);
+        cntk_conv_dnnl *ca = conv_dnnl_of(&m->L[i]), *cb = conv_dnnl_of(&m->L[j]);
+        cntk_dweighted *a = &ca->w, *b = cb ? &cb->w : NULL;
         if (b) { /* convolution -> convolution: b's input side too, when it chose the same layout */
             if (b->in_numel != a->out_numel || !dnnl_memory_desc_equal(&b->src.md, md) ||
                 !dnnl_memory_desc_equal(&b->bw_src.md, md) || !dnnl_memory_desc_equal(&b->bd_dsrc.md, md))
@@ -169,50 +126,16 @@ kh_status cntk_conv_dnnl_chain(cntk_cpu_model *m) {
     return KH_OK;
 }
 
-/* Rows [n, N) of a (N, numel) buffer to zero: a partial batch adds nothing to the weight gradients. */
-static void zero_tail(const cntk_conv_dnnl *c, float *buf, int n, int64_t numel) {
-    if (n < c->N) memset(buf + n * numel, 0, (size_t)((c->N - n) * numel) * sizeof(float));
-}
-
 kh_status cntk_conv_dnnl_forward(cntk_cpu_model *m, cntk_cpu_layer *L, int n) {
-    const cntk_conv_geom *g = L->st;
-    const cntk_conv_dnnl *c = g->dnnl;
-    /* the input's padding rows belong to the previous layer's output (or the staged input), and no one
-     * reads rows past n there */
-    zero_tail(c, (float *)L->x, n, c->in_numel);
-    kh_status st;
-    if ((st = cntk_darg_in(m, L, &c->src, L->x)) != KH_OK) return st;
-    if ((st = cntk_darg_in(m, L, &c->wei, L->prm[0].w)) != KH_OK) return st;
-    if ((st = cntk_darg_in(m, L, &c->bias, L->prm[1].w)) != KH_OK) return st;
-    if ((st = cntk_darg_bind(m, L, &c->dst, L->y, 0)) != KH_OK) return st;
-    dnnl_exec_arg_t args[5] = {{DNNL_ARG_SRC, c->src.mem}, {DNNL_ARG_WEIGHTS, c->wei.mem},
-                               {DNNL_ARG_BIAS, c->bias.mem}, {DNNL_ARG_DST, c->dst.mem}};
-    if ((st = cntk_dnnl_run(m, L, &c->fwd, 4, args)) != KH_OK) return st;
-    if ((st = cntk_darg_out(m, L, &c->dst, L->y)) != KH_OK) return st;
-    if (!c->post_relu) cntk_act_forward(m, L->p->act, L->y, 1, n * c->out_numel); /* element-wise, on the pool */
-    return KH_OK;
+    const cntk_conv_dnnl *c = ((const cntk_conv_geom *)L->st)->dnnl;
+    kh_status st = cntk_dweighted_forward(m, L, &c->w, n, L->x, L->prm[0].w, L->prm[1].w, L->y);
+    if (st == KH_OK && !c->post_relu) /* element-wise, on the pool */
+        cntk_act_forward(m, L->p->act, L->y, 1, n * c->w.out_numel);
+    return st;
 }
 
 kh_status cntk_conv_dnnl_backward(cntk_cpu_model *m, cntk_cpu_layer *L, int n, float *dy, float *dx, int fused) {
-    const cntk_conv_geom *g = L->st;
-    const cntk_conv_dnnl *c = g->dnnl;
-    if (!fused) cntk_act_backward(m, L->p->act, L->y, dy, 1, n * c->out_numel); /* element-wise, on the pool */
-    zero_tail(c, dy, n, c->out_numel);
-    kh_status st;
-    if ((st = cntk_darg_in(m, L, &c->bw_src, L->x)) != KH_OK) return st;
-    if ((st = cntk_darg_in(m, L, &c->bw_ddst, dy)) != KH_OK) return st;
-    if ((st = cntk_darg_bind(m, L, &c->bw_dwei, L->prm[0].g, 0)) != KH_OK) return st;
-    if ((st = cntk_darg_bind(m, L, &c->bw_db, L->prm[1].g, 0)) != KH_OK) return st;
-    dnnl_exec_arg_t wargs[5] = {{DNNL_ARG_SRC, c->bw_src.mem}, {DNNL_ARG_DIFF_DST, c->bw_ddst.mem},
-                                {DNNL_ARG_DIFF_WEIGHTS, c->bw_dwei.mem}, {DNNL_ARG_DIFF_BIAS, c->bw_db.mem}};
-    if ((st = cntk_dnnl_run(m, L, &c->bwd_w, 4, wargs)) != KH_OK) return st;
-    if ((st = cntk_darg_out(m, L, &c->bw_dwei, L->prm[0].g)) != KH_OK) return st;
-    if (!dx) return KH_OK;
-    if ((st = cntk_darg_in(m, L, &c->bd_ddst, dy)) != KH_OK) return st;
-    if ((st = cntk_darg_in(m, L, &c->bd_wei, L->prm[0].w)) != KH_OK) return st;
-    if ((st = cntk_darg_bind(m, L, &c->bd_dsrc, dx, 0)) != KH_OK) return st;
-    dnnl_exec_arg_t dargs[4] = {{DNNL_ARG_DIFF_DST, c->bd_ddst.mem}, {DNNL_ARG_WEIGHTS, c->bd_wei.mem},
-                                {DNNL_ARG_DIFF_SRC, c->bd_dsrc.mem}};
-    if ((st = cntk_dnnl_run(m, L, &c->bwd_data, 3, dargs)) != KH_OK) return st;
-    return cntk_darg_out(m, L, &c->bd_dsrc, dx);
+    const cntk_conv_dnnl *c = ((const cntk_conv_geom *)L->st)->dnnl;
+    if (!fused) cntk_act_backward(m, L->p->act, L->y, dy, 1, n * c->w.out_numel); /* element-wise, on the pool */
+    return cntk_dweighted_backward(m, L, &c->w, n, L->x, dy, L->prm[0].w, L->prm[0].g, L->prm[1].g, dx);
 }
