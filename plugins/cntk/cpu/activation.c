@@ -33,7 +33,7 @@ static int64_t last_axis(const cntk_cpu_layer *L) {
 static kh_status activation_forward(cntk_cpu_model *m, cntk_cpu_layer *L, int n, int train) {
     (void)train;
 #ifdef CNTK_HAVE_DNNL
-    if (L->st) return cntk_eltwise_dnnl_forward(m, L, L->st, L->x, L->y); /* max_batch rows: see setup */
+    if (L->st) return cntk_eltwise_dnnl_forward(m, L, L->st, L->x, L->y); /* all max_batch rows */
 #endif
     int64_t numel = n * L->p->out_numel, cols = last_axis(L);
     cntk_act_forward_from(m, L->p->act, L->x, L->y, numel / cols, cols); /* one pass, no copy first */

@@ -5,7 +5,8 @@
 
 #include "cpu/eltwise_onednn.h"
 
-static int fwd_alg(int act, dnnl_alg_kind_t *alg) {
+/* The algorithm for act, forward and backward alike. */
+static int alg_of(int act, dnnl_alg_kind_t *alg) {
     switch (act) {
     case KH_ACT_RELU: *alg = dnnl_eltwise_relu_use_dst_for_bwd; return 1;
     case KH_ACT_TANH: *alg = dnnl_eltwise_tanh_use_dst_for_bwd; return 1;
@@ -16,14 +17,14 @@ static int fwd_alg(int act, dnnl_alg_kind_t *alg) {
 
 int cntk_eltwise_dnnl_supports(int act) {
     dnnl_alg_kind_t alg;
-    return fwd_alg(act, &alg);
+    return alg_of(act, &alg);
 }
 
 kh_status cntk_eltwise_dnnl_setup(cntk_cpu_model *m, const cntk_cpu_layer *L, int act, int64_t numel,
                                   int with_forward, cntk_eltwise_dnnl *e) {
     memset(e, 0, sizeof *e);
     dnnl_alg_kind_t alg;
-    if (!fwd_alg(act, &alg))
+    if (!alg_of(act, &alg))
         return cntk_layer_fail(m->s, KH_ERR_INTERNAL, L->p->spec.kind, L->p->index, "compile",
                                "no oneDNN eltwise algorithm for activation %d", act);
     dnnl_dims_t d = {numel};
@@ -39,8 +40,9 @@ kh_status cntk_eltwise_dnnl_setup(cntk_cpu_model *m, const cntk_cpu_layer *L, in
     if (st == KH_OK) st = cntk_dnnl_pd(m, L, "eltwise backward", &bd, fpd, 0, &bpd);
     if (st == KH_OK && with_forward) st = cntk_dnnl_prim(m, L, "eltwise forward", fpd, &e->fwd);
     if (st == KH_OK) st = cntk_dnnl_prim(m, L, "eltwise backward", bpd, &e->bwd);
-    dnnl_memory_t *mems[] = {&e->src, &e->dst, &e->ddst, &e->dsrc};
-    for (size_t k = 0; k < 4 && st == KH_OK; k++) st = cntk_dnnl_mem(m, L, &md, DNNL_MEMORY_NONE, mems[k]);
+    dnnl_memory_t *mems[] = {&e->dst, &e->ddst, &e->dsrc, &e->src}; /* src: the forward's only */
+    for (size_t k = 0; k < (with_forward ? 4u : 3u) && st == KH_OK; k++)
+        st = cntk_dnnl_mem(m, L, &md, DNNL_MEMORY_NONE, mems[k]);
     if (fpd) dnnl_primitive_desc_destroy(fpd);
     if (bpd) dnnl_primitive_desc_destroy(bpd);
     return st;

@@ -8,7 +8,7 @@
 
 typedef struct cntk_eltwise_dnnl {
     cntk_dprim fwd, bwd;             /* fwd.p NULL when only the backward was asked for */
-    dnnl_memory_t src, dst, ddst, dsrc; /* handles set at each step */
+    dnnl_memory_t src, dst, ddst, dsrc; /* handles set at each step; src NULL without the forward */
 } cntk_eltwise_dnnl;
 
 /* Whether oneDNN computes act (relu, tanh, sigmoid) the way the kit's formulas do. */
