@@ -131,10 +131,12 @@ TH_RT_FN void th_softmax_grad(const float *y, const float *dy, float *dx, int64_
     }
 }
 
-/* --- convolution: im2col + GEMM per sample (NHWC, HWIO) ------------------------------------------------------ */
+/* --- convolution: implicit GEMM where the tile fits, else im2col + GEMM per sample (NHWC, HWIO) ------------- */
 typedef struct th_conv {
     int64_t H, W, C, KH, KW, F, OH, OW, SH, SW, PT, PL;
 } th_conv;
+
+#include "th_rt_igemm.h"
 
 /* patches (b*OH*OW, KH*KW*C) of samples [0, b) of x */
 TH_RT_FN void th_im2col(const th_conv *g, const float *x, int64_t b, float *col) {
@@ -176,12 +178,21 @@ TH_RT_FN void th_col2im(const th_conv *g, const float *col, int64_t b, float *dx
             }
 }
 
-/* Samples in parallel, each with its patches in its thread's scratch (Theano's CorrMM: im2col + GEMM per
- * sample, OpenMP over the batch, BLAS single-threaded inside). */
+/* Samples in parallel (Theano's CorrMM: OpenMP over the batch). Where the tile fits, the patches are read from
+ * the image inside the GEMM (th_rt_igemm.h) against the filter packed once in thread 0's scratch; otherwise
+ * each sample's patches go to its thread's scratch for a single-threaded BLAS GEMM. */
 TH_RT_FN void th_conv2d(const th_rt_ctx *c, const th_conv *g, const float *x, const float *w, float *y, int64_t n) {
     int64_t K = g->KH * g->KW * g->C, in_s = g->H * g->W * g->C, out_s = g->OH * g->OW * g->F;
     if (g->KH == 1 && g->KW == 1 && g->SH == 1 && g->SW == 1 && g->PT == 0 && g->PL == 0) {
         th_gemm(c, 0, 0, n * g->OH * g->OW, g->F, K, x, w, y, 0.0f);
+        return;
+    }
+    if (th_igemm_fits_fwd(g, c->scratch_stride)) {
+        float *wp = c->scratch, *zeros = wp + K * g->F;
+        th_igemm_pack_fwd(g, w, wp);
+        memset(zeros, 0, (size_t)g->C * sizeof *zeros);
+TH_PARALLEL_FOR(num_threads(c->threads) schedule(static))
+        for (int64_t s = 0; s < n; s++) th_igemm_fwd_sample(g, x + s * in_s, wp, zeros, y + s * out_s);
         return;
     }
 TH_PARALLEL_FOR(num_threads(c->threads) schedule(static))
@@ -192,13 +203,25 @@ TH_PARALLEL_FOR(num_threads(c->threads) schedule(static))
     }
 }
 
-/* per-thread partial filter gradients after the patches in each thread's scratch, summed in thread order */
+/* per-thread partial filter gradients in each thread's scratch (implicit-GEMM tiles, or BLAS after the patches),
+ * summed in thread order */
 TH_RT_FN void th_conv2d_bwd_filter(const th_rt_ctx *c, const th_conv *g, const float *x, const float *dy, float *dw,
                                    int64_t n) {
     int64_t K = g->KH * g->KW * g->C, in_s = g->H * g->W * g->C, out_s = g->OH * g->OW * g->F;
     int64_t cols = g->OH * g->OW * K;
     int parts = n < c->threads ? (int)n : c->threads;
     int64_t grain = (n + parts - 1) / parts;
+    if (th_igemm_fits_bwd_filter(g, c->scratch_stride)) {
+TH_PARALLEL_FOR(num_threads(parts) schedule(static))
+        for (int p = 0; p < parts; p++) {
+            float *part = c->scratch + p * c->scratch_stride;
+            memset(part, 0, (size_t)th_igemm_filter_part_floats(g) * sizeof *part);
+            int64_t s1 = (p + 1) * grain < n ? (p + 1) * grain : n;
+            for (int64_t s = p * grain; s < s1; s++) th_igemm_bwd_filter_sample(g, x + s * in_s, dy + s * out_s, part);
+        }
+        th_igemm_filter_gather(g, c->scratch, c->scratch_stride, parts, dw);
+        return;
+    }
 TH_PARALLEL_FOR(num_threads(parts) schedule(static))
     for (int p = 0; p < parts; p++) {
         float *col = c->scratch + p * c->scratch_stride, *part = col + cols;
@@ -220,6 +243,14 @@ TH_PARALLEL_FOR(num_threads(parts) schedule(static))
 TH_RT_FN void th_conv2d_bwd_input(const th_rt_ctx *c, const th_conv *g, const float *w, const float *dy, float *dx,
                                   int64_t n) {
     int64_t K = g->KH * g->KW * g->C, in_s = g->H * g->W * g->C, out_s = g->OH * g->OW * g->F;
+    if (th_igemm_fits_bwd_input(g, c->scratch_stride)) {
+        float *wp = c->scratch, *zeros = wp + K * g->F;
+        th_igemm_pack_bwd_input(g, w, wp);
+        memset(zeros, 0, (size_t)g->F * sizeof *zeros);
+TH_PARALLEL_FOR(num_threads(c->threads) schedule(static))
+        for (int64_t s = 0; s < n; s++) th_igemm_bwd_input_sample(g, dy + s * out_s, wp, zeros, dx + s * in_s);
+        return;
+    }
 TH_PARALLEL_FOR(num_threads(c->threads) schedule(static))
     for (int64_t s = 0; s < n; s++) {
         float *col = c->scratch + th_thread_id() * c->scratch_stride;
