@@ -1,5 +1,6 @@
-/* tf_ops_cpu_image.c — CPU kernels of the NHWC image ops: Conv2D as im2col + GEMM (TensorFlow's CPU
- * strategy for these shapes), its two backprops, MaxPool and MaxPoolGrad.
+/* tf_ops_cpu_image.c — CPU kernels of the NHWC image ops: Conv2D (a contraction over patches packed from the
+ * image, tf_ops_cpu_patches.c, where the filter count fills the register tile; else im2col + GEMM), its two
+ * backprops as TensorFlow 1.x's custom CPU kernels did them (im2col / col2im + GEMM), MaxPool and MaxPoolGrad.
  *
  * Strides are supported (the rows of a patch follow the output pixel's stride).
  * NHWC with an HWIO kernel makes im2col simple: a patch row is KH*KW runs of C contiguous floats, and the
@@ -12,9 +13,11 @@
  */
 #include <string.h>
 
+#include "khost/kit/gemm_tile.h"
 #include "khost/kit/geometry.h"
 #include "tf.h"
 #include "tf_ops_cpu.h"
+#include "tf_ops_cpu_patches.h"
 
 /* Patches per GEMM: ~2 MiB of floats per thread keeps a block in L2/L3 while making the GEMM tall. */
 #define TF_CONV_BLOCK_FLOATS ((int64_t)1 << 19)
@@ -121,6 +124,12 @@ static void conv_fwd_range(void *v, int64_t b0, int64_t b1, int slot) {
 
 static int64_t n_blocks(const conv *c) { return (c->r->n + c->S - 1) / c->S; }
 
+/* over blocks [b0, b1) of output rows, their patches packed from the image (tf_ops_cpu_patches.c) */
+static void conv_patches_range(void *v, int64_t b0, int64_t b1, int slot) {
+    conv *c = v;
+    tf_patches_conv(&c->d, c->x, c->w, c->y, c->r->n, b0, b1, scratch(c->r, slot));
+}
+
 static kh_status k_conv2d(tf_run *r, int32_t i) {
     const int32_t *in = kh_graph_inputs(r->f->g, i);
     conv c;
@@ -129,6 +138,12 @@ static kh_status k_conv2d(tf_run *r, int32_t i) {
     c.x = tf_in(r, i, 0);
     c.w = tf_in(r, i, 1);
     c.y = tf_out(r, i);
+    const kh_conv2d_dims *d = &c.d;
+    int direct = d->KH == 1 && d->KW == 1 && d->SH == 1 && d->SW == 1 && d->pad_top == 0 && d->pad_left == 0;
+    if (!direct && tf_patches_fit(d, r->m->im2col_floats)) {
+        tf_parallel_for(r->m->s->pool, tf_patches_blocks(d, r->n), 1, r->m->s->set.intra_op, conv_patches_range, &c);
+        return KH_OK;
+    }
     tf_parallel_for(r->m->s->pool, n_blocks(&c), 1, r->m->s->set.intra_op, conv_fwd_range, &c);
     return KH_OK;
 }
@@ -385,6 +400,7 @@ void tf_cpu_scratch_needs(const kh_graph *g, int64_t *im2col_floats) {
             !conv_geom(g, i, &d))
             continue;
         int64_t pk = d.OH * d.OW * d.KH * d.KW * d.C, need = pk * block_samples(pk);
+        if (op == KH_GOP_CONV2D && d.OC % KH_TILE_NR == 0 && tf_patches_floats(&d) > need) need = tf_patches_floats(&d);
         if (need > *im2col_floats) *im2col_floats = need;
     }
 }
