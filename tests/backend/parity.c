@@ -127,16 +127,28 @@ static const kh_layer_spec cnn_strided[] = {
 /* Convolutions wide enough for a blocked layout (16 channels) passing their tensor straight on (conv -> conv),
  * through an element-wise Activation (conv -> relu -> conv) and to a max pooling (ties after the relu): the
  * shapes where cntk's oneDNN path keeps the tensor blocked between the layers (plugins/cntk/cpu/conv_onednn.c,
- * maxpool_onednn.c); then a Dense with a relu, which that path runs as an inner product with the relu fused and
- * its gradient on oneDNN's eltwise (cpu/dense_onednn.c). */
+ * maxpool_onednn.c); then Dropout and Flatten, which that path passes the pooled tensor through in the
+ * pooling's layout (cntk's masks still drawn in Keras order: the dropout-on steps check them against the kit),
+ * and a Dense with a relu, which it runs as an inner product over that 4-D input with the relu fused and its
+ * gradient on oneDNN's eltwise (cpu/dense_onednn.c). */
 static const kh_layer_spec cnn_chain[] = {
     KB_L(.kind = KH_LAYER_CONV2D, .units = 16, .kernel = {3, 3}, .padding = KH_PAD_SAME, .activation = KH_ACT_RELU),
     KB_L(.kind = KH_LAYER_CONV2D, .units = 16, .kernel = {3, 3}, .padding = KH_PAD_SAME),
     KB_L(.kind = KH_LAYER_ACTIVATION, .activation = KH_ACT_RELU),
     KB_L(.kind = KH_LAYER_CONV2D, .units = 16, .kernel = {3, 3}, .padding = KH_PAD_SAME, .activation = KH_ACT_RELU),
     KB_L(.kind = KH_LAYER_MAXPOOL2D, .kernel = {2, 2}),
+    KB_L(.kind = KH_LAYER_DROPOUT, .rate = 0.25f),
     KB_L(.kind = KH_LAYER_FLATTEN),
     KB_L(.kind = KH_LAYER_DENSE, .units = 5, .activation = KH_ACT_RELU),
+    KB_L(.kind = KH_LAYER_DENSE, .units = 3, .activation = KH_ACT_SOFTMAX)};
+/* A max pooling's output through Dropout into another convolution (cifar10_cnn's pool -> dropout -> conv),
+ * 16 channels: cntk's oneDNN path passes the pooled tensor on in the pooling's layout, the masks stored in it. */
+static const kh_layer_spec cnn_pool_conv[] = {
+    KB_L(.kind = KH_LAYER_CONV2D, .units = 16, .kernel = {3, 3}, .padding = KH_PAD_SAME, .activation = KH_ACT_RELU),
+    KB_L(.kind = KH_LAYER_MAXPOOL2D, .kernel = {2, 2}),
+    KB_L(.kind = KH_LAYER_DROPOUT, .rate = 0.25f),
+    KB_L(.kind = KH_LAYER_CONV2D, .units = 8, .kernel = {3, 3}, .padding = KH_PAD_SAME, .activation = KH_ACT_RELU),
+    KB_L(.kind = KH_LAYER_FLATTEN),
     KB_L(.kind = KH_LAYER_DENSE, .units = 3, .activation = KH_ACT_SOFTMAX)};
 static const kh_layer_spec fasttext[] = {KB_L(.kind = KH_LAYER_EMBEDDING, .input_dim = 40, .units = 4),
                                          KB_L(.kind = KH_LAYER_GAP1D),
@@ -155,7 +167,7 @@ static const kh_layer_spec onehot_flat[] = {KB_L(.kind = KH_LAYER_FLATTEN),
                                             KB_L(.kind = KH_LAYER_DENSE, .units = 3, .activation = KH_ACT_SOFTMAX)};
 
 int kb_small_models(const kh_model_spec **models) {
-    static kh_model_spec m[9];
+    static kh_model_spec m[10];
     static int n;
     if (!n) {
         m[n++] = kb_spec("mlp_rmsprop", KH_F32, 1, 8, 0, 0, 0, mlp, KB_N(mlp), KH_LOSS_CATEGORICAL_CROSSENTROPY,
@@ -164,6 +176,8 @@ int kb_small_models(const kh_model_spec **models) {
                          kb_opt(KH_OPT_ADADELTA, 1.0f, 0), 3);
         m[n++] = kb_spec("cnn_strided_sgd", KH_F32, 3, 5, 6, 3, 0, cnn_strided, KB_N(cnn_strided),
                          KH_LOSS_CATEGORICAL_CROSSENTROPY, kb_opt(KH_OPT_SGD, 0.1f, 0), 2);
+        m[n++] = kb_spec("cnn_pool_conv_rmsprop", KH_F32, 3, 8, 8, 3, 0, cnn_pool_conv, KB_N(cnn_pool_conv),
+                         KH_LOSS_CATEGORICAL_CROSSENTROPY, kb_opt(KH_OPT_RMSPROP, 1e-3f, 0), 3);
         m[n++] = kb_spec("cnn_chain_rmsprop", KH_F32, 3, 6, 6, 2, 0, cnn_chain, KB_N(cnn_chain),
                          KH_LOSS_CATEGORICAL_CROSSENTROPY, kb_opt(KH_OPT_RMSPROP, 1e-3f, 0), 3);
         m[n++] = kb_spec("fasttext_adam", KH_I32, 1, 9, 0, 0, 0, fasttext, KB_N(fasttext), KH_LOSS_BINARY_CROSSENTROPY,

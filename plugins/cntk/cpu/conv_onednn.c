@@ -12,8 +12,10 @@
  * convolution (mnist_cnn's conv -> conv, cifar10_cnn's conv -> relu -> conv) that chose the same layout for
  * its input and input gradient, or to a max pooling, which then runs on oneDNN in that layout
  * (cpu/maxpool_onednn.c), with only element-wise Activation layers between, which run on the blocked data as
- * it is (unpadded: the same numel). cntk_conv_dnnl_chain links them after every layer's setup. Dropout ends a
- * chain: its masks are drawn per element in NCHW order, as the reference kit draws them.
+ * it is (unpadded: the same numel). A oneDNN max pooling passes its output on in its layout to a convolution
+ * that chose it for its input, through Dropout layers that store their masks in it (cifar10_cnn's pool ->
+ * dropout -> conv; cpu/dropout.c still draws them in the kit's order). cntk_conv_dnnl_chain links them after
+ * every layer's setup.
  * Batch, arguments and the three passes: cpu/onednn_weighted.c, shared with Dense's inner products.
  */
 #include "cpu/conv.h"
@@ -98,22 +100,47 @@ const dnnl_memory_desc_t *cntk_conv_dnnl_out_md(const cntk_cpu_model *m, const c
                : NULL;
 }
 
+/* b's input side takes md as it comes, when b chose md for its input and its input gradient */
+static int takes_native(const cntk_dweighted *b, const dnnl_memory_desc_t *md) {
+    return dnnl_memory_desc_equal(&b->src.md, md) && dnnl_memory_desc_equal(&b->bw_src.md, md) &&
+           dnnl_memory_desc_equal(&b->bd_dsrc.md, md);
+}
+
+static kh_status input_native(cntk_cpu_model *m, cntk_cpu_layer *L, cntk_dweighted *b) {
+    cntk_darg *in[] = {&b->src, &b->bw_src, &b->bd_dsrc};
+    for (size_t k = 0; k < 3; k++) {
+        kh_status st = cntk_darg_native(m, L, in[k]);
+        if (st != KH_OK) return st;
+    }
+    return KH_OK;
+}
+
+/* max pooling -> Dropout... -> convolution in the pooling's channel-blocked layout */
+static kh_status chain_after_pool(cntk_cpu_model *m, int32_t j) {
+    cntk_conv_dnnl *cb = conv_dnnl_of(&m->L[j]);
+    int32_t k = j - 1;
+    while (k >= 0 && m->L[k].ops == &cntk_cpu_dropout_ops) k--;
+    const dnnl_memory_desc_t *md = cb && k >= 0 && k < j - 1 ? cntk_pool_dnnl_out_md(m, &m->L[k]) : NULL;
+    int64_t block = md ? cntk_dnnl_channel_block(md) : 0;
+    if (!md || block < 1 || cb->w.in_numel != m->L[k].p->out_numel || !takes_native(&cb->w, md)) return KH_OK;
+    for (int32_t d = k + 1; d < j; d++) cntk_dropout_store_blocked(&m->L[d], block);
+    kh_status st = input_native(m, &m->L[j], &cb->w);
+    return st == KH_OK ? cntk_pool_dnnl_pass_on(m, &m->L[k]) : st;
+}
+
 kh_status cntk_conv_dnnl_chain(cntk_cpu_model *m) {
     for (int32_t j = 1; j < m->n_layers; j++) {
+        kh_status pst = chain_after_pool(m, j);
+        if (pst != KH_OK) return pst;
         int32_t i = cntk_cpu_source_layer(m, j);
         const dnnl_memory_desc_t *md = i >= 0 ? cntk_conv_dnnl_out_md(m, &m->L[i]) : NULL;
         if (!md) continue;
         cntk_conv_dnnl *ca = conv_dnnl_of(&m->L[i]), *cb = conv_dnnl_of(&m->L[j]);
         cntk_dweighted *a = &ca->w, *b = cb ? &cb->w : NULL;
         if (b) { /* convolution -> convolution: b's input side too, when it chose the same layout */
-            if (b->in_numel != a->out_numel || !dnnl_memory_desc_equal(&b->src.md, md) ||
-                !dnnl_memory_desc_equal(&b->bw_src.md, md) || !dnnl_memory_desc_equal(&b->bd_dsrc.md, md))
-                continue;
-            cntk_darg *in[] = {&b->src, &b->bw_src, &b->bd_dsrc};
-            for (size_t k = 0; k < 3; k++) {
-                kh_status st = cntk_darg_native(m, &m->L[j], in[k]);
-                if (st != KH_OK) return st;
-            }
+            if (b->in_numel != a->out_numel || !takes_native(b, md)) continue;
+            kh_status st = input_native(m, &m->L[j], b);
+            if (st != KH_OK) return st;
         } else if (!cntk_pool_dnnl_active(&m->L[j])) { /* a pooling was made for md at its setup */
             continue;
         }

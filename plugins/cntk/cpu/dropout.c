@@ -1,6 +1,7 @@
 /* cpu/dropout.c — inverted Dropout. Masks are drawn from kh_rng seeded by
  * kh_seed_mix(compile seed, forward count, layer, 0), one uniform per element in Keras (NHWC) order
- * even though images are stored NCHW, keeping an element when u >= rate — the same stream the reference kit
+ * even though images are stored NCHW (or channel-blocked, nChw<cb>c, after a oneDNN pooling that passes its
+ * output on: cntk_dropout_store_blocked), keeping an element when u >= rate — the same stream the reference kit
  * draws, so a seeded run matches it mask for mask. The pool's threads draw it in parts, whole samples each,
  * each from the stream advanced to its first sample (kh_rng_advance). Identity at inference and when
  * deterministic. */
@@ -15,6 +16,7 @@
 
 typedef struct dropout_state {
     uint8_t *mask; /* (max_batch, numel) stored order; 1 = keep */
+    int64_t cb;    /* channel block of an image's stored layout: 1 = NCHW */
     int active;    /* the last forward applied a mask */
 } dropout_state;
 
@@ -26,13 +28,15 @@ typedef struct drop_job {
     uint64_t keep_from; /* keep when a draw's top 53 bits are >= this: u >= rate, exactly, in integers */
     float scale;
     int64_t per;     /* elements a sample */
-    int64_t H, W, C; /* image input, stored NCHW (C = 0: flat) */
+    int64_t H, W, C; /* image input (C = 0: flat) */
+    int64_t cb;      /* its channel block: element (c, p) of a sample at (c / cb) * H * W * cb + p * cb + c % cb */
 } drop_job;
 
 static kh_status dropout_setup(cntk_cpu_model *m, cntk_cpu_layer *L) {
     dropout_state *d = cntk_alloc(m->s, sizeof *d);
     if (!d) return KH_ERR_NOMEM;
     L->st = d;
+    d->cb = 1;
     d->mask = cntk_alloc(m->s, (size_t)(m->plan->max_batch * L->p->in_numel));
     return d->mask ? KH_OK : KH_ERR_NOMEM;
 }
@@ -44,12 +48,12 @@ static void dropout_teardown(cntk_cpu_model *m, cntk_cpu_layer *L) {
     cntk_free(m->s, d);
 }
 
-/* Samples [s0, s1): their part of the stream, masks stored at their NCHW positions, then the scaled output.
+/* Samples [s0, s1): their part of the stream, masks stored at their positions in the image's layout, then the scaled output.
  * The job's fields are copied to restrict locals: through the struct, every store (a uint8_t one aliases
  * anything) would reload them and the loops would not vectorise. */
 static void forward_samples(void *ctx, int64_t s0, int64_t s1) {
     const drop_job *j = ctx;
-    const int64_t per = j->per, C = j->C, HW = j->H * j->W;
+    const int64_t per = j->per, C = j->C, HW = j->H * j->W, cb = j->cb;
     const uint64_t keep_from = j->keep_from;
     const float scale = j->scale;
     uint64_t draw[DROP_DRAW_CHUNK];
@@ -69,7 +73,8 @@ static void forward_samples(void *ctx, int64_t s0, int64_t s1) {
                 for (int64_t c0 = 0; c0 < C; c0 += DROP_DRAW_CHUNK) {
                     int64_t len = C - c0 < DROP_DRAW_CHUNK ? C - c0 : DROP_DRAW_CHUNK;
                     kh_rng_fill_u64(&r, draw, len);
-                    for (int64_t c = 0; c < len; c++) mk[(c0 + c) * HW + p] = (draw[c] >> 11) >= keep_from;
+                    for (int64_t c = c0; c < c0 + len; c++)
+                        mk[(c / cb) * HW * cb + p * cb + c % cb] = (draw[c - c0] >> 11) >= keep_from;
                 }
         }
         const float *restrict x = j->x + s * per;
@@ -109,6 +114,7 @@ static kh_status dropout_forward(cntk_cpu_model *m, cntk_cpu_layer *L, int n, in
         j.H = L->p->sh.in_shape[0];
         j.W = L->p->sh.in_shape[1];
         j.C = L->p->sh.in_shape[2];
+        j.cb = d->cb;
     }
     int64_t grain = DROP_GRAIN_ELEMS / per;
     cntk_parallel_for(m->s->pool, n, grain < 1 ? 1 : grain, forward_samples, &j);
@@ -128,6 +134,8 @@ static kh_status dropout_backward(cntk_cpu_model *m, cntk_cpu_layer *L, int n, f
     cntk_parallel_for(m->s->pool, numel, DROP_GRAIN_ELEMS, backward_elems, &j);
     return KH_OK;
 }
+
+void cntk_dropout_store_blocked(cntk_cpu_layer *L, int64_t cb) { ((dropout_state *)L->st)->cb = cb; }
 
 const cntk_cpu_ops cntk_cpu_dropout_ops = {
     .setup = dropout_setup,

@@ -5,6 +5,9 @@
 #define KHOST_CNTK_MAXPOOL_H
 
 #include "cpu/cpu.h"
+#ifdef CNTK_HAVE_DNNL
+#include <oneapi/dnnl/dnnl.h>
+#endif
 
 typedef struct cntk_pool_dnnl cntk_pool_dnnl;
 
@@ -22,6 +25,11 @@ kh_status cntk_pool_dnnl_setup(cntk_cpu_model *m, cntk_cpu_layer *L, cntk_pool_s
 void cntk_pool_dnnl_teardown(cntk_cpu_model *m, cntk_pool_state *p);
 kh_status cntk_pool_dnnl_forward(cntk_cpu_model *m, cntk_cpu_layer *L, int n);
 kh_status cntk_pool_dnnl_backward(cntk_cpu_model *m, cntk_cpu_layer *L, int n, float *dy, float *dx);
+/* The layout oneDNN's pooling writes its output and reads its output gradient in, when the two are one
+ * (onednn_chain on); NULL otherwise. */
+const dnnl_memory_desc_t *cntk_pool_dnnl_out_md(const cntk_cpu_model *m, const cntk_cpu_layer *L);
+/* From now on y and dy hold the pooling's tensors in that layout: its consumer reads them as they are. */
+kh_status cntk_pool_dnnl_pass_on(cntk_cpu_model *m, cntk_cpu_layer *L);
 #endif
 /* Whether L is a max pooling that reads its input in a oneDNN blocked layout. */
 int cntk_pool_dnnl_active(const cntk_cpu_layer *L);

@@ -1,8 +1,9 @@
 /* cpu/maxpool_onednn.c — MaxPooling2D through oneDNN's pooling primitives, for a pooling whose input comes
  * from a oneDNN convolution (through element-wise layers only) that can pass it on in its blocked layout
  * (cntk_conv_dnnl_out_md): the input and the input gradient stay in that layout, so the convolution's output
- * is not reordered to NCHW and back; the pooling's own output, four times smaller, is reordered to the NCHW
- * the layers after it read, and its gradient back.
+ * is not reordered to NCHW and back. The pooling's own output, four times smaller, is reordered to the NCHW
+ * the layers after it read, and its gradient back, unless a oneDNN Dense takes it in oneDNN's layout through
+ * Dropout and Flatten (cntk_pool_dnnl_pass_on, cpu/dense_onednn.c).
  * The forward is forward_training with a workspace (where each maximum came from); the backward scatters
  * through it. Ties: the reference kit and the plain path (cpu/maxpool.c) give a window's gradient to its
  * first maximum in row-major order; which one oneDNN picks is not checked here, and does not change a result
@@ -111,4 +112,16 @@ kh_status cntk_pool_dnnl_backward(cntk_cpu_model *m, cntk_cpu_layer *L, int n, f
     dnnl_exec_arg_t args[4] = {{DNNL_ARG_DIFF_DST, d->ddst.mem}, {DNNL_ARG_DIFF_SRC, d->dsrc.mem},
                                {DNNL_ARG_WORKSPACE, d->ws}};
     return cntk_dnnl_run(m, L, &d->bwd, 3, args);
+}
+
+const dnnl_memory_desc_t *cntk_pool_dnnl_out_md(const cntk_cpu_model *m, const cntk_cpu_layer *L) {
+    if (!cntk_pool_dnnl_active(L) || !m->s->onednn_chain) return NULL;
+    const cntk_pool_dnnl *d = ((const cntk_pool_state *)L->st)->dnnl;
+    return dnnl_memory_desc_equal(&d->dst.md, &d->ddst.md) ? &d->dst.md : NULL;
+}
+
+kh_status cntk_pool_dnnl_pass_on(cntk_cpu_model *m, cntk_cpu_layer *L) {
+    cntk_pool_dnnl *d = ((cntk_pool_state *)L->st)->dnnl;
+    kh_status st = cntk_darg_native(m, L, &d->dst);
+    return st == KH_OK ? cntk_darg_native(m, L, &d->ddst) : st;
 }

@@ -102,6 +102,10 @@ kh_status cntk_darg_out(cntk_cpu_model *m, const cntk_cpu_layer *L, const cntk_d
  * no reorder. */
 kh_status cntk_darg_native(cntk_cpu_model *m, const cntk_cpu_layer *L, cntk_darg *a);
 
+/* A 4-D (N, C, H, W) layout's channel block when it is NCHW (1) or nChw<cb>c (cb) with nothing padded, so
+ * element (s, c, h, w) is at ((s * C/cb + c/cb) * H * W + h * W + w) * cb + c % cb; 0 for any other layout. */
+int64_t cntk_dnnl_channel_block(const dnnl_memory_desc_t *md);
+
 /* pd from op desc d with the user scratchpad and, for post_relu, relu as a post-op; hint: the forward's pd
  * for a backward. */
 kh_status cntk_dnnl_pd(cntk_cpu_model *m, const cntk_cpu_layer *L, const char *name, const_dnnl_op_desc_t d,

@@ -67,3 +67,17 @@ kh_status cntk_darg_native(cntk_cpu_model *m, const cntk_cpu_layer *L, cntk_darg
     return cntk_dnnl_mem(m, L, &md, DNNL_MEMORY_NONE, &a->mem);
 }
 
+
+int64_t cntk_dnnl_channel_block(const dnnl_memory_desc_t *md) {
+    if (md->ndims != 4 || md->format_kind != dnnl_blocked || md->offset0 != 0) return 0;
+    for (int k = 0; k < 4; k++)
+        if (md->padded_dims[k] != md->dims[k] || md->padded_offsets[k] != 0) return 0;
+    const dnnl_blocking_desc_t *b = &md->format_desc.blocking;
+    int64_t C = md->dims[1], H = md->dims[2], W = md->dims[3], cb = 1;
+    if (b->inner_nblks == 1 && b->inner_idxs[0] == 1) cb = b->inner_blks[0];
+    else if (b->inner_nblks != 0) return 0;
+    if (cb < 1 || C % cb) return 0;
+    return b->strides[0] == C * H * W && b->strides[1] == H * W * cb && b->strides[2] == W * cb && b->strides[3] == cb
+               ? cb
+               : 0;
+}
