@@ -53,7 +53,7 @@ static void dropout_teardown(cntk_cpu_model *m, cntk_cpu_layer *L) {
  * anything) would reload them and the loops would not vectorise. */
 static void forward_samples(void *ctx, int64_t s0, int64_t s1) {
     const drop_job *j = ctx;
-    const int64_t per = j->per, C = j->C, HW = j->H * j->W, cb = j->cb;
+    const int64_t per = j->per, C = j->C, HW = j->H * j->W, cb = j->cb, HWcb = HW * cb;
     const uint64_t keep_from = j->keep_from;
     const float scale = j->scale;
     uint64_t draw[DROP_DRAW_CHUNK];
@@ -73,8 +73,13 @@ static void forward_samples(void *ctx, int64_t s0, int64_t s1) {
                 for (int64_t c0 = 0; c0 < C; c0 += DROP_DRAW_CHUNK) {
                     int64_t len = C - c0 < DROP_DRAW_CHUNK ? C - c0 : DROP_DRAW_CHUNK;
                     kh_rng_fill_u64(&r, draw, len);
-                    for (int64_t c = c0; c < c0 + len; c++)
-                        mk[(c / cb) * HW * cb + p * cb + c % cb] = (draw[c - c0] >> 11) >= keep_from;
+                    /* channel c0 + c sits in block blk at lane `lane`: walked, not divided, per element */
+                    int64_t blk = c0 / cb, lane = c0 % cb;
+                    uint8_t *restrict at = mk + p * cb;
+                    for (int64_t c = 0; c < len; c++) {
+                        at[blk * HWcb + lane] = (draw[c] >> 11) >= keep_from;
+                        if (++lane == cb) lane = 0, blk++;
+                    }
                 }
         }
         const float *restrict x = j->x + s * per;
