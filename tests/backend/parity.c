@@ -127,10 +127,10 @@ static const kh_layer_spec cnn_strided[] = {
 /* Convolutions wide enough for a blocked layout (16 channels) passing their tensor straight on (conv -> conv),
  * through an element-wise Activation (conv -> relu -> conv) and to a max pooling (ties after the relu): the
  * shapes where cntk's oneDNN path keeps the tensor blocked between the layers (plugins/cntk/cpu/conv_onednn.c,
- * maxpool_onednn.c); then Dropout and Flatten, which that path passes the pooled tensor through in the
- * pooling's layout (cntk's masks still drawn in Keras order: the dropout-on steps check them against the kit),
- * and a Dense with a relu, which it runs as an inner product over that 4-D input with the relu fused and its
- * gradient on oneDNN's eltwise (cpu/dense_onednn.c). */
+ * maxpool_onednn.c); then Dropout and Flatten, which that path passes the pooled tensor through in NHWC
+ * (cntk's masks still drawn in Keras order: the dropout-on steps check them against the kit), and a Dense with
+ * a relu, which it runs as an inner product with the relu fused and its gradient on oneDNN's eltwise
+ * (cpu/dense_onednn.c). */
 static const kh_layer_spec cnn_chain[] = {
     KB_L(.kind = KH_LAYER_CONV2D, .units = 16, .kernel = {3, 3}, .padding = KH_PAD_SAME, .activation = KH_ACT_RELU),
     KB_L(.kind = KH_LAYER_CONV2D, .units = 16, .kernel = {3, 3}, .padding = KH_PAD_SAME),

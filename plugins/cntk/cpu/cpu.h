@@ -120,12 +120,12 @@ void cntk_optim_step(cntk_cpu_model *m);
 /* Allocate optimizer slots for a parameter (cpu/optim.c). */
 kh_status cntk_optim_alloc(cntk_cpu_model *m, cntk_param *p);
 
-/* Layers after a oneDNN max pooling whose tensor stays in its channel-blocked layout (nChw<cb>c) up to a
- * oneDNN Dense (cpu/dense_onednn.c): Dropout stores its mask and output in that layout, still drawing the
- * masks in the Keras (H, W, C) order (cpu/dropout.c); Flatten passes the tensor on as it is (cpu/flatten.c). */
+/* Layers after a oneDNN max pooling that hands its output on in a channel-blocked layout (nChw<cb>c; NHWC is
+ * cb = C) to a oneDNN convolution or, through Flatten, to a oneDNN Dense (cpu/conv_onednn.c, dense_onednn.c):
+ * Dropout stores its mask and output in that layout, still drawing the masks in the Keras (H, W, C) order
+ * (cpu/dropout.c); Flatten passes an NHWC tensor on as it is (cpu/flatten.c). */
 void cntk_dropout_store_blocked(cntk_cpu_layer *L, int64_t cb);
-void cntk_flatten_pass_blocked(cntk_cpu_layer *L);
-int cntk_flatten_passes_blocked(const cntk_cpu_layer *L);
+void cntk_flatten_pass_nhwc(cntk_cpu_layer *L);
 
 /* Copy a per-sample (C,H,W) tensor to (H,W,C) and back, for n samples. */
 void cntk_nchw_to_nhwc(const float *src, float *dst, int64_t n, int64_t c, int64_t h, int64_t w);

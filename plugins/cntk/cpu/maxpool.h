@@ -30,6 +30,9 @@ kh_status cntk_pool_dnnl_backward(cntk_cpu_model *m, cntk_cpu_layer *L, int n, f
 const dnnl_memory_desc_t *cntk_pool_dnnl_out_md(const cntk_cpu_model *m, const cntk_cpu_layer *L);
 /* From now on y and dy hold the pooling's tensors in that layout: its consumer reads them as they are. */
 kh_status cntk_pool_dnnl_pass_on(cntk_cpu_model *m, cntk_cpu_layer *L);
+/* From now on the output is reordered to NHWC (Keras's order, for a Flatten into a Dense) instead of NCHW, and
+ * its gradient from NHWC. */
+kh_status cntk_pool_dnnl_out_nhwc(cntk_cpu_model *m, cntk_cpu_layer *L);
 #endif
 /* Whether L is a max pooling that reads its input in a oneDNN blocked layout. */
 int cntk_pool_dnnl_active(const cntk_cpu_layer *L);

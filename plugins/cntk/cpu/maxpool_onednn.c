@@ -2,8 +2,9 @@
  * from a oneDNN convolution (through element-wise layers only) that can pass it on in its blocked layout
  * (cntk_conv_dnnl_out_md): the input and the input gradient stay in that layout, so the convolution's output
  * is not reordered to NCHW and back. The pooling's own output, four times smaller, is reordered to the NCHW
- * the layers after it read, and its gradient back, unless a oneDNN Dense takes it in oneDNN's layout through
- * Dropout and Flatten (cntk_pool_dnnl_pass_on, cpu/dense_onednn.c).
+ * the layers after it read, and its gradient back — to NHWC instead where Dropout and Flatten lead to a oneDNN
+ * Dense (cntk_pool_dnnl_out_nhwc, cpu/dense_onednn.c), and not at all where Dropout leads to a oneDNN
+ * convolution that takes the layout (cntk_pool_dnnl_pass_on, cpu/conv_onednn.c).
  * The forward is forward_training with a workspace (where each maximum came from); the backward scatters
  * through it. Ties: the reference kit and the plain path (cpu/maxpool.c) give a window's gradient to its
  * first maximum in row-major order; which one oneDNN picks is not checked here, and does not change a result
@@ -124,4 +125,17 @@ kh_status cntk_pool_dnnl_pass_on(cntk_cpu_model *m, cntk_cpu_layer *L) {
     cntk_pool_dnnl *d = ((cntk_pool_state *)L->st)->dnnl;
     kh_status st = cntk_darg_native(m, L, &d->dst);
     return st == KH_OK ? cntk_darg_native(m, L, &d->ddst) : st;
+}
+
+kh_status cntk_pool_dnnl_out_nhwc(cntk_cpu_model *m, cntk_cpu_layer *L) {
+    cntk_pool_state *p = L->st;
+    cntk_pool_dnnl *d = p->dnnl;
+    dnnl_dims_t dd = {m->plan->max_batch, p->C, p->OH, p->OW};
+    dnnl_memory_desc_t u_dst, dst = d->dst.md, ddst = d->ddst.md;
+    CNTK_DNNL_TRY(m, L, "compile", "memory descriptor", dnnl_memory_desc_init_by_tag(&u_dst, 4, dd, dnnl_f32, dnnl_nhwc));
+    cntk_darg_free(m, &d->dst);
+    cntk_darg_free(m, &d->ddst);
+    kh_status st = cntk_darg_setup(m, L, "reorder of the pooling output", 1, &u_dst, &dst, NULL, &d->dst);
+    return st == KH_OK ? cntk_darg_setup(m, L, "reorder of the pooling output gradient", 0, &u_dst, &ddst, NULL, &d->ddst)
+                       : st;
 }
