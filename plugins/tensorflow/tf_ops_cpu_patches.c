@@ -26,13 +26,6 @@ int64_t tf_patches_blocks(const kh_conv2d_dims *d, int64_t n) {
     return (rows + per - 1) / per;
 }
 
-/* the kernel (K, F) as F / KH_TILE_NR panels of (K, KH_TILE_NR): panel f0 starts at wp + f0 * K */
-static void pack_kernel(const kh_conv2d_dims *d, const float *w, float *wp) {
-    int64_t K = d->KH * d->KW * d->C;
-    for (int64_t f0 = 0; f0 < d->OC; f0 += KH_TILE_NR)
-        for (int64_t k = 0; k < K; k++) memcpy(wp + f0 * K + k * KH_TILE_NR, w + k * d->OC + f0, KH_TILE_NR * sizeof *wp);
-}
-
 /* panel[k * MR + i] = patch element k of output row g0 + i (rows past the last repeat it; they are not stored) */
 static void pack_patches(const kh_conv2d_dims *d, const float *x, int64_t g0, int64_t rows, float *panel) {
     int64_t P = d->OH * d->OW, C = d->C;
@@ -59,7 +52,7 @@ void tf_patches_conv(const kh_conv2d_dims *d, const float *x, const float *w, fl
                      int64_t b1, float *scratch) {
     int64_t K = d->KH * d->KW * d->C, F = d->OC, rows = n * d->OH * d->OW, per = TF_PATCH_TILES * KH_TILE_MR;
     float *wp = scratch, *panels = scratch + K * F, tile[KH_TILE_MR * KH_TILE_NR];
-    pack_kernel(d, w, wp);
+    kh_gemm_tile_pack_b(w, K, F, wp); /* panel f0 at wp + f0 * K */
     for (int64_t b = b0; b < b1; b++) {
         int64_t g0 = b * per, tiles = (rows - g0 + KH_TILE_MR - 1) / KH_TILE_MR;
         if (tiles > TF_PATCH_TILES) tiles = TF_PATCH_TILES;

@@ -59,4 +59,11 @@ kh_gemm_tile(int64_t runs, const float *(*a)[KH_TILE_MR], int64_t as, const floa
 #undef KH_TILE_STORE
 }
 
+/* b (K, N) row-major as N / KH_TILE_NR panels of (K, KH_TILE_NR), the layout the tile's b runs read
+ * contiguously: panel j0 (a multiple of KH_TILE_NR) starts at bp + j0 * K. N must be a multiple of KH_TILE_NR. */
+static inline __attribute__((unused)) void kh_gemm_tile_pack_b(const float *b, int64_t K, int64_t N, float *bp) {
+    for (int64_t j0 = 0; j0 < N; j0 += KH_TILE_NR)
+        for (int64_t k = 0; k < K; k++) memcpy(bp + j0 * K + k * KH_TILE_NR, b + k * N + j0, KH_TILE_NR * sizeof *bp);
+}
+
 #endif

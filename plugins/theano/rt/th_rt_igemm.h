@@ -43,9 +43,7 @@ static inline __attribute__((unused)) int th_igemm_fits_bwd_filter(const th_conv
 
 /* filter (K, F) as F / TH_NR panels of (K, TH_NR): panel f0 starts at wp + f0 * K */
 static inline __attribute__((unused)) void th_igemm_pack_fwd(const th_conv *g, const float *w, float *wp) {
-    int64_t K = g->KH * g->KW * g->C;
-    for (int64_t f0 = 0; f0 < g->F; f0 += TH_NR)
-        for (int64_t k = 0; k < K; k++) memcpy(wp + f0 * K + k * TH_NR, w + k * g->F + f0, TH_NR * sizeof *wp);
+    kh_gemm_tile_pack_b(w, g->KH * g->KW * g->C, g->F, wp);
 }
 
 /* filter (KH*KW, C, F) as C / TH_NR panels of (KH*KW*F, TH_NR): panel c0 element [(r, f), j] = w[r, c0 + j, f] */
