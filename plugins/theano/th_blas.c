@@ -11,11 +11,23 @@
 
 int th_blas_available(void) { return 1; }
 
+static void openblas_sgemm(int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
+                           const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
+    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (blasint)m,
+                (blasint)n, (blasint)k, alpha, a, (blasint)lda, b, (blasint)ldb, beta, c, (blasint)ldc);
+}
+
+/* The generated code's calls, row-major (101) as it emits them; column-major (102) is the transposed product.
+ * OpenBLAS's small-matrix path allocates on its AVX-512 kernels: those shapes' last columns take the kit's loop. */
 static void sgemm(int order, int ta, int tb, int m, int n, int k, float alpha, const float *a, int lda, const float *b,
                   int ldb, float beta, float *c, int ldc) {
-    if (m <= 0 || n <= 0) return;
-    cblas_sgemm((enum CBLAS_ORDER)order, (enum CBLAS_TRANSPOSE)ta, (enum CBLAS_TRANSPOSE)tb, m, n, k, alpha, a, lda,
-                b, ldb, beta, c, ldc);
+    int small = kh_openblas_small_nn_allocates(openblas_get_corename());
+    if (order == CblasRowMajor)
+        kh_sgemm_routed(openblas_sgemm, small, ta == CblasTrans, tb == CblasTrans, m, n, k, alpha, a, lda, b, ldb,
+                        beta, c, ldc);
+    else
+        kh_sgemm_routed(openblas_sgemm, small, tb == CblasTrans, ta == CblasTrans, n, m, k, alpha, b, ldb, a, lda,
+                        beta, c, ldc);
 }
 
 th_sgemm_fn th_blas_sgemm(void) { return sgemm; }
