@@ -14,8 +14,9 @@ ok() { pass=$((pass + 1)); }
 bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
 finish() { echo "test_sdk: $pass passed, $fail failed"; [ "$fail" -eq 0 ]; exit $?; }
 
+. "$src/tests/sdk/sdk_lib.sh"
 prefix=$tmp/prefix
-cmake --install "$build" --prefix "$prefix" >/dev/null || { bad "cmake --install"; finish; }
+sdk_install "$build" "$prefix" || { bad "cmake --install"; finish; }
 lib=$(cd "$prefix" && ls -d lib* | head -1)
 test -x "$prefix/bin/khost" && test -f "$prefix/include/khost/khost.h" && ok || bad "no installed khost or headers"
 ex=$prefix/share/khost/examples
@@ -56,22 +57,8 @@ cmake -S "$tmp/badkind" -B "$tmp/b-badkind" -DCMAKE_PREFIX_PATH="$prefix" >"$tmp
     bad "khost_add_module accepted the kind PLUGIN" || { grep -q "TASK or BACKEND" "$tmp/bk.log" && ok || bad "no reason: $(tail -3 "$tmp/bk.log")"; }
 
 # 3. data where the installed khost looks by default: $XDG_DATA_HOME/khost/mnist, IDX files, gzip'd.
-# 300 training / 100 validation 8x8 images; class k lights row k (3 classes), plus deterministic noise.
 export XDG_DATA_HOME=$tmp/xdg
-mkdir -p "$XDG_DATA_HOME/khost/mnist"
-idx() { # file n kind(images|labels)
-    LC_ALL=C awk -v n="$2" -v kind="$3" 'function be(v){printf "%c%c%c%c", int(v/16777216)%256, int(v/65536)%256, int(v/256)%256, v%256}
-    BEGIN { if (kind == "images") { printf "%c%c%c%c", 0, 0, 8, 3; be(n); be(8); be(8) } else { printf "%c%c%c%c", 0, 0, 8, 1; be(n) }
-            s = 12345
-            for (i = 0; i < n; i++) { c = i % 3
-              if (kind == "labels") { printf "%c", c; continue }
-              for (p = 0; p < 64; p++) { s = (s * 1103515245 + 12345) % 2147483648; v = int(s / 65536) % 64
-                                         if (int(p / 8) == c) v += 180; printf "%c", v } } }' | gzip -9 >"$1.gz"
-}
-idx "$XDG_DATA_HOME/khost/mnist/train-images-idx3-ubyte" 300 images
-idx "$XDG_DATA_HOME/khost/mnist/train-labels-idx1-ubyte" 300 labels
-idx "$XDG_DATA_HOME/khost/mnist/t10k-images-idx3-ubyte" 100 images
-idx "$XDG_DATA_HOME/khost/mnist/t10k-labels-idx1-ubyte" 100 labels
+sdk_idx_data "$XDG_DATA_HOME/khost/mnist"
 
 # 4. run through the installed khost, from a working directory of its own, no KHOST_CONF / KHOST_DATA
 unset KHOST_CONF KHOST_DATA

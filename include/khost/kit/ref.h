@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 #include "khost/abi.h"
+#include "khost/kit/deprecated.h"
 #include "khost/kit/geometry.h"
 #include "khost/kit/rng.h"
 #include "khost/kit/spec.h"
@@ -190,6 +191,14 @@ int64_t kh_ref_model_iterations(const kh_ref_model *m);
 /* forward (training) + loss + loss_backward + apply_gradients; loss_mean / correct may be NULL. */
 kh_status kh_ref_model_train_step(kh_ref_model *m, const kh_tensor *x, const int32_t *labels, double *loss_mean,
                                   int64_t *correct);
+
+/* Source compatibility (docs/ABI.md): the geometry's names from before it moved to khost/kit/geometry.h */
+typedef kh_conv2d_dims kh_ref_conv2d_dims KH_DEPRECATED("kh_conv2d_dims");
+KH_DEPRECATED("kh_conv2d_geometry") static inline kh_status
+kh_ref_conv2d_geometry(kh_conv2d_dims *d, int64_t B, int64_t H, int64_t W, int64_t C, int64_t KH, int64_t KW, int64_t OC,
+                       int64_t SH, int64_t SW, int padding) {
+    return kh_conv2d_geometry(d, B, H, W, C, KH, KW, OC, SH, SW, padding);
+}
 
 #ifdef __cplusplus
 }
