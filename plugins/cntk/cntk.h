@@ -6,7 +6,7 @@
  *     (images NCHW). Nothing in it allocates device memory or knows about BLAS.
  *   - an executor per device kind: the CPU executor (cpu/model.c and one file per layer kind) owning
  *     buffers sized once for max_batch, OpenBLAS for every matrix product, a small thread pool for
- *     element-wise work; the CUDA executor (cntk_cuda_*.c, cuDNN/cuBLAS, a separately loaded GPU half:
+ *     element-wise work; the CUDA executor (the cuda/ folder, cuDNN/cuBLAS, a separately loaded GPU half:
  *     cuda/lazy.c) implements the same entry points from the plan.
  * The ABI glue (cntk_entry.c, cntk_api.c) only routes calls to the executor of the model's device.
  */
@@ -24,8 +24,8 @@
 #define CNTK_ERRLEN 512
 
 typedef struct cntk_pool cntk_pool;
-typedef struct cntk_cuda_sess cntk_cuda_sess;   /* CUDA session state (cntk_cuda_*.c) */
-typedef struct cntk_cuda_model cntk_cuda_model; /* CUDA executor (cntk_cuda_*.c) */
+typedef struct cntk_cuda_sess cntk_cuda_sess;   /* CUDA session state (cuda/exec.h) */
+typedef struct cntk_cuda_model cntk_cuda_model; /* CUDA executor (cuda/exec.h) */
 
 // --- session ---------------------------------------------------------------------------------------------
 typedef struct kh_bsession {
@@ -161,6 +161,8 @@ const char *cntk_blas_version(char *buf, size_t n); /* "openblas-0.3.21" or "non
 const char *cntk_cpu_path(char *buf, size_t n);
 /* 1 when this build's CPU convolutions are oneDNN's. */
 int cntk_cpu_onednn(void);
+/* The instruction set oneDNN runs on this CPU ("avx2", "avx512_core_bf16", ...); NULL without oneDNN. */
+const char *cntk_onednn_isa(void);
 const char *cntk_cpu_note(char *buf, size_t n);
 
 /* Aligned, checked allocation through the host's table (64-byte aligned, zeroed). */

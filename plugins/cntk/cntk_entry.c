@@ -108,8 +108,9 @@ static kh_status cntk_environment(kh_bsession *s, char *buf, size_t n) {
     if (!s || !buf || n == 0) return KH_ERR_INVALID;
     if (s->dev.kind == KH_DEVICE_CUDA) return cntk_cuda_environment(s, buf, n);
     char ver[64], path[32];
-    snprintf(buf, n, "blas=%s (single-threaded calls) threads=%d cpu_path=%s%s", cntk_blas_version(ver, sizeof ver),
-             s->threads, cntk_cpu_path(path, sizeof path),
+    const char *isa = cntk_onednn_isa();
+    snprintf(buf, n, "blas=%s (single-threaded calls) threads=%d cpu_path=%s%s%s%s", cntk_blas_version(ver, sizeof ver),
+             s->threads, cntk_cpu_path(path, sizeof path), isa ? " onednn_isa=" : "", isa ? isa : "",
              cntk_cpu_onednn() && !s->onednn_chain ? " onednn_chain=0" : "");
     return KH_OK;
 }

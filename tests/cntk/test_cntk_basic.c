@@ -35,6 +35,11 @@ static void test_caps(void) {
     char env[256];
     CHECK(B.api->environment(B.s, env, sizeof env) == KH_OK, "environment");
     CHECK(strncmp(env, "blas=openblas-", 14) == 0 && strstr(env, "threads=2"), "environment: %s", env);
+    /* the oneDNN path names the instruction set oneDNN chose on this CPU (one model name, several ISAs) */
+    if (strstr(env, "cpu_path=onednn-"))
+        CHECK(strstr(env, " onednn_isa=") && !strstr(env, "onednn_isa=other"), "oneDNN's ISA: %s", env);
+    else
+        CHECK(!strstr(env, "onednn_isa="), "no oneDNN, no ISA: %s", env);
 }
 
 /* Dense(2, linear) on 3 inputs, W = [[1,2],[3,4],[5,6]], b = [0.5, -1]; x = [1, 0, -1] -> y = [-3.5, -5].

@@ -1,6 +1,7 @@
 /* cpu/cpu_path.c — which CPU path this build of the module has, for the caps note and the environment
- * record: oneDNN convolutions (built with CNTK_HAVE_DNNL, version from the library actually loaded) or the
- * OpenBLAS im2col fallback. */
+ * record: oneDNN convolutions (built with CNTK_HAVE_DNNL, version from the library actually loaded, and the
+ * instruction set oneDNN chose on this CPU: machines of one model name differ in it) or the OpenBLAS im2col
+ * fallback. */
 #include <stdio.h>
 
 #include "cntk.h"
@@ -16,6 +17,20 @@ const char *cntk_cpu_path(char *buf, size_t n) {
 
 int cntk_cpu_onednn(void) { return 1; }
 
+const char *cntk_onednn_isa(void) {
+    switch (dnnl_get_effective_cpu_isa()) {
+    case dnnl_cpu_isa_sse41: return "sse41";
+    case dnnl_cpu_isa_avx: return "avx";
+    case dnnl_cpu_isa_avx2: return "avx2";
+    case dnnl_cpu_isa_avx2_vnni: return "avx2_vnni";
+    case dnnl_cpu_isa_avx512_core: return "avx512_core";
+    case dnnl_cpu_isa_avx512_core_vnni: return "avx512_core_vnni";
+    case dnnl_cpu_isa_avx512_core_bf16: return "avx512_core_bf16";
+    case dnnl_cpu_isa_avx512_core_amx: return "avx512_core_amx";
+    default: return "other";
+    }
+}
+
 const char *cntk_cpu_note(char *buf, size_t n) {
     char ver[32];
     snprintf(buf, n,
@@ -28,6 +43,8 @@ const char *cntk_cpu_note(char *buf, size_t n) {
 #else
 
 int cntk_cpu_onednn(void) { return 0; }
+
+const char *cntk_onednn_isa(void) { return NULL; }
 
 const char *cntk_cpu_path(char *buf, size_t n) {
     snprintf(buf, n, "openblas-im2col");
