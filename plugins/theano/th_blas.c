@@ -22,11 +22,11 @@ static void openblas_sgemm(int ta, int tb, int64_t m, int64_t n, int64_t k, floa
 static void sgemm(int order, int ta, int tb, int m, int n, int k, float alpha, const float *a, int lda, const float *b,
                   int ldb, float beta, float *c, int ldc) {
     int small = kh_openblas_small_nn_allocates(openblas_get_corename());
-    if (order == CblasRowMajor)
-        kh_sgemm_routed(openblas_sgemm, small, ta == CblasTrans, tb == CblasTrans, m, n, k, alpha, a, lda, b, ldb,
+    if (order == CblasColMajor)
+        kh_sgemm_routed(openblas_sgemm, small, tb != CblasNoTrans, ta != CblasNoTrans, n, m, k, alpha, b, ldb, a, lda,
                         beta, c, ldc);
     else
-        kh_sgemm_routed(openblas_sgemm, small, tb == CblasTrans, ta == CblasTrans, n, m, k, alpha, b, ldb, a, lda,
+        kh_sgemm_routed(openblas_sgemm, small, ta != CblasNoTrans, tb != CblasNoTrans, m, n, k, alpha, a, lda, b, ldb,
                         beta, c, ldc);
 }
 

@@ -37,7 +37,7 @@ static void test_caps(void) {
     CHECK(strncmp(env, "blas=openblas-", 14) == 0 && strstr(env, "threads=2"), "environment: %s", env);
     /* the oneDNN path names the instruction set oneDNN chose on this CPU (one model name, several ISAs) */
     if (strstr(env, "cpu_path=onednn-"))
-        CHECK(strstr(env, " onednn_isa=") && !strstr(env, "onednn_isa=other"), "oneDNN's ISA: %s", env);
+        CHECK(strstr(env, " onednn_isa=") && !strstr(env, " onednn_isa= "), "oneDNN's ISA: %s", env);
     else
         CHECK(!strstr(env, "onednn_isa="), "no oneDNN, no ISA: %s", env);
 }

@@ -8,7 +8,7 @@
 set -uo pipefail
 build=$1 src=$2
 frozen=$(cd "$src/tests/sdk/frozen-abi-1.2" && pwd) || exit 1
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/khost-srccompat-XXXXXX")
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/khost-srccompat-XXXXXX") && tmp=$(cd "$tmp" && pwd) || exit 1
 trap 'rm -rf "$tmp"' EXIT
 pass=0 fail=0
 ok() { pass=$((pass + 1)); }
@@ -32,10 +32,12 @@ build_one() { # source, output .so, extra flags...
     cc -std=c11 -Wall -Werror "$@" -shared $(pkg-config --cflags khost) -o "$out" "$in" $(pkg-config --libs khost) \
         -Wl,--no-undefined 2>"$tmp/cc.err"
 }
-for m in sdk_refcpu:$plugindir sdk_idx:$taskdir sdk_blobs:$taskdir; do
-    name=${m%%:*} dest=${m#*:}
-    build_one "$frozen/$name.c" "$dest/$name.so" && ok || bad "$name.c (ABI 1.2, unchanged) does not build: $(head -5 "$tmp/cc.err")"
-done
+build_frozen() { # name, destination folder
+    build_one "$frozen/$1.c" "$2/$1.so" && ok || bad "$1.c (ABI 1.2, unchanged) does not build: $(head -5 "$tmp/cc.err")"
+}
+build_frozen sdk_refcpu "$plugindir"
+build_frozen sdk_idx "$taskdir"
+build_frozen sdk_blobs "$taskdir"
 
 # data where the installed khost looks by default, and runs from a working directory of its own
 export XDG_DATA_HOME=$tmp/xdg KHOST_LIBCUDA=/nonexistent
@@ -72,9 +74,10 @@ cat >"$tmp/old_names.c" <<'C'
 int old_names(void);
 int old_names(void) {
     kh_ref_conv2d_dims d;
+    struct kh_ref_conv2d_dims *pd = &d; /* the 1.2 struct tag too */
     kh_optimizer_spec o = {0};
     o.kind = KH_OPT_SGD;
-    return (int)kh_ref_conv2d_geometry(&d, 1, 8, 8, 1, 3, 3, 4, 1, 1, 0) + kh_graph_optimizer_slots(o.kind) +
+    return (int)kh_ref_conv2d_geometry(pd, 1, 8, 8, 1, 3, 3, 4, 1, 1, 0) + kh_graph_optimizer_slots(o.kind) +
            (int)kh_graph_step_lr(&o, 0) + (int)kh_graph_resolve_optimizer(&o).kind;
 }
 C

@@ -192,8 +192,13 @@ int64_t kh_ref_model_iterations(const kh_ref_model *m);
 kh_status kh_ref_model_train_step(kh_ref_model *m, const kh_tensor *x, const int32_t *labels, double *loss_mean,
                                   int64_t *correct);
 
-/* Source compatibility (docs/ABI.md): the geometry's names from before it moved to khost/kit/geometry.h */
-typedef kh_conv2d_dims kh_ref_conv2d_dims KH_DEPRECATED("kh_conv2d_dims");
+/* Source compatibility (docs/ABI.md): the geometry's names from before it moved to khost/kit/geometry.h. The
+ * old type is a macro, so both of its 1.2 spellings (kh_ref_conv2d_dims and struct kh_ref_conv2d_dims) work. */
+#ifdef KHOST_WARN_DEPRECATED
+#define kh_ref_conv2d_dims _Pragma("GCC warning \"kh_ref_conv2d_dims is deprecated: use kh_conv2d_dims instead\"") kh_conv2d_dims
+#else
+#define kh_ref_conv2d_dims kh_conv2d_dims
+#endif
 KH_DEPRECATED("kh_conv2d_geometry") static inline kh_status
 kh_ref_conv2d_geometry(kh_conv2d_dims *d, int64_t B, int64_t H, int64_t W, int64_t C, int64_t KH, int64_t KW, int64_t OC,
                        int64_t SH, int64_t SW, int padding) {

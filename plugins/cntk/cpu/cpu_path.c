@@ -27,8 +27,11 @@ const char *cntk_onednn_isa(void) {
     case dnnl_cpu_isa_avx512_core_vnni: return "avx512_core_vnni";
     case dnnl_cpu_isa_avx512_core_bf16: return "avx512_core_bf16";
     case dnnl_cpu_isa_avx512_core_amx: return "avx512_core_amx";
-    default: return "other";
+    default: break;
     }
+    static char other[24]; /* a level this header does not name: its number, as oneDNN's enum gives it */
+    snprintf(other, sizeof other, "isa_0x%x", (unsigned)dnnl_get_effective_cpu_isa());
+    return other;
 }
 
 const char *cntk_cpu_note(char *buf, size_t n) {
