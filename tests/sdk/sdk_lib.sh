@@ -1,5 +1,16 @@
-# tests/sdk/sdk_lib.sh — what the SDK tests share (sourced): the installation they build against, and an IDX data
-# set for the IDX example task.
+# tests/sdk/sdk_lib.sh — what the SDK tests share (sourced): their counters and temporary folder, the installation
+# they build against, and an IDX data set for the IDX example task.
+
+# sdk_begin NAME — pass/fail counters (ok, bad, finish prints "NAME: N passed, N failed" and exits), and $tmp, an
+# absolute temporary folder removed on exit
+sdk_begin() {
+    sdk_name=$1 pass=0 fail=0
+    tmp=$(mktemp -d "${TMPDIR:-/tmp}/khost-$1-XXXXXX") && tmp=$(cd "$tmp" && pwd) || exit 1
+    trap 'rm -rf "$tmp"' EXIT
+}
+ok() { pass=$((pass + 1)); }
+bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
+finish() { echo "$sdk_name: $pass passed, $fail failed"; [ "$fail" -eq 0 ]; exit $?; }
 
 # sdk_install BUILD_DIR PREFIX — `cmake --install` of the build into PREFIX, as a user installs khost
 sdk_install() {

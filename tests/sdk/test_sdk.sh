@@ -7,14 +7,8 @@
 # the installed khost with its installed defaults (data from $XDG_DATA_HOME/khost, results in ./results).
 set -uo pipefail
 build=$1 src=$2
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/khost-sdk-XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
-pass=0 fail=0
-ok() { pass=$((pass + 1)); }
-bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
-finish() { echo "test_sdk: $pass passed, $fail failed"; [ "$fail" -eq 0 ]; exit $?; }
-
 . "$src/tests/sdk/sdk_lib.sh"
+sdk_begin test_sdk
 prefix=$tmp/prefix
 sdk_install "$build" "$prefix" || { bad "cmake --install"; finish; }
 lib=$(cd "$prefix" && ls -d lib* | head -1)

@@ -8,13 +8,8 @@
 set -uo pipefail
 build=$1 src=$2
 frozen=$(cd "$src/tests/sdk/frozen-abi-1.2" && pwd) || exit 1
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/khost-srccompat-XXXXXX") && tmp=$(cd "$tmp" && pwd) || exit 1
-trap 'rm -rf "$tmp"' EXIT
-pass=0 fail=0
-ok() { pass=$((pass + 1)); }
-bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
-finish() { echo "test_sdk_source_compat: $pass passed, $fail failed"; [ "$fail" -eq 0 ]; exit $?; }
 . "$src/tests/sdk/sdk_lib.sh"
+sdk_begin test_sdk_source_compat
 
 prefix=$tmp/prefix
 sdk_install "$build" "$prefix" || { bad "cmake --install"; finish; }
