@@ -1,5 +1,5 @@
-/* core/cli/args.c — option parsing (see args.h); errors name the option. */
-#include "cli/args.h"
+/* core/base/args.c — option parsing (see args.h); errors name the option. */
+#include "base/args.h"
 
 #include <errno.h>
 #include <limits.h>

@@ -1,4 +1,4 @@
-/* core/cli/args.h — tiny "--name value" / "--name=value" option parsing shared by the subcommands. */
+/* core/base/args.h — tiny "--name value" / "--name=value" option parsing shared by the subcommands, the matrix and the Slurm tasks. */
 #ifndef KHOST_CORE_ARGS_H
 #define KHOST_CORE_ARGS_H
 

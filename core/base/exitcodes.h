@@ -1,4 +1,4 @@
-/* core/cli/exitcodes.h — khost's exit status contract (documented in --help and the README). */
+/* core/base/exitcodes.h — khost's exit status contract (documented in --help and the README). */
 #ifndef KHOST_CORE_EXITCODES_H
 #define KHOST_CORE_EXITCODES_H
 enum {

@@ -1,6 +1,6 @@
-/* core/sched/procguard.c — parent-death signal and memory limit for khost's children (procguard.h). */
+/* core/base/procguard.c — parent-death signal and memory limit for khost's children (procguard.h). */
 #define _GNU_SOURCE /* prctl */
-#include "sched/procguard.h"
+#include "base/procguard.h"
 
 #include <errno.h>
 #include <signal.h>

@@ -1,4 +1,4 @@
-/* core/sched/procguard.h — a child of khost (a matrix cell, a module scanner) ends when its parent ends.
+/* core/base/procguard.h — a child of khost (a matrix cell, a module scanner) ends when its parent ends.
  *
  * posix_spawn cannot set PR_SET_PDEATHSIG, so the child sets it itself, first thing in main(), when
  * KHOST_PARENT_PID names the parent that spawned it; the parent's pid is compared with getppid() after

@@ -19,11 +19,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cell/caps.h"
+#include "modules/caps.h"
 #include "cell/env.h"
 #include "devices/blas_tune.h"
 #include "cell/mathmode.h"
-#include "cli/exitcodes.h"
+#include "base/exitcodes.h"
 #include "results/git_rev.h"
 #include "modules/host_api.h"
 #include "khost/kit/status.h"
@@ -34,7 +34,7 @@
 #include "khost/kit/init.h"
 #include "cell/layout.h"
 #include "devices/peak.h"
-#include "sched/procguard.h"
+#include "base/procguard.h"
 #include "cell/progress.h"
 #include "cell/runguard.h"
 

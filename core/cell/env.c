@@ -11,25 +11,6 @@
 
 #include "results/results.h"
 
-void kh_env_cpu_model(char *buf, size_t n) {
-    snprintf(buf, n, "unknown");
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    if (!f) return;
-    char line[512];
-    while (fgets(line, sizeof line, f)) {
-        if (strncmp(line, "model name", 10) != 0) continue;
-        const char *colon = strchr(line, ':');
-        if (!colon) break;
-        colon++;
-        while (*colon == ' ' || *colon == '\t') colon++;
-        snprintf(buf, n, "%s", colon);
-        size_t len = strlen(buf);
-        while (len && (buf[len - 1] == '\n' || buf[len - 1] == ' ')) buf[--len] = 0;
-        break;
-    }
-    fclose(f);
-}
-
 static int64_t g_tree_bytes;
 static int add_size(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
     (void)path;
@@ -42,13 +23,6 @@ int64_t kh_env_tree_bytes(const char *path) {
     g_tree_bytes = 0;
     if (nftw(path, add_size, 16, FTW_PHYS) != 0) return g_tree_bytes;
     return g_tree_bytes;
-}
-
-void kh_env_now_iso(char *buf, size_t n) {
-    time_t t = time(NULL);
-    struct tm tm;
-    gmtime_r(&t, &tm);
-    strftime(buf, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 
 void kh_env_add_slurm(kh_cell_record *r) {

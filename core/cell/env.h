@@ -6,13 +6,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/sysinfo.h" /* kh_env_cpu_model, kh_env_now_iso */
 
-/* "model name" of /proc/cpuinfo, or "unknown". */
-void kh_env_cpu_model(char *buf, size_t n);
 /* Total size in bytes of the files under path (0 if missing). */
 int64_t kh_env_tree_bytes(const char *path);
-/* Current UTC time as ISO 8601. */
-void kh_env_now_iso(char *buf, size_t n);
 /* Inside a Slurm job: its job id, array job and task ids and node name into the record's environment
  * (slurm_job_id, slurm_array_job_id, slurm_array_task_id, slurm_node); nothing outside one. */
 struct kh_cell_record;

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cli/exitcodes.h"
+#include "base/exitcodes.h"
 
 static volatile sig_atomic_t g_stop;
 

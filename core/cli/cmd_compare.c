@@ -25,10 +25,11 @@
 
 #include <cjson/cJSON.h>
 
+#include "base/files.h"
 #include "results/cellstats.h"
 #include "cli/commands.h"
 #include "results/report/report.h"
-#include "cli/exitcodes.h"
+#include "base/exitcodes.h"
 #include "results/results.h"
 #include "results/stats.h"
 

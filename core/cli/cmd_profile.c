@@ -7,12 +7,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/args.h"
-#include "cell/caps.h"
+#include "base/args.h"
+#include "modules/caps.h"
 #include "cell/cell.h"
 #include "cli/commands.h"
 #include "modules/layer_abi.h"
-#include "cli/exitcodes.h"
+#include "base/exitcodes.h"
 #include "modules/host_api.h"
 #include "khost/kit/spec.h"
 #include "cell/layout.h"

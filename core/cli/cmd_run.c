@@ -6,15 +6,16 @@
 #include <string.h>
 #include <sys/resource.h>
 
-#include "cli/args.h"
+#include "base/files.h"
+#include "base/args.h"
 #include "cell/cell.h"
 #include "cell/mapped.h"
 #include "cell/mathmode.h"
 #include "cli/commands.h"
-#include "cli/exitcodes.h"
+#include "base/exitcodes.h"
 #include "modules/host_api.h"
 #include "results/lockfile.h"
-#include "sched/procguard.h"
+#include "base/procguard.h"
 #include "cell/runguard.h"
 
 typedef struct run_args {

@@ -5,11 +5,12 @@
 #include <string.h>
 
 #include "cli/commands.h"
+#include "results/report/report.h" /* kh_cmd_report */
 #include "devices/blas_tune.h"
-#include "cli/exitcodes.h"
+#include "base/exitcodes.h"
 #include "results/git_rev.h"
 #include "modules/host_api.h"
-#include "sched/procguard.h"
+#include "base/procguard.h"
 #include "modules/scan.h"
 #include "guard/clocale.h"
 

@@ -34,11 +34,11 @@
 #include <string.h>
 
 #include "cell/mathmode.h"
-#include "cli/args.h"
-#include "cell/caps.h"
+#include "base/args.h"
+#include "modules/caps.h"
 #include "cli/commands.h"
 #include "modules/layer_abi.h"
-#include "cli/exitcodes.h"
+#include "base/exitcodes.h"
 #include "modules/host_api.h"
 #include "khost/kit/formulas.h"
 #include "khost/kit/status.h"

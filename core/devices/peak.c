@@ -20,11 +20,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cell/env.h"
-#include "results/results.h"
+#include "base/sysinfo.h"
+#include "base/files.h"
 #include "khost/kit/clock.h"
 #include "khost/kit/pathtrust.h"
-#include "modules/host_api.h"
+#include "base/log.h"
 
 // --- CUDA: published figures ---------------------------------------------------------------------------
 typedef struct known { const char *name_part; double tflops, tbps; } known;

@@ -6,8 +6,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cli/commands.h"
-#include "cli/exitcodes.h"
+#include "modules/host.h"
+
+#include "base/exitcodes.h"
 #include "modules/host_api.h"
 
 static char *self_exe(const char *argv0) {

@@ -1,4 +1,4 @@
-/* core/modules/host_api.c — the const table of host services handed to every module, and the host's log. */
+/* core/modules/host_api.c — the const table of host services handed to every module (its log is base/log.c). */
 #define _POSIX_C_SOURCE 200809L
 #include "modules/host_api.h"
 
@@ -9,41 +9,13 @@
 #include <unistd.h>
 
 static const kh_registry *g_reg;
-static int g_level = KH_LOG_WARN;
 
 void kh_host_api_bind(const kh_registry *reg) { g_reg = reg; }
-void kh_host_set_log_level(int level) { g_level = level; }
-
-static const char *level_name(int level) {
-    switch (level) {
-    case KH_LOG_ERROR: return "error";
-    case KH_LOG_WARN: return "warning";
-    case KH_LOG_INFO: return "info";
-    default: return "debug";
-    }
-}
-
-__attribute__((format(printf, 3, 0))) static void vlog(int level, const char *module, const char *fmt, va_list ap) {
-    if (level > g_level) return;
-    /* one fprintf per line keeps lines whole when a child and its parent share stderr */
-    char msg[2048];
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    size_t n = strlen(msg);
-    while (n && msg[n - 1] == '\n') msg[--n] = 0;
-    fprintf(stderr, "khost: %s%s%s: %s\n", module ? module : "", module ? " " : "", level_name(level), msg);
-}
-
-void kh_logf(int level, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vlog(level, NULL, fmt, ap);
-    va_end(ap);
-}
 
 __attribute__((format(printf, 3, 4))) static void api_log(kh_log_level level, const char *module, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    vlog((int)level, module, fmt, ap);
+    kh_vlogf((int)level, module, fmt, ap);
     va_end(ap);
 }
 
@@ -62,7 +34,7 @@ static const char *api_config_get(const char *section, const char *key) {
 }
 
 static void api_progress(const char *what, int64_t done, int64_t total) {
-    if (g_level < KH_LOG_INFO || !isatty(STDERR_FILENO)) return;
+    if (kh_host_log_level() < KH_LOG_INFO || !isatty(STDERR_FILENO)) return;
     fprintf(stderr, "\r%s %lld/%lld%s", what, (long long)done, (long long)total, done >= total ? "\n" : "");
 }
 

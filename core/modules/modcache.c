@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "khost/abi.h"
-#include "results/results.h" /* kh_write_atomic, kh_mkdirs */
+#include "base/files.h"
 
 #define MODCACHE_VERSION 1
 #define MODCACHE_MAX_BYTES (16u << 20) /* thousands of modules fit; anything larger is not our file */

@@ -21,10 +21,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cell/caps.h"
+#include "modules/caps.h"
 #include "modules/host_api.h"
 #include "modules/module.h"
-#include "sched/procguard.h"
+#include "base/procguard.h"
 
 extern char **environ;
 

@@ -1,6 +1,7 @@
 /* core/results/cellstats.c — a cell's repetition records read back, their per-repetition values, statistics and
  * warnings (cellstats.h), and the summary file the matrix writes after a cell's last repetition. */
 #define _POSIX_C_SOURCE 200809L
+#include "base/files.h"
 #include "results/cellstats.h"
 
 #include <cjson/cJSON.h>

@@ -130,8 +130,4 @@ int kh_record_read(const char *path, kh_cell_record *r, char *err, size_t errlen
  * memory, not valid JSON. */
 struct cJSON;
 struct cJSON *kh_json_read_file(const char *path, char *err, size_t errlen);
-/* Atomically replace path with data (temp + fsync + rename). 0 ok. */
-int kh_write_atomic(const char *path, const void *data, size_t n, char *err, size_t errlen);
-/* mkdir -p; 0 ok. */
-int kh_mkdirs(const char *path);
 #endif

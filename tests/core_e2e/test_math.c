@@ -19,7 +19,7 @@
 #include <string.h>
 
 #include "cell/mathmode.h"
-#include "cli/exitcodes.h"
+#include "base/exitcodes.h"
 #include "results/results.h"
 #include "testutil.h"
 

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/files.h"
 #include "results/results.h"
 #include "testutil.h"
 

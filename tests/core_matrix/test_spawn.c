@@ -11,7 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "sched/matrix.h"
+#include "base/child.h"
 #include "testutil.h"
 
 static int sh(const char *script, char *const envp[], const char *log, double timeout, double grace,
@@ -112,9 +112,9 @@ int main(void) {
      * under nohup, must stay ignored. */
     signal(SIGINT, SIG_DFL);
     signal(SIGHUP, SIG_IGN);
-    kh_matrix_signals(1);
+    kh_child_signals(1);
     raise(SIGHUP);
-    CHECK(!kh_matrix_interrupted(), "interrupted before SIGINT (an ignored SIGHUP counted)");
+    CHECK(!kh_child_interrupted(), "interrupted before SIGINT (an ignored SIGHUP counted)");
     pid_t helper = fork();
     if (helper == 0) {
         nap(0.3);
@@ -125,8 +125,8 @@ int main(void) {
     CHECK(sh("sleep 30", NULL, NULL, 0, 0.5, &r) == 0, "spawn: %s", r.err);
     CHECK(r.outcome == KH_CHILD_INTERRUPTED, "interrupt: outcome %d code %d", r.outcome, r.code);
     CHECK(r.wall_s < 5, "interrupt took %.2f s", r.wall_s);
-    CHECK(kh_matrix_interrupted(), "interrupt not recorded");
+    CHECK(kh_child_interrupted(), "interrupt not recorded");
     if (helper > 0) waitpid(helper, NULL, 0);
-    kh_matrix_signals(0);
+    kh_child_signals(0);
     return kh_test_finish("core_matrix_spawn");
 }

@@ -30,9 +30,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "cli/commands.h"
-#include "cli/exitcodes.h"
+#include "base/exitcodes.h"
 #include "modules/host_api.h"
+#include "modules/host.h"
 #include "sched/slurm/slurm.h"
 
 static int is_ok(const kh_cell_record *r) { return r && !strcmp(r->status, "ok"); }

@@ -103,4 +103,6 @@ void kh_report_html_head(FILE *f, const kh_report_task *t, const char *first);
  * "mixed (cntk: tf32; tensorflow: fp32)" when they differ, "" when none says (records before --math).
  * Returns 1 when mixed. */
 int kh_report_math(const kh_report_task *t, int d, char *buf, size_t n);
+/* `khost report DIR [--svg FILE] [--html FILE] [--published]`: argv[0] is "report". A KH_EXIT_ code. */
+int kh_cmd_report(int argc, char **argv);
 #endif

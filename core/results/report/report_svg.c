@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/files.h"
 #include "results/report/report.h"
 
 /* Colour-blind-safe palette (Okabe-Ito, then Tableau) — series beyond it repeat colours. */

@@ -20,10 +20,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cli/args.h"
-#include "cli/commands.h"
+#include "base/files.h"
+#include "base/args.h"
+#include "modules/host.h"
 #include "cell/env.h"
-#include "cli/exitcodes.h"
+#include "base/exitcodes.h"
 #include "results/git_rev.h"
 #include "modules/host_api.h"
 #include "sched/matrix.h"
@@ -241,11 +242,11 @@ int kh_slurm_run_cell(kh_host *h, const char *plan_path, const char *index) {
 
     printf("slurm: cell %lld: %s x %s x %s ...\n", (long long)k, c->plugin, c->task, c->device);
     fflush(stdout);
-    kh_matrix_signals(1); /* kept until the record is written: a second SIGTERM must not cut that short */
+    kh_child_signals(1); /* kept until the record is written: a second SIGTERM must not cut that short */
     kh_child_result res;
     kh_child_run(args, NULL, log, p.timeout_s, SC_GRACE_S, &res);
     kh_cell_record r;
-    if (res.outcome == KH_CHILD_INTERRUPTED || kh_matrix_interrupted()) {
+    if (res.outcome == KH_CHILD_INTERRUPTED || kh_child_interrupted()) {
         int have = kh_record_read(json, &r, err, sizeof err) == 0;
         if (!have) kh_record_init(&r);
         if (!have || !is_final(r.status)) { /* a cell that finished just before the signal keeps its record */
@@ -265,7 +266,7 @@ int kh_slurm_run_cell(kh_host *h, const char *plan_path, const char *index) {
     fflush(stdout);
     if (rc != KH_EXIT_IO) rc = is_final(r.status) ? KH_EXIT_OK : KH_EXIT_TRAIN;
     kh_record_free(&r);
-    kh_matrix_signals(0);
+    kh_child_signals(0);
 done:
     kh_slurm_plan_free(&p);
     return rc;

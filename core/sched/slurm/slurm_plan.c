@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/files.h"
 #include "results/results.h"
 #include "sched/slurm/slurm.h"
 

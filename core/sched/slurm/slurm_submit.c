@@ -15,11 +15,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cli/args.h"
-#include "cli/commands.h"
+#include "base/files.h"
+#include "base/args.h"
+#include "modules/host.h"
 #include "cell/env.h"
 #include "cell/mathmode.h"
-#include "cli/exitcodes.h"
+#include "base/exitcodes.h"
 #include "modules/host_api.h"
 #include "sched/matrix.h"
 #include "results/results.h"

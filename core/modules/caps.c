@@ -1,5 +1,5 @@
-/* core/cell/caps.c — check a model spec against a backend's capabilities (ggml's supports_op, declaratively). */
-#include "cell/caps.h"
+/* core/modules/caps.c — check a model spec against a backend's capabilities (ggml's supports_op, declaratively). */
+#include "modules/caps.h"
 
 #include <stdio.h>
 #include <string.h>

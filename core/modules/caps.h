@@ -1,4 +1,4 @@
-/* core/cell/caps.h — does a backend's capability set cover a model spec? */
+/* core/modules/caps.h — does a backend's capability set cover a model spec? */
 #ifndef KHOST_CORE_CAPS_H
 #define KHOST_CORE_CAPS_H
 
