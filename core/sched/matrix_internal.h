@@ -1,0 +1,77 @@
+/* core/sched/matrix_internal.h — what the files of `khost matrix` share: its options (matrix_options.c), its
+ * lists of modules and devices (matrix_lists.c), a cell and its record (matrix_records.c); the command itself is
+ * matrix.c. Not for use outside sched/. */
+#ifndef KHOST_CORE_MATRIX_INTERNAL_H
+#define KHOST_CORE_MATRIX_INTERNAL_H
+
+#include <stdint.h>
+
+#include "base/child.h"
+#include "modules/host.h"
+#include "results/results.h"
+#include "sched/matrix.h"
+
+/* Six hours: the slowest published cell (theano cifar10_cnn on a Titan X, 630 s x 20 epochs = 3.5 h)
+ * fits with room; a CPU run of the full benchmark needs --timeout 0 or more. */
+#define KH_MATRIX_DEFAULT_TIMEOUT_S (6 * 3600.0)
+/* Time a child gets between SIGTERM and SIGKILL to flush and exit on its own. */
+#define KH_MATRIX_GRACE_S 5.0
+
+typedef struct mx_opts {
+    const char *plugins, *tasks, *devices, *out;
+    const char *epochs, *batch_size, *limit_train, *limit_val, *seed; /* passed through as given */
+    const char *steps, *warmup_steps;                                  /* likewise */
+    const char *references;  /* --references: frameworks of tools/reference run as cells (refcell.h) */
+    const char *math;                                                  /* --math, checked by kh_math_parse */
+    int repeat;          /* repetitions of every cell, each its own child process (default 1) */
+    uint64_t order_seed; /* the rounds' orders are drawn from it */
+    int order_seed_set;
+    double timeout_s;
+    const char *memory_limit; /* as given; checked by kh_parse_bytes */
+    int resume, quiet;
+} mx_opts;
+/* Parse the matrix's options into o; a KH_EXIT_ code (usage errors printed). */
+int mx_parse(int argc, char **argv, mx_opts *o);
+
+/* Modules are kept by index until every list is resolved: loading one on demand (a path) may realloc
+ * the module array, so pointers are only taken afterwards (mx_pin). */
+typedef struct mx_mod {
+    int idx;
+    kh_module *m;
+    const char *name; /* descriptor name: records and output use it */
+    const char *arg;  /* what the child gets: the name when it resolves to this module, else the path */
+} mx_mod;
+/* Pointers into the host's module array, once every list is resolved. */
+void mx_pin(kh_host *h, mx_mod *v, int n);
+/* --references LIST: the frameworks run as reference cells. A KH_EXIT_ code. */
+int mx_references(const char *list, mx_mod **v, int *n);
+/* --plugins/--tasks LIST of the kind (KH_MODULE_BACKEND or KH_MODULE_TASK), sorted by name. A KH_EXIT_ code. */
+int mx_modules(kh_host *h, int kind, const char *list, mx_mod **out, int *n);
+/* --devices LIST resolved to the host's devices. A KH_EXIT_ code. */
+int mx_devices(kh_host *h, const char *list, const kh_device ***out, int *n);
+
+typedef struct mx_cell {
+    const mx_mod *plugin, *task;
+    const kh_device *dev;
+    const kh_task_info *info; /* may be NULL */
+    const char *out_dir;
+    const mx_opts *o;
+    uint64_t reg_seed;
+    char started_at[32];
+    int rep, round, position; /* repetition rep (0: the cell is not repeated) of round, position in it */
+} mx_cell;
+/* Remove a cell's leftover temporary record files (a cell killed mid-write). */
+void mx_remove_partial(const char *record_path);
+/* A status --resume keeps: "ok" or "unsupported". */
+int mx_final_status(const char *s);
+/* Whether a record was measured with the settings given now (--epochs, --batch-size, --seed, ...). */
+int mx_same_settings(const kh_cell_record *r, const mx_opts *o);
+/* A record for a cell whose child could not write one (or was killed): what the matrix knows. */
+void mx_fill_record(kh_cell_record *r, const mx_cell *c, const char *status, const char *reason,
+                    const char *log_path, int fresh);
+/* The cell's record after its child ended, written to json_path (see matrix.c's outcome table). */
+void mx_settle(const mx_cell *c, const kh_child_result *res, const char *json_path, const char *log_path,
+               kh_cell_record *out);
+/* The progress line's end: the status and the time a step or an epoch took. */
+void mx_print_end(const mx_cell *c, int i, int n, const kh_cell_record *r, double wall_s, const char *log_path);
+#endif

@@ -1,0 +1,167 @@
+/* core/sched/matrix_options.c — `khost matrix`'s options: parsed, checked, the usage text (matrix_internal.h). */
+#define _GNU_SOURCE /* strdup, strtok_r */
+#include "sched/matrix_internal.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/args.h"
+#include "base/exitcodes.h"
+#include "base/procguard.h"
+#include "cell/mathmode.h"
+#include "modules/host_api.h"
+
+// --- options --------------------------------------------------------------------------------------------
+
+static void mx_usage(FILE *f) {
+    fprintf(f,
+            "usage: khost matrix [--plugins LIST|all] [--tasks LIST|all] [--devices LIST|all]\n"
+            "                    [--epochs N] [--batch-size N] [--limit-train N] [--limit-val N] [--seed N]\n"
+            "                    [--steps N] [--warmup-steps N] [--repeat N] [--order-seed S]\n"
+            "                    [--math fp32|tf32] [--references LIST|all] [--out DIR] [--timeout SECONDS]\n"
+            "                    [--memory-limit BYTES[K|M|G]] [--resume] [--quiet]\n"
+            "Runs every plugin x task x device cell in its own child process (khost run).\n"
+            "  LIST            comma-separated names; all = every enabled module / every device\n"
+            "                  (defaults: plugins all, tasks all, devices = the registry's default_device)\n"
+            "  --out DIR       results folder (default: the registry's results_dir)\n"
+            "  --timeout S     per cell; 0 = none (default 21600, six hours)\n"
+            "  --memory-limit  per cell address space (RLIMIT_AS), e.g. 4G; a cell over it is recorded as oom\n"
+            "  --steps N       train N batches per epoch (steady-state timing); --warmup-steps N untimed before\n"
+            "  --math M        FP32 math of every cell: fp32 (default, strict) or tf32 (CUDA tensor cores; a cpu\n"
+            "                  cell records fp32 and that tf32 was ignored)\n"
+            "  --repeat N      run every cell N times, each a fresh child, in rounds: within a round the cells\n"
+            "                  run in an order shuffled from --order-seed (default: from the clock; recorded)\n"
+            "                  and repetition k is written as <task>/<plugin>__<device>.rep<k>.json\n"
+            "  --references L  also run these frameworks of tools/reference as cells, in the same rounds and with the\n"
+            "                  same options: pytorch, keras3-jax, keras3-tensorflow, keras3-torch, or all\n"
+            "                  (tools/reference/setup installs them; --plugins none runs only the references)\n"
+            "  --resume        skip cells (repetitions) already recorded as ok or unsupported; rerun the others\n"
+            "  --quiet         print only failed cells and the summary\n"
+            "  --slurm ...     submit the cells as a Slurm job array instead (khost matrix --slurm --help)\n"
+            "Exit status: 0 when every cell ended ok or unsupported, 1 otherwise.\n");
+}
+
+/* A positive decimal integer (what the child accepts); returns 0 when valid. */
+static int check_count(const char *opt, const char *v, int allow_zero) {
+    char *end = NULL;
+    errno = 0;
+    unsigned long long x = strtoull(v, &end, 10);
+    if (!*v || *v == '-' || *v == '+' || *end || errno || (!allow_zero && x == 0) ||
+        x > (unsigned long long)kh_args_max(opt)) {
+        kh_logf(KH_LOG_ERROR, "matrix: %s expects a %s integer of at most %lld, got '%s'", opt,
+                allow_zero ? "non-negative" : "positive", (long long)kh_args_max(opt), v);
+        return -1;
+    }
+    return 0;
+}
+
+int mx_parse(int argc, char **argv, mx_opts *o) {
+    memset(o, 0, sizeof *o);
+    o->timeout_s = KH_MATRIX_DEFAULT_TIMEOUT_S;
+    o->repeat = 1;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *val = NULL;
+        char name[64];
+        const char *eq = strchr(a, '=');
+        if (strncmp(a, "--", 2) == 0 && eq && (size_t)(eq - a) < sizeof name) {
+            memcpy(name, a, (size_t)(eq - a));
+            name[eq - a] = 0;
+            val = eq + 1;
+        } else {
+            snprintf(name, sizeof name, "%s", a);
+        }
+        if (!strcmp(name, "-h") || !strcmp(name, "--help")) {
+            mx_usage(stdout);
+            return 1;
+        }
+        if (!strcmp(name, "--resume") || !strcmp(name, "--quiet")) {
+            if (val) {
+                kh_logf(KH_LOG_ERROR, "matrix: %s takes no value", name);
+                return -1;
+            }
+            *(!strcmp(name, "--resume") ? &o->resume : &o->quiet) = 1;
+            continue;
+        }
+        static const char *const with_value[] = {"--plugins",     "--tasks",     "--devices",   "--out",
+                                                 "--epochs",      "--batch-size", "--limit-train",
+                                                 "--limit-val",   "--seed",      "--timeout",
+                                                 "--memory-limit", "--steps",    "--warmup-steps",
+                                                 "--repeat",      "--order-seed", "--math",
+                                                 "--references"};
+        size_t k;
+        for (k = 0; k < sizeof with_value / sizeof with_value[0]; k++)
+            if (!strcmp(name, with_value[k])) break;
+        if (k == sizeof with_value / sizeof with_value[0]) {
+            kh_logf(KH_LOG_ERROR, "matrix: unknown option '%s' (khost matrix --help lists them)", a);
+            return -1;
+        }
+        if (!val) {
+            if (i + 1 >= argc) {
+                kh_logf(KH_LOG_ERROR, "matrix: %s needs a value", name);
+                return -1;
+            }
+            val = argv[++i];
+        }
+        if (!strcmp(name, "--plugins")) o->plugins = val;
+        else if (!strcmp(name, "--tasks")) o->tasks = val;
+        else if (!strcmp(name, "--devices")) o->devices = val;
+        else if (!strcmp(name, "--out")) o->out = val;
+        else if (!strcmp(name, "--references")) o->references = val;
+        else if (!strcmp(name, "--timeout")) {
+            char *end = NULL;
+            errno = 0;
+            double t = strtod(val, &end);
+            if (!*val || *end || errno || !(t >= 0) || !isfinite(t)) {
+                kh_logf(KH_LOG_ERROR, "matrix: --timeout expects seconds >= 0, got '%s'", val);
+                return -1;
+            }
+            o->timeout_s = t;
+        } else if (!strcmp(name, "--math")) {
+            uint32_t m;
+            if (kh_math_parse(val, &m) != 0) {
+                kh_logf(KH_LOG_ERROR, "matrix: --math expects fp32 or tf32, got '%s'", val);
+                return -1;
+            }
+            o->math = val;
+        } else if (!strcmp(name, "--memory-limit")) {
+            uint64_t bytes;
+            if (kh_parse_bytes(val, &bytes) != 0 || bytes < (16u << 20)) {
+                kh_logf(KH_LOG_ERROR, "matrix: --memory-limit expects a size of at least 16M (bytes, or with K, M, G), "
+                                      "got '%s'", val);
+                return -1;
+            }
+            o->memory_limit = val;
+        } else if (!strcmp(name, "--repeat") || !strcmp(name, "--order-seed")) {
+            char *end = NULL;
+            errno = 0;
+            unsigned long long x = strtoull(val, &end, 10);
+            int is_repeat = !strcmp(name, "--repeat");
+            if (!*val || *val == '-' || *val == '+' || *end || errno || (is_repeat && (x < 1 || x > 1000))) {
+                kh_logf(KH_LOG_ERROR, "matrix: %s expects %s, got '%s'", name,
+                        is_repeat ? "a count from 1 to 1000" : "a non-negative integer", val);
+                return -1;
+            }
+            if (is_repeat) o->repeat = (int)x;
+            else o->order_seed = x, o->order_seed_set = 1;
+        } else {
+            int allow_zero = !strcmp(name, "--seed") || !strncmp(name, "--limit", 7) || !strcmp(name, "--warmup-steps");
+            if (check_count(name, val, allow_zero)) return -1;
+            if (!strcmp(name, "--steps")) o->steps = val;
+            else if (!strcmp(name, "--warmup-steps")) o->warmup_steps = val;
+            else if (!strcmp(name, "--epochs")) o->epochs = val;
+            else if (!strcmp(name, "--batch-size")) o->batch_size = val;
+            else if (!strcmp(name, "--limit-train")) o->limit_train = val;
+            else if (!strcmp(name, "--limit-val")) o->limit_val = val;
+            else o->seed = val;
+        }
+    }
+    if (!o->plugins) o->plugins = "all";
+    if (!o->tasks) o->tasks = "all";
+    return 0;
+}
