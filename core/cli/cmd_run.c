@@ -12,6 +12,7 @@
 #include "cell/mapped.h"
 #include "cell/mathmode.h"
 #include "cli/commands.h"
+#include "sched/matrix.h"
 #include "base/exitcodes.h"
 #include "modules/host_api.h"
 #include "results/lockfile.h"
@@ -25,8 +26,7 @@ typedef struct run_args {
     uint32_t math;            /* --math fp32|tf32 (kh_math_mode; default fp32) */
     int64_t repeat;           /* --repeat N: the cell as a one-cell matrix of N repetitions */
     const char *repetition;   /* --repetition k/N/round/position/seed: this run is one (from the matrix) */
-    const char *pass[24];     /* the options a --repeat hands on to the matrix, as given */
-    int n_pass;
+    kh_matrix_opts m;         /* what a --repeat hands on to the matrix, as given */
 } run_args;
 
 static int parse(int argc, char **argv, run_args *r) {
@@ -50,29 +50,27 @@ static int parse(int argc, char **argv, run_args *r) {
                 fprintf(stderr, "khost run: --math expects fp32 or tf32, got '%s'\n", v);
                 return -1;
             }
-            r->pass[r->n_pass++] = opt, r->pass[r->n_pass++] = v;
+            r->m.math = v;
         } else if (!strcmp(opt, "--plugin") || !strcmp(opt, "--task") || !strcmp(opt, "--device") ||
                  !strcmp(opt, "--out")) {
             if (!(v = kh_args_value(&a, opt, iv))) return -1;
             if (!strcmp(opt, "--plugin")) r->plugin = v;
             else if (!strcmp(opt, "--task")) r->task = v;
             else if (!strcmp(opt, "--device")) r->device = v;
-            else r->out = v, r->pass[r->n_pass++] = opt, r->pass[r->n_pass++] = v;
+            else r->out = r->m.out = v;
         } else if (!strcmp(opt, "--epochs") || !strcmp(opt, "--batch-size") || !strcmp(opt, "--seed") ||
                    !strcmp(opt, "--limit-train") || !strcmp(opt, "--limit-val") || !strcmp(opt, "--steps") ||
                    !strcmp(opt, "--warmup-steps")) {
             int64_t n;
             int64_t min = !strcmp(opt, "--seed") || !strcmp(opt, "--warmup-steps") ? 0 : 1;
             if (!(v = kh_args_value(&a, opt, iv)) || kh_args_int64(opt, v, min, &n)) return -1;
-            if (r->n_pass + 2 <= (int)(sizeof r->pass / sizeof *r->pass))
-                r->pass[r->n_pass++] = !strcmp(opt, "--batch-size") ? "--batch-size" : opt, r->pass[r->n_pass++] = v;
-            if (!strcmp(opt, "--epochs")) r->epochs = n;
-            else if (!strcmp(opt, "--batch-size")) r->batch = n;
-            else if (!strcmp(opt, "--seed")) r->seed = n, r->seed_set = 1;
-            else if (!strcmp(opt, "--limit-train")) r->limit_train = n;
-            else if (!strcmp(opt, "--steps")) r->steps = n;
-            else if (!strcmp(opt, "--warmup-steps")) r->warmup_steps = n;
-            else r->limit_val = n;
+            if (!strcmp(opt, "--epochs")) r->epochs = n, r->m.epochs = v;
+            else if (!strcmp(opt, "--batch-size")) r->batch = n, r->m.batch_size = v;
+            else if (!strcmp(opt, "--seed")) r->seed = n, r->seed_set = 1, r->m.seed = v;
+            else if (!strcmp(opt, "--limit-train")) r->limit_train = n, r->m.limit_train = v;
+            else if (!strcmp(opt, "--steps")) r->steps = n, r->m.steps = v;
+            else if (!strcmp(opt, "--warmup-steps")) r->warmup_steps = n, r->m.warmup_steps = v;
+            else r->limit_val = n, r->m.limit_val = v;
         } else {
             fprintf(stderr, "khost run: unknown option '%s' (see khost --help)\n", opt);
             return -1;
@@ -99,25 +97,19 @@ static int parse_repetition(const char *s, kh_cell_record *rec) {
 
 /* run --repeat N: the one cell as a matrix of N repetitions, each a fresh child process with the matrix's
  * record, resume and failure rules. */
-static int run_repeated(kh_host *h, const run_args *r) {
-    char n[32];
-    snprintf(n, sizeof n, "%lld", (long long)r->repeat);
-    const char *argv[48];
-    int a = 0;
-    argv[a++] = "matrix";
-    argv[a++] = "--plugins", argv[a++] = r->plugin;
-    argv[a++] = "--tasks", argv[a++] = r->task;
-    if (r->device) argv[a++] = "--devices", argv[a++] = r->device;
-    argv[a++] = "--repeat", argv[a++] = n;
-    for (int i = 0; i < r->n_pass; i++) argv[a++] = r->pass[i];
-    if (r->quiet) argv[a++] = "--quiet";
-    argv[a] = NULL;
-    return kh_cmd_matrix(h, a, (char **)argv);
+static int run_repeated(kh_host *h, run_args *r) {
+    r->m.plugins = r->plugin;
+    r->m.tasks = r->task;
+    r->m.devices = r->device;
+    r->m.repeat = (int)r->repeat;
+    r->m.quiet = r->quiet;
+    return kh_matrix_run(h, &r->m);
 }
 
 int kh_cmd_run(kh_host *h, int argc, char **argv) {
     run_args r;
     memset(&r, 0, sizeof r);
+    kh_matrix_opts_init(&r.m);
     if (parse(argc, argv, &r) != 0) return KH_EXIT_USAGE;
     if (r.repeat > 1) return run_repeated(h, &r);
     if (r.quiet) kh_host_set_log_level(KH_LOG_ERROR);

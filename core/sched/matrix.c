@@ -93,9 +93,16 @@ static char **mx_env(const char *conf_path, const char *memory_limit) {
 
 // --- the command ----------------------------------------------------------------------------------------
 int kh_matrix_local(kh_host *h, int argc, char **argv) {
-    mx_opts o;
+    kh_matrix_opts o;
     int prc = mx_parse(argc, argv, &o);
     if (prc) return prc > 0 ? KH_EXIT_OK : KH_EXIT_USAGE;
+    return kh_matrix_run(h, &o);
+}
+
+int kh_matrix_run(kh_host *h, const kh_matrix_opts *given) {
+    kh_matrix_opts o = *given;
+    if (!o.plugins) o.plugins = "all";
+    if (!o.tasks) o.tasks = "all";
 
     mx_mod *plugins = NULL, *tasks = NULL;
     const kh_device **devs = NULL;

@@ -9,9 +9,32 @@
 
 #include "base/child.h"
 
+/* The matrix's settings, as `khost matrix` parses them from its command line (matrix_options.c); count and name
+ * options are kept as given (they are handed to every cell's `khost run` as they are). */
+typedef struct kh_matrix_opts {
+    const char *plugins, *tasks, *devices, *out;
+    const char *epochs, *batch_size, *limit_train, *limit_val, *seed; /* passed through as given */
+    const char *steps, *warmup_steps;                                  /* likewise */
+    const char *references;  /* --references: frameworks of tools/reference run as cells (refcell.h) */
+    const char *math;                                                  /* --math, checked by kh_math_parse */
+    int repeat;          /* repetitions of every cell, each its own child process (default 1) */
+    uint64_t order_seed; /* the rounds' orders are drawn from it */
+    int order_seed_set;
+    double timeout_s;
+    const char *memory_limit; /* as given; checked by kh_parse_bytes */
+    int resume, quiet;
+} kh_matrix_opts;
+/* Six hours: the slowest published cell (theano cifar10_cnn on a Titan X, 630 s x 20 epochs = 3.5 h)
+ * fits with room; a CPU run of the full benchmark needs --timeout 0 or more. */
+#define KH_MATRIX_DEFAULT_TIMEOUT_S (6 * 3600.0)
+/* The defaults: every plugin and task, every device, one repetition, the six-hour timeout. */
+void kh_matrix_opts_init(kh_matrix_opts *o);
+
 /* `khost matrix` on this machine: every cell (and repetition) in its own child. A KH_EXIT_ code. */
 struct kh_host;
 int kh_matrix_local(struct kh_host *h, int argc, char **argv);
+/* The same with settings made by the caller (`khost run --repeat N`: one cell as N repetitions). */
+int kh_matrix_run(struct kh_host *h, const kh_matrix_opts *o);
 
 /* One cell as the Slurm array task runs it (slurm_cell.c): the matrix's own record rules, one cell. */
 struct kh_host;

@@ -11,27 +11,11 @@
 #include "results/results.h"
 #include "sched/matrix.h"
 
-/* Six hours: the slowest published cell (theano cifar10_cnn on a Titan X, 630 s x 20 epochs = 3.5 h)
- * fits with room; a CPU run of the full benchmark needs --timeout 0 or more. */
-#define KH_MATRIX_DEFAULT_TIMEOUT_S (6 * 3600.0)
 /* Time a child gets between SIGTERM and SIGKILL to flush and exit on its own. */
 #define KH_MATRIX_GRACE_S 5.0
 
-typedef struct mx_opts {
-    const char *plugins, *tasks, *devices, *out;
-    const char *epochs, *batch_size, *limit_train, *limit_val, *seed; /* passed through as given */
-    const char *steps, *warmup_steps;                                  /* likewise */
-    const char *references;  /* --references: frameworks of tools/reference run as cells (refcell.h) */
-    const char *math;                                                  /* --math, checked by kh_math_parse */
-    int repeat;          /* repetitions of every cell, each its own child process (default 1) */
-    uint64_t order_seed; /* the rounds' orders are drawn from it */
-    int order_seed_set;
-    double timeout_s;
-    const char *memory_limit; /* as given; checked by kh_parse_bytes */
-    int resume, quiet;
-} mx_opts;
-/* Parse the matrix's options into o; a KH_EXIT_ code (usage errors printed). */
-int mx_parse(int argc, char **argv, mx_opts *o);
+/* Parse the matrix's options into o (kh_matrix_opts_init first): 0, 1 after --help, -1 on a usage error (printed). */
+int mx_parse(int argc, char **argv, kh_matrix_opts *o);
 
 /* Modules are kept by index until every list is resolved: loading one on demand (a path) may realloc
  * the module array, so pointers are only taken afterwards (mx_pin). */
@@ -55,7 +39,7 @@ typedef struct mx_cell {
     const kh_device *dev;
     const kh_task_info *info; /* may be NULL */
     const char *out_dir;
-    const mx_opts *o;
+    const kh_matrix_opts *o;
     uint64_t reg_seed;
     char started_at[32];
     int rep, round, position; /* repetition rep (0: the cell is not repeated) of round, position in it */
@@ -65,7 +49,7 @@ void mx_remove_partial(const char *record_path);
 /* A status --resume keeps: "ok" or "unsupported". */
 int mx_final_status(const char *s);
 /* Whether a record was measured with the settings given now (--epochs, --batch-size, --seed, ...). */
-int mx_same_settings(const kh_cell_record *r, const mx_opts *o);
+int mx_same_settings(const kh_cell_record *r, const kh_matrix_opts *o);
 /* A record for a cell whose child could not write one (or was killed): what the matrix knows. */
 void mx_fill_record(kh_cell_record *r, const mx_cell *c, const char *status, const char *reason,
                     const char *log_path, int fresh);

@@ -61,10 +61,14 @@ static int check_count(const char *opt, const char *v, int allow_zero) {
     return 0;
 }
 
-int mx_parse(int argc, char **argv, mx_opts *o) {
+void kh_matrix_opts_init(kh_matrix_opts *o) {
     memset(o, 0, sizeof *o);
     o->timeout_s = KH_MATRIX_DEFAULT_TIMEOUT_S;
     o->repeat = 1;
+}
+
+int mx_parse(int argc, char **argv, kh_matrix_opts *o) {
+    kh_matrix_opts_init(o);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *val = NULL;
         char name[64];
@@ -161,7 +165,5 @@ int mx_parse(int argc, char **argv, mx_opts *o) {
             else o->seed = val;
         }
     }
-    if (!o->plugins) o->plugins = "all";
-    if (!o->tasks) o->tasks = "all";
     return 0;
 }

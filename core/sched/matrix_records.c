@@ -99,7 +99,7 @@ void mx_remove_partial(const char *record_path) {
 int mx_final_status(const char *s) { return !strcmp(s, "ok") || !strcmp(s, "unsupported"); }
 
 /* --resume reuses a record only when the settings given now match what it was measured with. */
-int mx_same_settings(const kh_cell_record *r, const mx_opts *o) {
+int mx_same_settings(const kh_cell_record *r, const kh_matrix_opts *o) {
     if (o->epochs && r->epochs_requested != atoi(o->epochs)) return 0;
     if (o->batch_size && r->batch_size != atoi(o->batch_size)) return 0;
     if (o->seed && r->seed != strtoull(o->seed, NULL, 10)) return 0;
@@ -237,7 +237,7 @@ void mx_print_end(const mx_cell *c, int i, int n, const kh_cell_record *r, doubl
 }
 
 // --- one cell's record, for the Slurm array task (slurm_cell.c) ----------------------------------------
-static void mx_from_ref(const kh_matrix_cell_ref *ref, mx_mod *p, mx_mod *t, mx_opts *o, mx_cell *c) {
+static void mx_from_ref(const kh_matrix_cell_ref *ref, mx_mod *p, mx_mod *t, kh_matrix_opts *o, mx_cell *c) {
     *p = (mx_mod){0, ref->plugin, ref->plugin->desc->name, ref->plugin->desc->name};
     *t = (mx_mod){0, ref->task, ref->task->desc->name, ref->task->desc->name};
     memset(o, 0, sizeof *o);
@@ -253,7 +253,7 @@ static void mx_from_ref(const kh_matrix_cell_ref *ref, mx_mod *p, mx_mod *t, mx_
 
 void kh_matrix_settle(const kh_matrix_cell_ref *ref, const kh_child_result *res, kh_cell_record *r) {
     mx_mod p, t;
-    mx_opts o;
+    kh_matrix_opts o;
     mx_cell c;
     mx_from_ref(ref, &p, &t, &o, &c);
     char json[4200], log[4200];
@@ -265,7 +265,7 @@ void kh_matrix_settle(const kh_matrix_cell_ref *ref, const kh_child_result *res,
 void kh_matrix_fill(const kh_matrix_cell_ref *ref, kh_cell_record *r, const char *status, const char *reason,
                     int fresh) {
     mx_mod p, t;
-    mx_opts o;
+    kh_matrix_opts o;
     mx_cell c;
     mx_from_ref(ref, &p, &t, &o, &c);
     char log[4200];

@@ -151,11 +151,14 @@ int main(int argc, char **argv) {
           "energy per epoch from the powercap counters (exit %d): %s", rc, eok && er.energy_json ? er.energy_json : out);
     if (eok) kh_record_free(&er);
 
-    /* run --repeat: the same rules for one cell */
-    snprintf(a, sizeof a, "run --plugin fixture --task fixture_blobs --device cpu --epochs 1 --repeat 2 --out '%s'", d3);
+    /* run --repeat: the same rules for one cell, and the cell's options reach every repetition */
+    snprintf(a, sizeof a,
+             "run --plugin fixture --task fixture_blobs --device cpu --epochs 1 --seed 77 --repeat 2 --out '%s'", d3);
     rc = khost(a);
-    CHECK(rc == 0 && rep_record(d3, "fixture", 2, &r) == 0 && r.rep_of == 2, "run --repeat 2 (exit %d): %s", rc, out);
-    if (rc == 0) kh_record_free(&r);
+    int got = rc == 0 && rep_record(d3, "fixture", 2, &r) == 0;
+    CHECK(got && r.rep_of == 2 && r.seed == 77, "run --repeat 2 --seed 77 (exit %d, seed %llu): %s", rc,
+          got ? (unsigned long long)r.seed : 0ULL, out);
+    if (got) kh_record_free(&r);
     snprintf(a, sizeof a, "matrix --repeat 0 --out '%s'", d3);
     CHECK(khost(a) == 2, "--repeat 0 is a usage error");
     return kh_test_finish("test_repeat");
