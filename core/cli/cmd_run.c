@@ -26,8 +26,15 @@ typedef struct run_args {
     uint32_t math;            /* --math fp32|tf32 (kh_math_mode; default fp32) */
     int64_t repeat;           /* --repeat N: the cell as a one-cell matrix of N repetitions */
     const char *repetition;   /* --repetition k/N/round/position/seed: this run is one (from the matrix) */
-    kh_matrix_opts m;         /* what a --repeat hands on to the matrix, as given */
+    kh_matrix_opts m;         /* what a --repeat hands on to the matrix: the numbers as parsed, in decimal */
+    char num[7][24];          /* their text */
 } run_args;
+
+/* n as plain decimal text in buf (what the matrix hands its children). */
+static const char *decimal(char *buf, size_t size, int64_t n) {
+    snprintf(buf, size, "%lld", (long long)n);
+    return buf;
+}
 
 static int parse(int argc, char **argv, run_args *r) {
     kh_args a;
@@ -64,13 +71,15 @@ static int parse(int argc, char **argv, run_args *r) {
             int64_t n;
             int64_t min = !strcmp(opt, "--seed") || !strcmp(opt, "--warmup-steps") ? 0 : 1;
             if (!(v = kh_args_value(&a, opt, iv)) || kh_args_int64(opt, v, min, &n)) return -1;
-            if (!strcmp(opt, "--epochs")) r->epochs = n, r->m.epochs = v;
-            else if (!strcmp(opt, "--batch-size")) r->batch = n, r->m.batch_size = v;
-            else if (!strcmp(opt, "--seed")) r->seed = n, r->seed_set = 1, r->m.seed = v;
-            else if (!strcmp(opt, "--limit-train")) r->limit_train = n, r->m.limit_train = v;
-            else if (!strcmp(opt, "--steps")) r->steps = n, r->m.steps = v;
-            else if (!strcmp(opt, "--warmup-steps")) r->warmup_steps = n, r->m.warmup_steps = v;
-            else r->limit_val = n, r->m.limit_val = v;
+#define DEC(i) decimal(r->num[i], sizeof r->num[i], n)
+            if (!strcmp(opt, "--epochs")) r->epochs = n, r->m.epochs = DEC(0);
+            else if (!strcmp(opt, "--batch-size")) r->batch = n, r->m.batch_size = DEC(1);
+            else if (!strcmp(opt, "--seed")) r->seed = n, r->seed_set = 1, r->m.seed = DEC(2);
+            else if (!strcmp(opt, "--limit-train")) r->limit_train = n, r->m.limit_train = DEC(3);
+            else if (!strcmp(opt, "--steps")) r->steps = n, r->m.steps = DEC(4);
+            else if (!strcmp(opt, "--warmup-steps")) r->warmup_steps = n, r->m.warmup_steps = DEC(5);
+            else r->limit_val = n, r->m.limit_val = DEC(6);
+#undef DEC
         } else {
             fprintf(stderr, "khost run: unknown option '%s' (see khost --help)\n", opt);
             return -1;

@@ -31,7 +31,8 @@
  * This file is the command (rounds, order, children, the cells' environment); its options are
  * matrix_options.c, its module and device lists matrix_lists.c, a cell's record matrix_records.c, each child
  * base/child.c.
- */#define _GNU_SOURCE /* environ */
+ */
+#define _GNU_SOURCE /* environ */
 #include "sched/matrix.h"
 
 #include <errno.h>

@@ -27,13 +27,15 @@ typedef struct kh_matrix_opts {
 /* Six hours: the slowest published cell (theano cifar10_cnn on a Titan X, 630 s x 20 epochs = 3.5 h)
  * fits with room; a CPU run of the full benchmark needs --timeout 0 or more. */
 #define KH_MATRIX_DEFAULT_TIMEOUT_S (6 * 3600.0)
-/* The defaults: every plugin and task, every device, one repetition, the six-hour timeout. */
+/* The defaults: no lists (kh_matrix_run reads a NULL --plugins/--tasks as "all", a NULL --devices as the
+ * registry's default device), one repetition, the six-hour timeout, no memory limit. */
 void kh_matrix_opts_init(kh_matrix_opts *o);
 
 /* `khost matrix` on this machine: every cell (and repetition) in its own child. A KH_EXIT_ code. */
 struct kh_host;
 int kh_matrix_local(struct kh_host *h, int argc, char **argv);
-/* The same with settings made by the caller (`khost run --repeat N`: one cell as N repetitions). */
+/* The same with settings made by the caller (`khost run --repeat N`: one cell as N repetitions). It checks no
+ * value: the caller does, as `khost matrix`'s parser and `khost run`'s do (repeat >= 1, counts, --math). */
 int kh_matrix_run(struct kh_host *h, const kh_matrix_opts *o);
 
 /* One cell as the Slurm array task runs it (slurm_cell.c): the matrix's own record rules, one cell. */

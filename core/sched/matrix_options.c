@@ -1,5 +1,4 @@
 /* core/sched/matrix_options.c — `khost matrix`'s options: parsed, checked, the usage text (matrix_internal.h). */
-#define _GNU_SOURCE /* strdup, strtok_r */
 #include "sched/matrix_internal.h"
 
 #include <errno.h>
@@ -8,8 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "base/args.h"
 #include "base/exitcodes.h"

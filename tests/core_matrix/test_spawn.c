@@ -1,4 +1,4 @@
-/* tests/core_matrix/test_spawn.c — the child runner behind `khost matrix` (core/sched/matrix.h): exit codes,
+/* tests/core_matrix/test_spawn.c — the child runner behind `khost matrix` (core/base/child.h): exit codes,
  * crashes, timeouts that kill the whole process group (also a child ignoring SIGTERM), logs, environment,
  * spawn failures and Ctrl-C. Uses /bin/sh as the child, so it needs no backend or task module. */
 #define _POSIX_C_SOURCE 200809L
