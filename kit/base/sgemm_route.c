@@ -7,6 +7,7 @@
  * [0, n - n % 16) go to OpenBLAS (its 16-row blocks, no remainder) and the last n % 16 columns to the loop
  * below: the step stays allocation-free with OpenBLAS's kernels on everything else. */
 #define _POSIX_C_SOURCE 200809L
+#include <stdatomic.h>
 #include <strings.h>
 
 #include "khost/kit/blas.h"
@@ -15,6 +16,16 @@ int kh_openblas_small_nn_allocates(const char *corename) {
     if (!corename) return 0;
     return !strcasecmp(corename, "skylakex") || !strcasecmp(corename, "cooperlake") ||
            !strcasecmp(corename, "sapphirerapids");
+}
+
+int kh_openblas_small_nn_cached(char *(*corename)(void)) {
+    static atomic_int cached = -1; /* one per module: each links its own copy of the kit */
+    int v = atomic_load_explicit(&cached, memory_order_relaxed);
+    if (v < 0) { /* threads racing here compute the same answer */
+        v = kh_openblas_small_nn_allocates(corename());
+        atomic_store_explicit(&cached, v, memory_order_relaxed);
+    }
+    return v;
 }
 
 int64_t kh_sgemm_blas_columns(int small_nn_allocates, int trans_a, int trans_b, int64_t m, int64_t n, int64_t k) {

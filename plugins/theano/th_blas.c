@@ -21,7 +21,7 @@ static void openblas_sgemm(int ta, int tb, int64_t m, int64_t n, int64_t k, floa
  * OpenBLAS's small-matrix path allocates on its AVX-512 kernels: those shapes' last columns take the kit's loop. */
 static void sgemm(int order, int ta, int tb, int m, int n, int k, float alpha, const float *a, int lda, const float *b,
                   int ldb, float beta, float *c, int ldc) {
-    int small = kh_openblas_small_nn_allocates(openblas_get_corename());
+    int small = kh_openblas_small_nn_cached(openblas_get_corename);
     if (order == CblasColMajor)
         kh_sgemm_routed(openblas_sgemm, small, tb != CblasNoTrans, ta != CblasNoTrans, n, m, k, alpha, b, ldb, a, lda,
                         beta, c, ldc);

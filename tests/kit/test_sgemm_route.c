@@ -22,6 +22,13 @@ static void loop_sgemm(int ta, int tb, int64_t m, int64_t n, int64_t k, float al
         }
 }
 
+static int corename_calls;
+static char *fake_corename(void) {
+    static char name[] = "SkylakeX";
+    corename_calls++;
+    return name;
+}
+
 static void check_shape(int64_t m, int64_t n, int64_t k, float alpha, float beta, int small) {
     int64_t lda = k + 3, ldb = n + 5, ldc = n + 2;
     float *a = malloc(sizeof(float) * (size_t)(m * lda)), *b = malloc(sizeof(float) * (size_t)(k * ldb));
@@ -71,6 +78,10 @@ int main(void) {
           kh_openblas_small_nn_allocates("sapphirerapids"), "AVX-512 core names");
     CHECK(!kh_openblas_small_nn_allocates("Haswell") && !kh_openblas_small_nn_allocates("Zen") &&
           !kh_openblas_small_nn_allocates(NULL), "others");
+
+    /* the cached answer asks OpenBLAS's core name once */
+    CHECK(kh_openblas_small_nn_cached(fake_corename) == 1 && kh_openblas_small_nn_cached(fake_corename) == 1 &&
+          corename_calls == 1, "cached: %d calls", corename_calls);
 
     /* the arithmetic of every route: all columns routed, a tail routed, none routed; K over several panels */
     const int64_t shapes[][3] = {{128, 8, 144}, {8, 3, 128}, {5, 5, 144}, {16, 36, 144}, {32, 1, 128},

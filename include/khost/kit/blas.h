@@ -24,6 +24,9 @@ typedef void (*kh_sgemm_fn)(int trans_a, int trans_b, int64_t m, int64_t n, int6
  * SGEMM (SkylakeX, Cooperlake, SapphireRapids): their no-transpose kernel calls malloc and free on every call
  * whose last up to 8 rows of a 16-row block need its dot-product path. */
 int kh_openblas_small_nn_allocates(const char *corename);
+/* The same for the OpenBLAS this module calls, asked of corename (openblas_get_corename) the first time only:
+ * OpenBLAS fixes its kernels when it loads, so the answer never changes, and an SGEMM call pays a load. */
+int kh_openblas_small_nn_cached(char *(*corename)(void));
 
 /* The columns [0, return) of a row-major SGEMM that may go to OpenBLAS without an allocation; the rest are
  * computed by kh_sgemm_routed's own loop. n unless small_nn_allocates and the shape takes that path: no
