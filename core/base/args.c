@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,5 +56,14 @@ int kh_args_int64(const char *opt, const char *s, int64_t min, int64_t *out) {
         return -1;
     }
     *out = v;
+    return 0;
+}
+
+int kh_args_seconds(const char *s, double *out) {
+    char *end = NULL;
+    errno = 0;
+    double t = strtod(s, &end);
+    if (!*s || *end || errno || !(t >= 0) || !isfinite(t)) return -1;
+    *out = t;
     return 0;
 }

@@ -19,4 +19,6 @@ const char *kh_args_value(kh_args *a, const char *opt, const char *inline_value)
 int64_t kh_args_max(const char *opt);
 /* Parse an integer option value in [min, kh_args_max(opt)]; -1 and a message on error. */
 int kh_args_int64(const char *opt, const char *s, int64_t min, int64_t *out);
+/* A duration in seconds: a finite number >= 0 ("600", "0.5"); 0 ok, -1 otherwise (the caller says why). */
+int kh_args_seconds(const char *s, double *out);
 #endif

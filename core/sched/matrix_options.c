@@ -2,7 +2,6 @@
 #include "sched/matrix_internal.h"
 
 #include <errno.h>
-#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,7 +11,7 @@
 #include "base/exitcodes.h"
 #include "base/procguard.h"
 #include "cell/mathmode.h"
-#include "modules/host_api.h"
+#include "base/log.h"
 
 // --- options --------------------------------------------------------------------------------------------
 
@@ -115,14 +114,10 @@ int mx_parse(int argc, char **argv, kh_matrix_opts *o) {
         else if (!strcmp(name, "--out")) o->out = val;
         else if (!strcmp(name, "--references")) o->references = val;
         else if (!strcmp(name, "--timeout")) {
-            char *end = NULL;
-            errno = 0;
-            double t = strtod(val, &end);
-            if (!*val || *end || errno || !(t >= 0) || !isfinite(t)) {
+            if (kh_args_seconds(val, &o->timeout_s) != 0) {
                 kh_logf(KH_LOG_ERROR, "matrix: --timeout expects seconds >= 0, got '%s'", val);
                 return -1;
             }
-            o->timeout_s = t;
         } else if (!strcmp(name, "--math")) {
             uint32_t m;
             if (kh_math_parse(val, &m) != 0) {

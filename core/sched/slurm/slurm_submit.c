@@ -21,6 +21,7 @@
 #include "cell/env.h"
 #include "cell/mathmode.h"
 #include "base/exitcodes.h"
+#include "base/log.h"
 #include "modules/host_api.h"
 #include "sched/matrix.h"
 #include "results/results.h"
@@ -168,14 +169,10 @@ static int sl_parse(int argc, char **argv, sl_opts *o) {
             }
             o->time_per_cell = v;
         } else if (!strcmp(opt, "--timeout")) {
-            char *end = NULL;
-            errno = 0;
-            double t = strtod(v, &end);
-            if (!*v || *end || errno || !(t >= 0) || !isfinite(t)) {
+            if (kh_args_seconds(v, &o->timeout_s) != 0) {
                 kh_logf(KH_LOG_ERROR, "matrix: --timeout expects seconds >= 0, got '%s'", v);
                 return -1;
             }
-            o->timeout_s = t;
         } else {
             int zero = !strcmp(opt, "--seed") || !strncmp(opt, "--limit", 7);
             if (count_ok(opt, v, zero)) return -1;
