@@ -20,11 +20,13 @@
 #include <unistd.h>
 
 #include "modules/caps.h"
+#include "base/sysinfo.h"
 #include "cell/env.h"
 #include "devices/blas_tune.h"
 #include "cell/mathmode.h"
 #include "base/exitcodes.h"
 #include "results/git_rev.h"
+#include "base/log.h"
 #include "modules/host_api.h"
 #include "khost/kit/status.h"
 #include "khost/kit/clock.h"

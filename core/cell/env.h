@@ -6,8 +6,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "base/sysinfo.h" /* kh_env_cpu_model, kh_env_now_iso */
-
 /* Total size in bytes of the files under path (0 if missing). */
 int64_t kh_env_tree_bytes(const char *path);
 /* Inside a Slurm job: its job id, array job and task ids and node name into the record's environment

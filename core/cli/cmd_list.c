@@ -8,6 +8,7 @@
 #include "cli/commands.h"
 #include "modules/layer_abi.h"
 #include "base/exitcodes.h"
+#include "base/log.h"
 #include "modules/host_api.h"
 #include "khost/kit/status.h"
 #include "khost/kit/spec.h"

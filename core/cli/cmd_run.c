@@ -14,6 +14,7 @@
 #include "cli/commands.h"
 #include "sched/matrix.h"
 #include "base/exitcodes.h"
+#include "base/log.h"
 #include "modules/host_api.h"
 #include "results/lockfile.h"
 #include "base/procguard.h"

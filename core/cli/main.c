@@ -9,7 +9,7 @@
 #include "devices/blas_tune.h"
 #include "base/exitcodes.h"
 #include "results/git_rev.h"
-#include "modules/host_api.h"
+#include "base/log.h"
 #include "base/procguard.h"
 #include "modules/scan.h"
 #include "guard/clocale.h"

@@ -9,6 +9,7 @@
 #include "modules/host.h"
 
 #include "base/exitcodes.h"
+#include "base/log.h"
 #include "modules/host_api.h"
 
 static char *self_exe(const char *argv0) {

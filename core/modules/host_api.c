@@ -2,6 +2,8 @@
 #define _POSIX_C_SOURCE 200809L
 #include "modules/host_api.h"
 
+#include "base/log.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -2,7 +2,6 @@
 #ifndef KHOST_CORE_HOST_API_H
 #define KHOST_CORE_HOST_API_H
 
-#include "base/log.h" /* kh_logf: the host's log, for the files that include this one */
 #include "khost/abi.h"
 #include "modules/registry.h"
 

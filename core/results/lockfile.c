@@ -11,7 +11,7 @@
 #include <sys/file.h>
 #include <unistd.h>
 
-#include "modules/host_api.h"
+#include "base/log.h"
 
 static long read_pid(int fd) {
     char buf[32];

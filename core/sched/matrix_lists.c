@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "base/exitcodes.h"
+#include "base/log.h"
 #include "modules/host_api.h"
 #include "sched/refcell.h"
 

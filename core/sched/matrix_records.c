@@ -16,9 +16,10 @@
 
 #include "base/exitcodes.h"
 #include "base/files.h"
+#include "base/sysinfo.h"
 #include "cell/env.h"
 #include "cell/mathmode.h"
-#include "modules/host_api.h"
+#include "base/log.h"
 #include "results/git_rev.h"
 #include "sched/refcell.h"
 #include "khost/kit/clock.h"

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "cell/layout.h"
+#include "base/sysinfo.h"
 #include "cell/env.h"
 #include "devices/peak.h"
 #include "results/results.h"
