@@ -1,8 +1,10 @@
 /* kit/base/optimizer.c — an optimizer spec's Keras 2 defaults and the learning rate of each step, the one
  * definition every backend's update uses (cntk's fused passes, the graph backends' Apply ops). */
+#include <math.h>
+
 #include "khost/kit/formulas.h" /* KH_EPSILON */
 #include "khost/kit/optimizer.h"
-#include "khost/kit/ref.h"      /* the decay and bias-correction arithmetic */
+#include "khost/kit/ref.h"      /* declares the schedule below (the reference kit's public names) */
 
 static double or_default(float v, double dflt) { return v > 0.0f ? (double)v : dflt; }
 
@@ -14,6 +16,17 @@ kh_optimizer_spec kh_optimizer_resolve(const kh_optimizer_spec *o) {
     r.beta_2 = (float)or_default(o->beta_2, 0.999);
     r.epsilon = (float)or_default(o->epsilon, KH_EPSILON);
     return r;
+}
+
+/* `decay` (lr / (1 + decay * iterations)) and Adam's bias correction, iterations counted before the step: one
+ * definition for the float64 reference and every backend. */
+double kh_ref_lr_decayed(double lr, double decay, int64_t iterations) {
+    return decay > 0.0 ? lr / (1.0 + decay * (double)iterations) : lr;
+}
+
+double kh_ref_adam_lr_t(double lr, double beta_1, double beta_2, int64_t iterations) {
+    double t = (double)iterations + 1.0;
+    return lr * sqrt(1.0 - pow(beta_2, t)) / (1.0 - pow(beta_1, t));
 }
 
 double kh_optimizer_step_lr(const kh_optimizer_spec *o, int64_t iterations) {

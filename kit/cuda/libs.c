@@ -134,7 +134,7 @@ kh_status kh_cudnn_conv_choose(cudnnHandle_t h, kh_conv_dir d, cudnnTensorDescri
         if (o->host && o->host->log)
             o->host->log(KH_LOG_ERROR, plugin, "%s (%s): cuDNN candidates: %s", where, kh_conv_dir_name(d), list);
         return kh_errf(err, errlen, KH_ERR_UNSUPPORTED,
-                       "cuDNN offers no working %s algorithm for this NHWC shape (%d candidates: %s)",
+                       "cuDNN offers no working %s algorithm for this shape (%d candidates: %s)",
                        o->tf32 ? "FMA or TF32" : "FMA", got, list);
     }
     if (fallback && o->host && o->host->log)

@@ -12,49 +12,42 @@
 kh_grt_model *kh_grt_model_of(kh_bmodel *b) { return (kh_grt_model *)b; }
 static kh_grt_model *M(kh_bmodel *b) { return (kh_grt_model *)b; }
 
-kh_status kh_grt_compile(kh_bsession *bs, const kh_model_spec *spec, const kh_compile_opts *opts, kh_bmodel **out) {
-    if (!out) return KH_ERR_INVALID;
-    *out = NULL;
-    if (!bs) return KH_ERR_INVALID;
-    kh_grt_session *s = (kh_grt_session *)bs;
-    if (!spec) return kh_grt_fail(s, KH_ERR_INVALID, "compile", "no model spec");
-    if (!opts || opts->max_batch <= 0) return kh_grt_fail(s, KH_ERR_INVALID, "compile", "max_batch must be positive");
-    kh_grt_model *m = calloc(1, s->be->model_size);
-    if (!m) return kh_grt_fail(s, KH_ERR_NOMEM, "compile", "out of host memory");
-    m->s = s;
+/* After the session layer's checks and allocation: lowering, the backend's compile step, the executor's prepare
+ * (a failure anywhere is cleaned up by kh_grt_model_free). */
+static kh_status grt_build(kh_bmodel *b, const kh_model_spec *spec, const kh_compile_opts *opts) {
+    kh_grt_model *m = M(b);
+    const kh_grt_backend *be = kh_grt_be(m->s);
     m->max_batch = opts->max_batch;
     m->seed = opts->seed;
     double t0 = kh_now();
     kh_graph_lower_opts lo = {.max_batch = opts->max_batch,
-                              .rnn_scan = s->be->rnn_scan,
+                              .rnn_scan = be->rnn_scan,
                               .deterministic = KH_HAS_MEMBER(kh_compile_opts, opts->struct_size, deterministic)
                                                    ? opts->deterministic : 0};
     char why[256];
     kh_status st = kh_graph_lower(spec, &lo, &m->mg, why, sizeof why);
-    if (st != KH_OK) {
-        free(m);
-        return kh_grt_fail(s, st, "compile", "%s", why);
-    }
+    if (st != KH_OK) return kh_grt_fail(m->s, st, "compile", "%s", why);
     m->lower_s = kh_now() - t0;
-    st = s->be->prepare(m, spec);
+    st = be->prepare(m, spec);
     for (int f = 0; f < KH_GFN_COUNT && st == KH_OK; f++)
         if (m->plan[f] && m->plan[f]->arena_bytes > m->arena_bytes) m->arena_bytes = m->plan[f]->arena_bytes;
-    if (st == KH_OK) st = s->ex->prepare(m);
-    if (st != KH_OK) {
-        kh_grt_model_free((kh_bmodel *)m);
-        return st;
-    }
-    if (s->be->ready) s->be->ready(m);
-    *out = (kh_bmodel *)m;
-    return KH_OK;
+    if (st == KH_OK) st = kh_grt_ex(m->s)->prepare(m);
+    if (st == KH_OK && be->ready) be->ready(m);
+    return st;
+}
+
+kh_status kh_grt_compile(kh_bsession *bs, const kh_model_spec *spec, const kh_compile_opts *opts, kh_bmodel **out) {
+    size_t size = bs ? kh_grt_be((kh_grt_session *)bs)->model_size : 0;
+    return kh_session_compile(bs, spec, opts, size, grt_build, kh_grt_model_free, out);
 }
 
 void kh_grt_model_free(kh_bmodel *b) {
     if (!b) return;
     kh_grt_model *m = M(b);
-    m->s->ex->release(m);
+    const kh_grt_backend *be = kh_grt_be(m->s);
+    kh_grt_ex(m->s)->release(m);
     kh_grt_host_free(m);
-    if (m->s->be->release) m->s->be->release(m);
+    if (be->release) be->release(m);
     kh_model_graphs_free(&m->mg);
     free(m);
 }
@@ -96,14 +89,14 @@ kh_status kh_grt_set_weight(kh_bmodel *b, int32_t layer, int32_t slot, const kh_
     if (!b) return KH_ERR_INVALID;
     int32_t v = -1;
     kh_status st = check_slot(M(b), layer, slot, w, "set_weight", &v);
-    return st == KH_OK ? M(b)->s->ex->set_var(M(b), v, w->data) : st;
+    return st == KH_OK ? kh_grt_ex(M(b)->s)->set_var(M(b), v, w->data) : st;
 }
 
 kh_status kh_grt_get_weight(kh_bmodel *b, int32_t layer, int32_t slot, kh_tensor *w) {
     if (!b) return KH_ERR_INVALID;
     int32_t v = -1;
     kh_status st = check_slot(M(b), layer, slot, w, "get_weight", &v);
-    return st == KH_OK ? M(b)->s->ex->get_var(M(b), v, w->data) : st;
+    return st == KH_OK ? kh_grt_ex(M(b)->s)->get_var(M(b), v, w->data) : st;
 }
 
 // --- training, evaluation, prediction ---------------------------------------------------------------------------
@@ -124,7 +117,7 @@ kh_status kh_grt_train_batch(kh_bmodel *b, const kh_tensor *x, const kh_tensor *
     if (st != KH_OK) return st;
     double lr = kh_optimizer_step_lr(&m->mg.opt, m->iterations);
     uint64_t counter = m->n_forward++;
-    st = m->s->ex->run(m, KH_GFN_TRAIN, 0, n, lr, counter, x->data, y->data, NULL);
+    st = kh_grt_ex(m->s)->run(m, KH_GFN_TRAIN, 0, n, lr, counter, x->data, y->data, NULL);
     if (st == KH_OK) m->iterations++;
     return st;
 }
@@ -134,7 +127,7 @@ kh_status kh_grt_eval_batch(kh_bmodel *b, const kh_tensor *x, const kh_tensor *y
     kh_grt_model *m = M(b);
     int64_t n = 0;
     kh_status st = check_xy(m, KH_GFN_EVAL, x, y, "eval_batch", &n);
-    return st == KH_OK ? m->s->ex->run(m, KH_GFN_EVAL, 0, n, 0.0, 0, x->data, y->data, NULL) : st;
+    return st == KH_OK ? kh_grt_ex(m->s)->run(m, KH_GFN_EVAL, 0, n, 0.0, 0, x->data, y->data, NULL) : st;
 }
 
 /* x and out checked for a forward of n rows. */
@@ -146,8 +139,8 @@ static kh_status check_forward(kh_grt_model *m, const kh_tensor *x, kh_tensor *o
 /* Run the forward of fn (predict, or the probe's part 0) and copy its output into out. */
 static kh_status forward_to(kh_grt_model *m, kh_gfn fn, uint64_t counter, const kh_tensor *x, kh_tensor *out,
                             int64_t n) {
-    kh_status st = m->s->ex->run(m, fn, 0, n, 0.0, counter, x->data, NULL, NULL);
-    return st == KH_OK ? m->s->ex->read_node(m, fn, m->graph[fn]->outputs[KH_GOUT_Y], n, out->data) : st;
+    kh_status st = kh_grt_ex(m->s)->run(m, fn, 0, n, 0.0, counter, x->data, NULL, NULL);
+    return st == KH_OK ? kh_grt_ex(m->s)->read_node(m, fn, m->graph[fn]->outputs[KH_GOUT_Y], n, out->data) : st;
 }
 
 kh_status kh_grt_predict(kh_bmodel *b, const kh_tensor *x, kh_tensor *out) {
@@ -161,19 +154,19 @@ kh_status kh_grt_read_metrics(kh_bmodel *b, uint32_t phase, kh_metrics *out, int
     if (!b) return KH_ERR_INVALID;
     kh_grt_model *m = M(b);
     if (!out || phase > KH_PHASE_EVAL) return kh_grt_fail(m->s, KH_ERR_INVALID, "read_metrics", "bad phase %u", phase);
-    return m->s->ex->read_metrics(m, phase, out, reset);
+    return kh_grt_ex(m->s)->read_metrics(m, phase, out, reset);
 }
 
 kh_status kh_grt_sync(kh_bmodel *b) {
     if (!b) return KH_ERR_INVALID;
-    return M(b)->s->ex->sync(M(b));
+    return kh_grt_ex(M(b)->s)->sync(M(b));
 }
 
 /* The device memory the GPU executor counted for the model; a cpu model is not counted (peak RSS holds it). */
 kh_status kh_grt_memory_info(kh_bmodel *b, kh_memory_info *out) {
     if (!b) return KH_ERR_INVALID;
     kh_grt_model *m = kh_grt_model_of(b);
-    const char *what = m->s->be->device_memory_what;
+    const char *what = kh_grt_be(m->s)->device_memory_what;
     return kh_mem_count_report(&m->dev_mem, m->s->dev.kind == KH_DEVICE_CUDA, what ? what : "", out);
 }
 
@@ -202,10 +195,10 @@ kh_status kh_grt_backward(kh_bmodel *b, const kh_tensor *dy, kh_tensor *dx) {
                            (long long)(n * m->mg.out_numel));
     int32_t dxn = m->graph[KH_GFN_PROBE]->outputs[KH_GOUT_DX];
     if (dx && dxn >= 0 && check_out(m, dx, n, m->mg.input_numel, "backward") != KH_OK) return KH_ERR_INVALID;
-    kh_status st = m->s->ex->run(m, KH_GFN_PROBE, 1, n, 0.0, m->probe_counter, NULL, NULL, dy->data);
+    kh_status st = kh_grt_ex(m->s)->run(m, KH_GFN_PROBE, 1, n, 0.0, m->probe_counter, NULL, NULL, dy->data);
     if (st != KH_OK) return st;
     m->have_grad = 1;
-    return dx && dxn >= 0 ? m->s->ex->read_node(m, KH_GFN_PROBE, dxn, n, dx->data) : KH_OK;
+    return dx && dxn >= 0 ? kh_grt_ex(m->s)->read_node(m, KH_GFN_PROBE, dxn, n, dx->data) : KH_OK;
 }
 
 kh_status kh_grt_get_grad(kh_bmodel *b, int32_t layer, int32_t slot, kh_tensor *g) {
@@ -222,5 +215,5 @@ kh_status kh_grt_get_grad(kh_bmodel *b, int32_t layer, int32_t slot, kh_tensor *
         memset(g->data, 0, (size_t)m->mg.vars[v].numel * sizeof(float));
         return KH_OK;
     }
-    return m->s->ex->read_node(m, KH_GFN_PROBE, node, m->last_n, g->data);
+    return kh_grt_ex(m->s)->read_node(m, KH_GFN_PROBE, node, m->last_n, g->data);
 }

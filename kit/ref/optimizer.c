@@ -1,19 +1,8 @@
 /* kit/ref/optimizer.c — reference optimizers with Keras 2 semantics (SGD without momentum, RMSprop,
- * Adam, Adadelta): the per-element updates are khost/kit/formulas.h's; this file adds the per-step schedule,
- * `decay` (lr / (1 + decay * iterations)) and Adam's bias correction, iterations counted before the step. */
-#include <math.h>
-
+ * Adam, Adadelta) in float64: the per-element updates are khost/kit/formulas.h's. The per-step schedule
+ * (kh_ref_lr_decayed, kh_ref_adam_lr_t) is kit/base/optimizer.c's, the one every backend uses too. */
 #include "khost/kit/formulas.h"
 #include "khost/kit/ref.h"
-
-double kh_ref_lr_decayed(double lr, double decay, int64_t iterations) {
-    return decay > 0.0 ? lr / (1.0 + decay * (double)iterations) : lr;
-}
-
-double kh_ref_adam_lr_t(double lr, double beta_1, double beta_2, int64_t iterations) {
-    double t = (double)iterations + 1.0;
-    return lr * sqrt(1.0 - pow(beta_2, t)) / (1.0 - pow(beta_1, t));
-}
 
 void kh_ref_sgd_update(double *w, const double *g, int64_t n, double lr) {
     // w (n), g (n)

@@ -1,38 +1,28 @@
-/* cntk_api.c — the model-level ABI calls: argument checks common to every device, then the executor of
- * the model's device, chosen by the session's device kind (CPU: cntk_cpu_*; CUDA: cntk_cuda_*). */
+/* cntk_api.c — the model-level ABI calls: the session layer's compile frame, the argument checks common to every
+ * device, then the session's executor (cntk_exec: cpu/model.c, or the GPU half's table). */
 #include <stdlib.h>
-#include <string.h>
 
-#include "cntk.h"
-#include "cuda/gpu.h"
+#include "cntk_api.h"
+#include "cpu/cpu.h" /* cntk_api_profile */
 
-static int on_cuda(const cntk_model *m) { return m->s->dev.kind == KH_DEVICE_CUDA; }
+static int on_cuda(const cntk_model *m) { return m->s->base.dev.kind == KH_DEVICE_CUDA; }
+static const cntk_exec *EX(const cntk_model *m) { return cntk_exec_of(m->s); }
 
-kh_status cntk_api_compile(kh_bsession *s, const kh_model_spec *spec, const kh_compile_opts *opts,
-                           kh_bmodel **out) {
-    if (!out) return KH_ERR_INVALID;
-    *out = NULL;
-    if (!s) return KH_ERR_INVALID;
-    if (!spec) return cntk_fail(s, KH_ERR_INVALID, "compile", "no model spec");
-    cntk_model *m = calloc(1, sizeof *m);
-    if (!m) return cntk_fail(s, KH_ERR_NOMEM, "compile", "out of host memory");
-    m->s = s;
-    kh_status st = cntk_plan_build(s, spec, opts, &m->plan);
-    if (st == KH_OK) st = s->dev.kind == KH_DEVICE_CUDA ? cntk_cuda_compile(m) : cntk_cpu_compile(m);
-    if (st != KH_OK) {
-        cntk_api_model_free(m);
-        return st;
-    }
-    *out = m;
-    return KH_OK;
-}
-
-void cntk_api_model_free(kh_bmodel *m) {
+static void model_free(kh_bmodel *m) {
     if (!m) return;
-    cntk_cpu_free(m->cpu);
-    if (m->cuda) cntk_cuda_free(m);
+    EX(m)->free_model(m);
     cntk_plan_free(&m->plan);
     free(m);
+}
+
+/* Inside the frame (khost/kit/session.h): the plan, then the executor of the session's device. */
+static kh_status build(kh_bmodel *m, const kh_model_spec *spec, const kh_compile_opts *opts) {
+    kh_status st = cntk_plan_build(m->s, spec, opts, &m->plan);
+    return st != KH_OK ? st : EX(m)->compile(m);
+}
+
+static kh_status compile(kh_bsession *s, const kh_model_spec *spec, const kh_compile_opts *opts, kh_bmodel **out) {
+    return kh_session_compile(s, spec, opts, sizeof(cntk_model), build, model_free, out);
 }
 
 /* Common check of a (layer, slot) address. */
@@ -56,69 +46,86 @@ static kh_status check_slot(cntk_model *m, int32_t layer, int32_t slot, const kh
     return KH_OK;
 }
 
-kh_status cntk_api_set_weight(kh_bmodel *m, int32_t layer, int32_t slot, const kh_tensor *w) {
+static kh_status set_weight(kh_bmodel *m, int32_t layer, int32_t slot, const kh_tensor *w) {
     if (!m) return KH_ERR_INVALID;
     kh_status st = check_slot(m, layer, slot, w, "set_weight");
-    return st != KH_OK ? st : (on_cuda(m) ? cntk_cuda_set_weight : cntk_cpu_set_weight)(m, layer, slot, w);
+    return st != KH_OK ? st : EX(m)->set_weight(m, layer, slot, w);
 }
 
-kh_status cntk_api_get_weight(kh_bmodel *m, int32_t layer, int32_t slot, kh_tensor *w) {
+static kh_status get_weight(kh_bmodel *m, int32_t layer, int32_t slot, kh_tensor *w) {
     if (!m) return KH_ERR_INVALID;
     kh_status st = check_slot(m, layer, slot, w, "get_weight");
-    return st != KH_OK ? st : (on_cuda(m) ? cntk_cuda_get_weight : cntk_cpu_get_weight)(m, layer, slot, w);
+    return st != KH_OK ? st : EX(m)->get_weight(m, layer, slot, w);
 }
 
-kh_status cntk_api_get_grad(kh_bmodel *m, int32_t layer, int32_t slot, kh_tensor *g) {
+static kh_status get_grad(kh_bmodel *m, int32_t layer, int32_t slot, kh_tensor *g) {
     if (!m) return KH_ERR_INVALID;
     kh_status st = check_slot(m, layer, slot, g, "get_grad");
-    return st != KH_OK ? st : (on_cuda(m) ? cntk_cuda_get_grad : cntk_cpu_get_grad)(m, layer, slot, g);
+    return st != KH_OK ? st : EX(m)->get_grad(m, layer, slot, g);
 }
 
-kh_status cntk_api_train_batch(kh_bmodel *m, const kh_tensor *x, const kh_tensor *y) {
+static kh_status train_batch(kh_bmodel *m, const kh_tensor *x, const kh_tensor *y) {
     if (!m) return KH_ERR_INVALID;
-    if (!x || !y) return cntk_fail(m->s, KH_ERR_INVALID, "train_batch", "missing x or y");
-    return on_cuda(m) ? cntk_cuda_train(m, x, y) : cntk_cpu_train(m, x, y);
+    kh_status st = kh_session_need(cntk_base(m->s), "train_batch", "x or y", x, y);
+    return st != KH_OK ? st : EX(m)->train(m, x, y);
 }
 
-kh_status cntk_api_eval_batch(kh_bmodel *m, const kh_tensor *x, const kh_tensor *y) {
+static kh_status eval_batch(kh_bmodel *m, const kh_tensor *x, const kh_tensor *y) {
     if (!m) return KH_ERR_INVALID;
-    if (!x || !y) return cntk_fail(m->s, KH_ERR_INVALID, "eval_batch", "missing x or y");
-    return on_cuda(m) ? cntk_cuda_eval(m, x, y) : cntk_cpu_eval(m, x, y);
+    kh_status st = kh_session_need(cntk_base(m->s), "eval_batch", "x or y", x, y);
+    return st != KH_OK ? st : EX(m)->eval(m, x, y);
 }
 
-kh_status cntk_api_predict(kh_bmodel *m, const kh_tensor *x, kh_tensor *out) {
+static kh_status predict(kh_bmodel *m, const kh_tensor *x, kh_tensor *out) {
     if (!m) return KH_ERR_INVALID;
-    if (!x || !out) return cntk_fail(m->s, KH_ERR_INVALID, "predict", "missing x or out");
-    return on_cuda(m) ? cntk_cuda_predict(m, x, out) : cntk_cpu_predict(m, x, out);
+    kh_status st = kh_session_need(cntk_base(m->s), "predict", "x or out", x, out);
+    return st != KH_OK ? st : EX(m)->predict(m, x, out);
 }
 
-kh_status cntk_api_read_metrics(kh_bmodel *m, uint32_t phase, kh_metrics *out, int32_t reset) {
+static kh_status read_metrics(kh_bmodel *m, uint32_t phase, kh_metrics *out, int32_t reset) {
     if (!m) return KH_ERR_INVALID;
     if (!out || phase > KH_PHASE_EVAL) return cntk_fail(m->s, KH_ERR_INVALID, "read_metrics", "bad phase %u", phase);
-    return on_cuda(m) ? cntk_cuda_read_metrics(m, phase, out, reset) : cntk_cpu_read_metrics(m, phase, out, reset);
+    return EX(m)->read_metrics(m, phase, out, reset);
 }
 
-/* The CPU executor runs synchronously (nothing is ever queued); the CUDA one waits for its stream. */
-kh_status cntk_api_sync(kh_bmodel *m) {
+static kh_status sync_model(kh_bmodel *m) {
     if (!m) return KH_ERR_INVALID;
-    return on_cuda(m) ? cntk_cuda_sync(m) : KH_OK;
+    return EX(m)->sync(m);
 }
 
-kh_status cntk_api_memory_info(kh_bmodel *m, kh_memory_info *out) {
+static kh_status memory_info(kh_bmodel *m, kh_memory_info *out) {
     if (!m) return KH_ERR_INVALID;
     return kh_mem_count_report(&m->dev_mem, on_cuda(m),
                                "cudaMalloc by cntk for this model: parameter arena, activations, staging, cuDNN "
                                "workspace (cuBLAS's and cuDNN's own allocations not counted)", out);
 }
 
-kh_status cntk_api_forward(kh_bmodel *m, const kh_tensor *x, kh_tensor *out) {
+static kh_status forward(kh_bmodel *m, const kh_tensor *x, kh_tensor *out) {
     if (!m) return KH_ERR_INVALID;
-    if (!x || !out) return cntk_fail(m->s, KH_ERR_INVALID, "forward", "missing x or out");
-    return on_cuda(m) ? cntk_cuda_forward_probe(m, x, out) : cntk_cpu_forward_probe(m, x, out);
+    kh_status st = kh_session_need(cntk_base(m->s), "forward", "x or out", x, out);
+    return st != KH_OK ? st : EX(m)->forward_probe(m, x, out);
 }
 
-kh_status cntk_api_backward(kh_bmodel *m, const kh_tensor *dy, kh_tensor *dx) {
+static kh_status backward(kh_bmodel *m, const kh_tensor *dy, kh_tensor *dx) {
     if (!m) return KH_ERR_INVALID;
-    if (!dy) return cntk_fail(m->s, KH_ERR_INVALID, "backward", "missing dy");
-    return on_cuda(m) ? cntk_cuda_backward_probe(m, dy, dx) : cntk_cpu_backward_probe(m, dy, dx);
+    kh_status st = kh_session_need(cntk_base(m->s), "backward", "dy", dy, dy);
+    return st != KH_OK ? st : EX(m)->backward_probe(m, dy, dx);
 }
+
+const kh_backend_api cntk_model_api = {
+    .struct_size = sizeof(kh_backend_api),
+    .compile = compile,
+    .model_free = model_free,
+    .set_weight = set_weight,
+    .get_weight = get_weight,
+    .train_batch = train_batch,
+    .eval_batch = eval_batch,
+    .predict = predict,
+    .read_metrics = read_metrics,
+    .sync = sync_model,
+    .forward = forward,
+    .backward = backward,
+    .get_grad = get_grad,
+    .profile = cntk_api_profile,
+    .memory_info = memory_info,
+};

@@ -89,7 +89,7 @@ typedef enum kh_conv_dir { KH_CONV_FWD = 0, KH_CONV_BWD_DATA = 1, KH_CONV_BWD_FI
 /* "fwd", "bwd_data", "bwd_filter" */
 const char *kh_conv_dir_name(kh_conv_dir d);
 
-/* How a graph backend chooses a convolution's algorithm. */
+/* How a backend chooses a convolution's algorithm (cntk, tensorflow and theano: one rule). */
 typedef struct kh_conv_choice_opts {
     int deterministic;   /* [plugin X] deterministic: prefer deterministic algorithms */
     int tf32;            /* the session's math is tf32: tensor-core TF32 candidates are usable */

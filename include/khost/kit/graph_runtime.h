@@ -27,12 +27,15 @@
 #include "khost/kit/alloc.h"
 #include "khost/kit/graph.h"
 #include "khost/kit/half.h"
+#include "khost/kit/session.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-typedef struct kh_grt_session kh_grt_session;
+/* A graph backend's session is the session layer's (khost/kit/session.h): host, dev, threads, err; its exec is
+ * the kh_grt_exec of the device kind. */
+typedef struct kh_session kh_grt_session;
 typedef struct kh_grt_model kh_grt_model;
 
 /* One device kind's executor. Every call but caps gets a session or model opened through this table. */
@@ -96,15 +99,6 @@ typedef struct kh_grt_backend {
     const char *device_memory_what;
 } kh_grt_backend;
 
-struct kh_grt_session {
-    const kh_host_api *host;
-    const kh_grt_backend *be;
-    const kh_grt_exec *ex; /* the executor of dev.kind */
-    kh_device dev;         /* id filled in ("cpu", "cuda:<ordinal>") */
-    int threads;           /* the device's threads (>= 1) */
-    char err[512];         /* last_error */
-};
-
 struct kh_grt_model {
     kh_grt_session *s;
     kh_model_graphs mg;
@@ -134,20 +128,17 @@ struct kh_grt_model {
 /* The module descriptor of a graph backend (its khost_module_entry returns this); the host given here is the
  * one sessions opened without a host use. */
 const kh_module_desc *kh_grt_module(const kh_grt_backend *be, const kh_host_api *host);
-const kh_host_api *kh_grt_module_host(void);
+#define kh_grt_module_host kh_session_module_host
 /* The runtime's model behind an ABI handle (for the optional members). */
 kh_grt_model *kh_grt_model_of(kh_bmodel *b);
 /* The ABI's train_batch (what profile repeats). */
 kh_status kh_grt_train_batch(kh_bmodel *b, const kh_tensor *x, const kh_tensor *y);
 
-/* The session's error: "<backend> <what> on <device>: <why>"; returns st. */
-kh_status kh_grt_fail(kh_grt_session *s, kh_status st, const char *what, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 4, 5)))
-#endif
-    ;
-void *kh_grt_alloc(kh_grt_session *s, size_t bytes); /* the host's allocator */
-void kh_grt_free(kh_grt_session *s, void *p);
+/* The session's error "<backend> <what> on <device>: <why>" (returns st), and the host's allocator: the session
+ * layer's, under the runtime's names. */
+#define kh_grt_fail kh_session_fail
+#define kh_grt_alloc kh_session_alloc
+#define kh_grt_free kh_session_free
 
 /* Host storage for a CPU executor (see above). */
 kh_status kh_grt_host_alloc(kh_grt_model *m);

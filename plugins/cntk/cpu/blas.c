@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cntk.h"
+#include "cpu/cpu.h"
 
 #ifdef CNTK_HAVE_BLAS
 #include <cblas.h>

@@ -22,10 +22,6 @@ typedef struct cntk_conv_geom {
 /* Primitives for the layer's shape at max_batch (the weights stay Wg [F, C*KH*KW], oneDNN's oihw). */
 kh_status cntk_conv_dnnl_setup(cntk_cpu_model *m, cntk_cpu_layer *L, cntk_conv_geom *g);
 void cntk_conv_dnnl_teardown(cntk_cpu_model *m, cntk_conv_geom *g);
-/* The layout L's output can be passed on in without a reorder (one layout for the output and its gradient,
- * blocked, unpadded, samples outermost), when L is a oneDNN convolution and the session allows chains; else
- * NULL. */
-const dnnl_memory_desc_t *cntk_conv_dnnl_out_md(const cntk_cpu_model *m, const cntk_cpu_layer *L);
 /* After every layer's setup: chain each oneDNN convolution to the next convolution or oneDNN pooling after
  * it (only element-wise layers between) that takes its output in that layout (cpu/conv_onednn.c). */
 kh_status cntk_conv_dnnl_chain(cntk_cpu_model *m);

@@ -19,7 +19,7 @@
  * Batch, arguments and the three passes: cpu/onednn_weighted.c, shared with Dense's inner products.
  */
 #include "cpu/conv.h"
-#include "cpu/maxpool.h"
+#include "cpu/maxpool.h" /* the pooling a convolution's layout is passed on to */
 #include "cpu/onednn_weighted.h"
 #include "khost/kit/geometry.h"
 
@@ -27,6 +27,27 @@ struct cntk_conv_dnnl {
     cntk_dweighted w;
     int post_relu; /* relu done by the forward primitive */
 };
+
+static cntk_conv_dnnl *conv_dnnl_of(const cntk_cpu_layer *L) {
+    return L->ops == &cntk_cpu_conv_ops && L->st ? ((const cntk_conv_geom *)L->st)->dnnl : NULL;
+}
+
+/* The layout L's output can be passed on in without a reorder (one layout for the output and its gradient,
+ * blocked, unpadded, samples outermost), when L is a oneDNN convolution and the session allows chains; else
+ * NULL. Published as L->dnnl_out. */
+static const dnnl_memory_desc_t *out_md(const cntk_cpu_model *m, const cntk_cpu_layer *L) {
+    const cntk_conv_dnnl *c = conv_dnnl_of(L);
+    if (!c || !m->s->onednn_chain) return NULL;
+    const cntk_dweighted *a = &c->w;
+    const dnnl_memory_desc_t *md = &a->dst.md;
+    if (!dnnl_memory_desc_equal(&a->bw_ddst.md, md) || !dnnl_memory_desc_equal(&a->bd_ddst.md, md)) return NULL;
+    /* unpadded: the element-wise layers between hold out_numel floats a sample; samples outermost: a partial
+     * batch zeroes rows [n, N) of it as of a plain tensor */
+    int plain_size = dnnl_memory_desc_get_size(md) == (size_t)(a->N * a->out_numel) * sizeof(float);
+    return md->format_kind == dnnl_blocked && plain_size && md->format_desc.blocking.strides[0] == a->out_numel
+               ? md
+               : NULL;
+}
 
 kh_status cntk_conv_dnnl_setup(cntk_cpu_model *m, cntk_cpu_layer *L, cntk_conv_geom *g) {
     cntk_conv_dnnl *c = cntk_alloc(m->s, sizeof *c);
@@ -71,6 +92,7 @@ kh_status cntk_conv_dnnl_setup(cntk_cpu_model *m, cntk_cpu_layer *L, cntk_conv_g
     if (fpd) dnnl_primitive_desc_destroy(fpd);
     if (dpd) dnnl_primitive_desc_destroy(dpd);
     if (wpd) dnnl_primitive_desc_destroy(wpd);
+    if (st == KH_OK) L->dnnl_out = out_md(m, L);
     return st;
 }
 
@@ -80,24 +102,6 @@ void cntk_conv_dnnl_teardown(cntk_cpu_model *m, cntk_conv_geom *g) {
     cntk_dweighted_free(m, &c->w);
     cntk_free(m->s, c);
     g->dnnl = NULL;
-}
-
-static cntk_conv_dnnl *conv_dnnl_of(const cntk_cpu_layer *L) {
-    return L->ops == &cntk_cpu_conv_ops && L->st ? ((const cntk_conv_geom *)L->st)->dnnl : NULL;
-}
-
-const dnnl_memory_desc_t *cntk_conv_dnnl_out_md(const cntk_cpu_model *m, const cntk_cpu_layer *L) {
-    const cntk_conv_dnnl *c = conv_dnnl_of(L);
-    if (!c || !m->s->onednn_chain) return NULL;
-    const cntk_dweighted *a = &c->w;
-    const dnnl_memory_desc_t *md = &a->dst.md;
-    if (!dnnl_memory_desc_equal(&a->bw_ddst.md, md) || !dnnl_memory_desc_equal(&a->bd_ddst.md, md)) return NULL;
-    /* unpadded: the element-wise layers between hold out_numel floats a sample; samples outermost: a partial
-     * batch zeroes rows [n, N) of it as of a plain tensor */
-    int plain_size = dnnl_memory_desc_get_size(md) == (size_t)(a->N * a->out_numel) * sizeof(float);
-    return md->format_kind == dnnl_blocked && plain_size && md->format_desc.blocking.strides[0] == a->out_numel
-               ? md
-               : NULL;
 }
 
 /* b's input side takes md as it comes, when b chose md for its input and its input gradient */
@@ -120,7 +124,8 @@ static kh_status chain_after_pool(cntk_cpu_model *m, int32_t j) {
     cntk_conv_dnnl *cb = conv_dnnl_of(&m->L[j]);
     int32_t k = j - 1;
     while (k >= 0 && m->L[k].ops == &cntk_cpu_dropout_ops) k--;
-    const dnnl_memory_desc_t *md = cb && k >= 0 && k < j - 1 ? cntk_pool_dnnl_out_md(m, &m->L[k]) : NULL;
+    const dnnl_memory_desc_t *md = cb && k >= 0 && k < j - 1 && m->L[k].ops == &cntk_cpu_maxpool_ops ? m->L[k].dnnl_out
+                                                                                                      : NULL;
     int64_t block = md ? cntk_dnnl_channel_block(md) : 0;
     if (!md || block < 1 || cb->w.in_numel != m->L[k].p->out_numel || !takes_native(&cb->w, md)) return KH_OK;
     for (int32_t d = k + 1; d < j; d++) cntk_dropout_store_blocked(&m->L[d], block);
@@ -133,7 +138,7 @@ kh_status cntk_conv_dnnl_chain(cntk_cpu_model *m) {
         kh_status pst = chain_after_pool(m, j);
         if (pst != KH_OK) return pst;
         int32_t i = cntk_cpu_source_layer(m, j);
-        const dnnl_memory_desc_t *md = i >= 0 ? cntk_conv_dnnl_out_md(m, &m->L[i]) : NULL;
+        const dnnl_memory_desc_t *md = i >= 0 && conv_dnnl_of(&m->L[i]) ? m->L[i].dnnl_out : NULL;
         if (!md) continue;
         cntk_conv_dnnl *ca = conv_dnnl_of(&m->L[i]), *cb = conv_dnnl_of(&m->L[j]);
         cntk_dweighted *a = &ca->w, *b = cb ? &cb->w : NULL;
@@ -141,7 +146,7 @@ kh_status cntk_conv_dnnl_chain(cntk_cpu_model *m) {
             if (b->in_numel != a->out_numel || !takes_native(b, md)) continue;
             kh_status st = input_native(m, &m->L[j], b);
             if (st != KH_OK) return st;
-        } else if (!cntk_pool_dnnl_active(&m->L[j])) { /* a pooling was made for md at its setup */
+        } else if (!m->L[j].dnnl_takes_in) { /* a pooling was made for md at its setup */
             continue;
         }
         cntk_darg *out[] = {&a->dst, &a->bw_ddst, &a->bd_ddst};

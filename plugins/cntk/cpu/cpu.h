@@ -14,7 +14,48 @@
 #ifndef KHOST_CNTK_CPU_H
 #define KHOST_CNTK_CPU_H
 
-#include "cntk.h"
+#include "plan/plan.h"
+
+/* ABI 1.1: per-layer profile of training steps (cpu/profile.c; cpu only). */
+kh_status cntk_api_profile(kh_bmodel *m, const kh_tensor *x, const kh_tensor *y, int32_t warmup, int32_t steps,
+                           kh_profile *out);
+
+/* The CPU executor (cpu/model.c), with its session side (cpu/session.c: the BLAS and pool settings). */
+extern const cntk_exec cntk_cpu_exec;
+void cntk_cpu_caps(kh_caps *c);
+kh_status cntk_cpu_open(cntk_session *s, char *err, size_t errlen);
+void cntk_cpu_close(cntk_session *s);
+kh_status cntk_cpu_environment(cntk_session *s, char *buf, size_t n);
+
+// --- CPU primitives shared by the layer files ------------------------------------------------------------
+/* Thread pool: fn(ctx, begin, end) over [0, n) split in contiguous parts of at least `grain` items; the
+ * caller runs the first part. Workers block on a condition variable (never spin), so they do not steal
+ * cycles from OpenBLAS's own threads between calls. */
+typedef void (*cntk_range_fn)(void *ctx, int64_t begin, int64_t end);
+kh_status cntk_pool_create(int threads, cntk_pool **out);
+void cntk_pool_destroy(cntk_pool *p);
+void cntk_parallel_for(cntk_pool *p, int64_t n, int64_t grain, cntk_range_fn fn, void *ctx);
+int cntk_pool_threads(const cntk_pool *p);
+/* Workers stop spinning for the next job and block until it comes (before work that needs every core). */
+void cntk_pool_park(cntk_pool *p);
+
+/* Row-major C = alpha op(A) op(B) + beta C, through CBLAS (OpenBLAS), on the calling thread only (BLAS is
+ * kept single-threaded: cpu/blas.c). Safe to call from pool workers. */
+void cntk_sgemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
+                int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
+/* The same, split over the pool when it is big enough (cpu/gemm_mt.c). Never from inside a pool job. */
+void cntk_sgemm_mt(cntk_pool *pool, int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+                   const float *a, int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
+int cntk_blas_available(void);
+void cntk_blas_set_threads(int n);
+const char *cntk_blas_version(char *buf, size_t n); /* "openblas-0.3.21" or "none" */
+/* The CPU path of this build (cpu/cpu_path.c): "onednn-2.6.3" or "openblas-im2col", and the caps note. */
+const char *cntk_cpu_path(char *buf, size_t n);
+/* 1 when this build's CPU convolutions are oneDNN's. */
+int cntk_cpu_onednn(void);
+/* The instruction set oneDNN runs on this CPU ("avx2", "avx512_core_bf16", ...); NULL without oneDNN. */
+const char *cntk_onednn_isa(void);
+const char *cntk_cpu_note(char *buf, size_t n);
 
 /* One parameter tensor in the backend's layout, with its gradient and optimizer slots. */
 typedef struct cntk_param {
@@ -58,6 +99,12 @@ struct cntk_cpu_layer {
     int32_t n_params;
     cntk_param prm[KH_MAX_SLOTS];
     void *st;           /* kind-specific saved values and scratch */
+    /* The oneDNN layout hand-off between chained layers, as data each layer publishes at its setup (set up in
+     * model order, so a producer's is there when its consumer is set up) and its consumers read: the blocked
+     * layout (a const dnnl_memory_desc_t *) this layer writes y and reads dy in when a consumer may take them as
+     * they are, else NULL; and whether this layer was made to read its input in its producer's layout. */
+    const void *dnnl_out;
+    int dnnl_takes_in;
 };
 
 struct cntk_cpu_model {
@@ -126,9 +173,5 @@ kh_status cntk_optim_alloc(cntk_cpu_model *m, cntk_param *p);
  * (cpu/dropout.c); Flatten passes an NHWC tensor on as it is (cpu/flatten.c). */
 void cntk_dropout_store_blocked(cntk_cpu_layer *L, int64_t cb);
 void cntk_flatten_pass_nhwc(cntk_cpu_layer *L);
-
-/* Copy a per-sample (C,H,W) tensor to (H,W,C) and back, for n samples. */
-void cntk_nchw_to_nhwc(const float *src, float *dst, int64_t n, int64_t c, int64_t h, int64_t w);
-void cntk_nhwc_to_nchw(const float *src, float *dst, int64_t n, int64_t c, int64_t h, int64_t w);
 
 #endif

@@ -4,7 +4,7 @@
  * fallback. */
 #include <stdio.h>
 
-#include "cntk.h"
+#include "cpu/cpu.h"
 
 #ifdef CNTK_HAVE_DNNL
 #include <oneapi/dnnl/dnnl.h>

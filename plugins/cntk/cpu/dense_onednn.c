@@ -31,7 +31,7 @@ static int32_t nhwc_source(const cntk_cpu_model *m, const cntk_cpu_layer *L) {
     int32_t k = L->p->index - 1;
     if (k < 1 || m->L[k].ops != &cntk_cpu_flatten_ops || !m->L[k].p->image_in) return -1;
     for (k--; k >= 0 && m->L[k].ops == &cntk_cpu_dropout_ops; k--) {}
-    return k >= 0 && cntk_pool_dnnl_out_md(m, &m->L[k]) ? k : -1;
+    return k >= 0 && m->L[k].ops == &cntk_cpu_maxpool_ops && m->L[k].dnnl_out ? k : -1;
 }
 
 /* The pooling writes NHWC from now on; the Dropouts store it (an NHWC image is one block of all its channels)

@@ -8,7 +8,7 @@
  * OpenBLAS is set to one thread at session open; its idle workers sleep.
  * Split: the larger of C's dimensions, in blocks aligned to 16 (the GEMM kernels' register tile), one block
  * per thread; each part packs its own slice of the other operand, which is small for the shapes here. */
-#include "cntk.h"
+#include "cpu/cpu.h"
 
 #define GEMM_MT_MIN_FLOPS (1 << 21) /* below ~2 MFLOP a hand-off costs more than the second core gives */
 #define GEMM_MT_ALIGN 16

@@ -31,10 +31,6 @@ static kh_status maxpool_setup(cntk_cpu_model *m, cntk_cpu_layer *L) {
     return p->arg ? KH_OK : KH_ERR_NOMEM;
 }
 
-int cntk_pool_dnnl_active(const cntk_cpu_layer *L) {
-    return L->ops == &cntk_cpu_maxpool_ops && L->st && ((const pool_state *)L->st)->dnnl;
-}
-
 static void maxpool_teardown(cntk_cpu_model *m, cntk_cpu_layer *L) {
     pool_state *p = L->st;
     if (!p) return;

@@ -19,22 +19,17 @@ typedef struct cntk_pool_state {
 
 #ifdef CNTK_HAVE_DNNL
 /* oneDNN's pooling for L when its input is a oneDNN convolution's output that can stay blocked (through
- * element-wise layers only, cntk_conv_dnnl_out_md): KH_OK with p->dnnl set, or KH_OK and p->dnnl NULL when
- * the plain path is to run. */
+ * element-wise layers only, the convolution's published dnnl_out): KH_OK with p->dnnl set, or KH_OK and p->dnnl NULL when
+ * the plain path is to run. Publishes L->dnnl_takes_in and L->dnnl_out (its own output's layout). */
 kh_status cntk_pool_dnnl_setup(cntk_cpu_model *m, cntk_cpu_layer *L, cntk_pool_state *p);
 void cntk_pool_dnnl_teardown(cntk_cpu_model *m, cntk_pool_state *p);
 kh_status cntk_pool_dnnl_forward(cntk_cpu_model *m, cntk_cpu_layer *L, int n);
 kh_status cntk_pool_dnnl_backward(cntk_cpu_model *m, cntk_cpu_layer *L, int n, float *dy, float *dx);
-/* The layout oneDNN's pooling writes its output and reads its output gradient in, when the two are one
- * (onednn_chain on); NULL otherwise. */
-const dnnl_memory_desc_t *cntk_pool_dnnl_out_md(const cntk_cpu_model *m, const cntk_cpu_layer *L);
 /* From now on y and dy hold the pooling's tensors in that layout: its consumer reads them as they are. */
 kh_status cntk_pool_dnnl_pass_on(cntk_cpu_model *m, cntk_cpu_layer *L);
 /* From now on the output is reordered to NHWC (Keras's order, for a Flatten into a Dense) instead of NCHW, and
  * its gradient from NHWC. */
 kh_status cntk_pool_dnnl_out_nhwc(cntk_cpu_model *m, cntk_cpu_layer *L);
 #endif
-/* Whether L is a max pooling that reads its input in a oneDNN blocked layout. */
-int cntk_pool_dnnl_active(const cntk_cpu_layer *L);
 
 #endif

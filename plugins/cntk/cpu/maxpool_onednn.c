@@ -1,6 +1,6 @@
 /* cpu/maxpool_onednn.c — MaxPooling2D through oneDNN's pooling primitives, for a pooling whose input comes
  * from a oneDNN convolution (through element-wise layers only) that can pass it on in its blocked layout
- * (cntk_conv_dnnl_out_md): the input and the input gradient stay in that layout, so the convolution's output
+ * (its published dnnl_out, cpu/cpu.h): the input and the input gradient stay in that layout, so the convolution's output
  * is not reordered to NCHW and back. The pooling's own output, four times smaller, is reordered to the NCHW
  * the layers after it read, and its gradient back — to NHWC instead where Dropout and Flatten lead to a oneDNN
  * Dense (cntk_pool_dnnl_out_nhwc, cpu/dense_onednn.c), and not at all where Dropout leads to a oneDNN
@@ -26,10 +26,17 @@ struct cntk_pool_dnnl {
     void *ws_buf;
 };
 
-/* The layout the input arrives in: a chained convolution's, through element-wise layers only. */
+/* The layout the input arrives in: the one a chained convolution published, through element-wise layers only. */
 static const dnnl_memory_desc_t *input_md(const cntk_cpu_model *m, const cntk_cpu_layer *L) {
     int32_t i = cntk_cpu_source_layer(m, L->p->index);
-    return i >= 0 ? cntk_conv_dnnl_out_md(m, &m->L[i]) : NULL;
+    return i >= 0 && m->L[i].ops == &cntk_cpu_conv_ops ? m->L[i].dnnl_out : NULL;
+}
+
+/* The layout the pooling writes its output and reads its output gradient in, when the two are one (onednn_chain
+ * on); NULL otherwise. Published as L->dnnl_out. */
+static const dnnl_memory_desc_t *out_md(const cntk_cpu_model *m, const cntk_pool_dnnl *d) {
+    if (!m->s->onednn_chain) return NULL;
+    return dnnl_memory_desc_equal(&d->dst.md, &d->ddst.md) ? &d->dst.md : NULL;
 }
 
 kh_status cntk_pool_dnnl_setup(cntk_cpu_model *m, cntk_cpu_layer *L, cntk_pool_state *p) {
@@ -77,6 +84,10 @@ kh_status cntk_pool_dnnl_setup(cntk_cpu_model *m, cntk_cpu_layer *L, cntk_pool_s
                              dnnl_primitive_desc_query_md(bpd, dnnl_query_diff_dst_md, 0), NULL, &d->ddst);
     if (fpd) dnnl_primitive_desc_destroy(fpd);
     if (bpd) dnnl_primitive_desc_destroy(bpd);
+    if (st == KH_OK) {
+        L->dnnl_takes_in = 1;
+        L->dnnl_out = out_md(m, d);
+    }
     return st;
 }
 
@@ -113,12 +124,6 @@ kh_status cntk_pool_dnnl_backward(cntk_cpu_model *m, cntk_cpu_layer *L, int n, f
     dnnl_exec_arg_t args[4] = {{DNNL_ARG_DIFF_DST, d->ddst.mem}, {DNNL_ARG_DIFF_SRC, d->dsrc.mem},
                                {DNNL_ARG_WORKSPACE, d->ws}};
     return cntk_dnnl_run(m, L, &d->bwd, 3, args);
-}
-
-const dnnl_memory_desc_t *cntk_pool_dnnl_out_md(const cntk_cpu_model *m, const cntk_cpu_layer *L) {
-    if (!cntk_pool_dnnl_active(L) || !m->s->onednn_chain) return NULL;
-    const cntk_pool_dnnl *d = ((const cntk_pool_state *)L->st)->dnnl;
-    return dnnl_memory_desc_equal(&d->dst.md, &d->ddst.md) ? &d->dst.md : NULL;
 }
 
 kh_status cntk_pool_dnnl_pass_on(cntk_cpu_model *m, cntk_cpu_layer *L) {

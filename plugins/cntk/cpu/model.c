@@ -32,7 +32,7 @@ static const cntk_cpu_ops *ops_for(uint32_t kind) {
 }
 
 // --- compile / free --------------------------------------------------------------------------------------
-void cntk_cpu_free(cntk_cpu_model *c) {
+static void cpu_free(cntk_cpu_model *c) {
     if (!c) return;
     cntk_session *s = c->s;
     if (c->L) {
@@ -68,7 +68,7 @@ static kh_status oom(cntk_model *m, const cntk_layer_plan *lp, const char *what,
                            "out of host memory for %s (%lld floats)", what, (long long)floats);
 }
 
-kh_status cntk_cpu_compile(cntk_model *m) {
+static kh_status cntk_cpu_compile(cntk_model *m) {
     cntk_session *s = m->s;
     const cntk_plan *p = &m->plan;
     cntk_cpu_model *c = cntk_alloc(s, sizeof *c);
@@ -222,7 +222,7 @@ static kh_status backward_all(cntk_cpu_model *c, int n, int fused, int want_dx, 
 
 static const float *model_output(const cntk_cpu_model *c) { return c->L[c->n_layers - 1].y; }
 
-kh_status cntk_cpu_train(cntk_model *m, const kh_tensor *x, const kh_tensor *y) {
+static kh_status cntk_cpu_train(cntk_model *m, const kh_tensor *x, const kh_tensor *y) {
     cntk_cpu_model *c = m->cpu;
     int n = 0;
     kh_status st = stage_input(m, x, "train_batch", &n);
@@ -242,7 +242,7 @@ kh_status cntk_cpu_train(cntk_model *m, const kh_tensor *x, const kh_tensor *y) 
     return KH_OK;
 }
 
-kh_status cntk_cpu_eval(cntk_model *m, const kh_tensor *x, const kh_tensor *y) {
+static kh_status cntk_cpu_eval(cntk_model *m, const kh_tensor *x, const kh_tensor *y) {
     cntk_cpu_model *c = m->cpu;
     int n = 0;
     kh_status st = stage_input(m, x, "eval_batch", &n);
@@ -268,7 +268,7 @@ static kh_status emit_output(cntk_model *m, int n, kh_tensor *out, const char *o
     return KH_OK;
 }
 
-kh_status cntk_cpu_predict(cntk_model *m, const kh_tensor *x, kh_tensor *out) {
+static kh_status cntk_cpu_predict(cntk_model *m, const kh_tensor *x, kh_tensor *out) {
     int n = 0;
     kh_status st = stage_input(m, x, "predict", &n);
     if (st != KH_OK) return st;
@@ -277,7 +277,7 @@ kh_status cntk_cpu_predict(cntk_model *m, const kh_tensor *x, kh_tensor *out) {
     return emit_output(m, n, out, "predict");
 }
 
-kh_status cntk_cpu_forward_probe(cntk_model *m, const kh_tensor *x, kh_tensor *out) {
+static kh_status cntk_cpu_forward_probe(cntk_model *m, const kh_tensor *x, kh_tensor *out) {
     cntk_cpu_model *c = m->cpu;
     int n = 0;
     kh_status st = stage_input(m, x, "forward", &n);
@@ -289,7 +289,7 @@ kh_status cntk_cpu_forward_probe(cntk_model *m, const kh_tensor *x, kh_tensor *o
     return emit_output(m, n, out, "forward");
 }
 
-kh_status cntk_cpu_backward_probe(cntk_model *m, const kh_tensor *dy, kh_tensor *dx) {
+static kh_status cntk_cpu_backward_probe(cntk_model *m, const kh_tensor *dy, kh_tensor *dx) {
     cntk_cpu_model *c = m->cpu;
     const cntk_plan *p = &m->plan;
     if (!c->have_fwd) return cntk_fail(m->s, KH_ERR_INVALID, "backward", "no forward() to back-propagate through");
@@ -319,14 +319,14 @@ kh_status cntk_cpu_backward_probe(cntk_model *m, const kh_tensor *dy, kh_tensor 
     return KH_OK;
 }
 
-kh_status cntk_cpu_read_metrics(cntk_model *m, uint32_t phase, kh_metrics *out, int32_t reset) {
+static kh_status cntk_cpu_read_metrics(cntk_model *m, uint32_t phase, kh_metrics *out, int32_t reset) {
     *out = m->cpu->met[phase];
     if (reset) memset(&m->cpu->met[phase], 0, sizeof m->cpu->met[phase]);
     return KH_OK;
 }
 
 // --- weights and gradients in canonical layout ------------------------------------------------------------
-kh_status cntk_cpu_set_weight(cntk_model *m, int32_t layer, int32_t slot, const kh_tensor *w) {
+static kh_status cntk_cpu_set_weight(cntk_model *m, int32_t layer, int32_t slot, const kh_tensor *w) {
     cntk_cpu_layer *L = &m->cpu->L[layer];
     cntk_param *p = &L->prm[slot];
     if (L->ops->to_backend)
@@ -336,7 +336,7 @@ kh_status cntk_cpu_set_weight(cntk_model *m, int32_t layer, int32_t slot, const 
     return KH_OK;
 }
 
-kh_status cntk_cpu_get_weight(cntk_model *m, int32_t layer, int32_t slot, kh_tensor *w) {
+static kh_status cntk_cpu_get_weight(cntk_model *m, int32_t layer, int32_t slot, kh_tensor *w) {
     cntk_cpu_layer *L = &m->cpu->L[layer];
     cntk_param *p = &L->prm[slot];
     if (L->ops->to_canonical)
@@ -346,7 +346,7 @@ kh_status cntk_cpu_get_weight(cntk_model *m, int32_t layer, int32_t slot, kh_ten
     return KH_OK;
 }
 
-kh_status cntk_cpu_get_grad(cntk_model *m, int32_t layer, int32_t slot, kh_tensor *g) {
+static kh_status cntk_cpu_get_grad(cntk_model *m, int32_t layer, int32_t slot, kh_tensor *g) {
     cntk_cpu_layer *L = &m->cpu->L[layer];
     cntk_param *p = &L->prm[slot];
     if (!m->cpu->have_grad)
@@ -363,3 +363,33 @@ kh_status cntk_cpu_get_grad(cntk_model *m, int32_t layer, int32_t slot, kh_tenso
     }
     return KH_OK;
 }
+
+static void cntk_cpu_free_model(cntk_model *m) {
+    cpu_free(m->cpu);
+    m->cpu = NULL;
+}
+
+/* The executor's model calls never queue work: sync has nothing to wait for. */
+static kh_status cntk_cpu_sync(cntk_model *m) {
+    (void)m;
+    return KH_OK;
+}
+
+const cntk_exec cntk_cpu_exec = {
+    .caps = cntk_cpu_caps,
+    .open = cntk_cpu_open,
+    .close = cntk_cpu_close,
+    .environment = cntk_cpu_environment,
+    .compile = cntk_cpu_compile,
+    .free_model = cntk_cpu_free_model,
+    .set_weight = cntk_cpu_set_weight,
+    .get_weight = cntk_cpu_get_weight,
+    .get_grad = cntk_cpu_get_grad,
+    .train = cntk_cpu_train,
+    .eval = cntk_cpu_eval,
+    .predict = cntk_cpu_predict,
+    .forward_probe = cntk_cpu_forward_probe,
+    .backward_probe = cntk_cpu_backward_probe,
+    .read_metrics = cntk_cpu_read_metrics,
+    .sync = cntk_cpu_sync,
+};

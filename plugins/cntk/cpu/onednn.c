@@ -26,7 +26,7 @@ kh_status cntk_dnnl_open(cntk_cpu_model *m) {
     cntk_dnnl *d = cntk_alloc(m->s, sizeof *d);
     if (!d) return cntk_fail(m->s, KH_ERR_NOMEM, "compile", "out of host memory for the oneDNN state");
     m->dnnl = d;
-    d->threads = m->s->threads > 0 ? m->s->threads : 1;
+    d->threads = m->s->base.threads > 0 ? m->s->base.threads : 1;
     CNTK_DNNL_TRY(m, NULL, "compile", "engine", dnnl_engine_create(&d->eng, dnnl_cpu, 0));
     CNTK_DNNL_TRY(m, NULL, "compile", "stream", dnnl_stream_create(&d->strm, d->eng, dnnl_stream_default_flags));
     return KH_OK;

@@ -18,13 +18,13 @@ kh_status cntk_api_profile(kh_bmodel *m, const kh_tensor *x, const kh_tensor *y,
     if (!m->cpu) return cntk_fail(m->s, KH_ERR_UNSUPPORTED, "profile", "per-layer profiling is implemented on cpu only");
     cntk_cpu_model *c = m->cpu;
     kh_status st = KH_OK;
-    for (int32_t i = 0; i < warmup && st == KH_OK; i++) st = cntk_cpu_train(m, x, y);
+    for (int32_t i = 0; i < warmup && st == KH_OK; i++) st = cntk_cpu_exec.train(m, x, y);
     if (st != KH_OK) return st;
     double *prof = calloc((size_t)c->n_layers * 2, sizeof *prof);
     if (!prof) return cntk_fail(m->s, KH_ERR_NOMEM, "profile", "out of memory");
     c->prof = prof;
     double t0 = kh_now();
-    for (int32_t i = 0; i < steps && st == KH_OK; i++) st = cntk_cpu_train(m, x, y);
+    for (int32_t i = 0; i < steps && st == KH_OK; i++) st = cntk_cpu_exec.train(m, x, y);
     double total = kh_now() - t0;
     c->prof = NULL;
     if (st == KH_OK) {

@@ -12,7 +12,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 
-#include "cntk.h"
+#include "cpu/cpu.h"
 #include "khost/kit/spin.h"
 
 #define CNTK_MAX_THREADS 64

@@ -21,7 +21,7 @@
 #include <cuda_runtime_api.h>
 #include <cudnn.h>
 
-#include "cntk.h"
+#include "plan/plan.h"
 #include "khost/kit/cuda.h"
 #include "cuda/gpu.h"
 #include "cuda/kernels.h"

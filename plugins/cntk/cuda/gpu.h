@@ -1,14 +1,14 @@
-/* cuda/gpu.h — the CUDA executor of the cntk backend as the ABI glue (cntk_entry.c, cntk_api.c) sees it.
+/* cuda/gpu.h — the CUDA executor of the cntk backend: the entry points cuda/half.c puts into its cntk_exec table.
  *
  * Built from cuda/session.c, cuda/model.c, cuda/layers.c, cuda/lstm.c and
  * cuda/kernels.cu into the GPU half (cntk_cuda.so; cntk.so reaches it through cuda/lazy.c) when
  * CMake finds the CUDA toolkit and cuDNN; in builds without them cuda/lazy.c answers "built without CUDA".
- * The entry points mirror the CPU executor's (cntk.h) and run from the same device-independent plan.
+ * The entry points are the CPU executor's (cntk_exec, plan/plan.h) and run from the same device-independent plan.
  */
 #ifndef KHOST_CNTK_CUDA_H
 #define KHOST_CNTK_CUDA_H
 
-#include "cntk.h"
+#include "plan/plan.h"
 
 /* Capabilities of the CUDA device kind: fills c->available and c->note (the rest is shared with the CPU).
  * Probes the CUDA runtime (driver present? devices? cuDNN loadable?) without creating a context. */

@@ -1,11 +1,10 @@
 /* cuda/layers.c — the CUDA executor's layer kinds except LSTM (cuda/lstm.c):
  *   Dense       cuBLAS SGEMM (row-major trick, no transposes), fused bias + activation kernel
  *   Conv2D      cuDNN convolution forward / backward filter / backward data / backward bias, NCHW; the
- *               algorithms picked once per layer at compile time by cuDNN's heuristics (the *_v7 queries:
- *               deterministic, no trial runs, no extra memory while choosing), restricted to FMA math (no
- *               TF32), to accurate algorithms (no FFT / non-fused Winograd unless CNTK_CUDNN_ALGOS=all)
- *               and to workspaces under CCU_WS_CAP; the shared workspace is sized for the largest
- *               need and reused. TensorFlow's 'same' padding is asymmetric when the total is odd; cuDNN
+ *               algorithms picked once per layer at compile time by the kit's rule (kh_cudnn_conv_choose, as
+ *               tensorflow and theano: cuDNN's heuristics, no trial runs, the session's math, accurate
+ *               algorithms only, deterministic first when compiled deterministic) within CCU_WS_CAP; the
+ *               shared workspace is sized for the largest need and reused. TensorFlow's 'same' padding is asymmetric when the total is odd; cuDNN
  *               pads symmetrically, so such layers pad explicitly into a buffer and convolve 'valid'.
  *   MaxPool2D   own kernel saving the argmax (first maximum, as the reference kit and TensorFlow route ties;
  *               asymmetric 'same' windows; the backward is a gather without re-reading x and y)
@@ -14,6 +13,7 @@
  *               not depend on the storage layout and the backward recomputes it instead of storing it
  *   Flatten     NCHW -> NHWC permutation (Keras flattens channels_last), Embedding gather / scatter-add,
  *               GlobalAveragePooling1D: own kernels. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -77,94 +77,41 @@ typedef struct ccu_conv {
     int xp_holds_dx; /* the last backward left the padded dx in xp: the padded input must be rebuilt */
 } ccu_conv;
 
-/* The math types a candidate may use: FMA (strict FP32) or cuDNN's default, which with the descriptor set to
- * FMA is FMA; with --math tf32 (the descriptor at CUDNN_DEFAULT_MATH) also tensor-core TF32. Never
- * CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION: it may round FP32 data down to FP16. */
-static int math_ok(cudnnMathType_t t, int tf32) {
-    return t == CUDNN_FMA_MATH || t == CUDNN_DEFAULT_MATH || (tf32 && t == CUDNN_TENSOR_OP_MATH);
-}
-
-/* FFT-based and non-fused Winograd algorithms trade accuracy for speed (errors of ~1e-4 relative in FP32,
- * beyond the parity tolerance); they are skipped unless CNTK_CUDNN_ALGOS=all. The GEMM-like algorithms and
- * fused Winograd stay within ~1e-6. */
-static int any_algo(void) {
-    const char *e = getenv("CNTK_CUDNN_ALGOS");
-    return e && !strcmp(e, "all");
-}
-static int fwd_ok(cudnnConvolutionFwdAlgo_t a) {
-    return any_algo() || (a != CUDNN_CONVOLUTION_FWD_ALGO_FFT && a != CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING &&
-                          a != CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED);
-}
-static int bwf_ok(cudnnConvolutionBwdFilterAlgo_t a) {
-    return any_algo() || (a != CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT && a != CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT_TILING &&
-                          a != CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD_NONFUSED);
-}
-static int bwd_ok(cudnnConvolutionBwdDataAlgo_t a) {
-    return any_algo() || (a != CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT && a != CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT_TILING &&
-                          a != CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD_NONFUSED);
-}
-
-/* Deterministic runs (compile option `deterministic`) take only algorithms cuDNN reports deterministic; the
- * fallbacks below are: forward IMPLICIT_GEMM (deterministic, no workspace), backward filter ALGO_1 and
- * backward data ALGO_1 (deterministic; ALGO_0 of both accumulates with atomics). */
+/* The three directions' algorithms and the workspace they need together (the largest). */
 typedef struct conv_pick {
     cudnnConvolutionFwdAlgo_t fa;
     cudnnConvolutionBwdFilterAlgo_t bfa;
     cudnnConvolutionBwdDataAlgo_t bda;
-    size_t need; /* workspace bytes of the three together (the largest) */
+    size_t need;
 } conv_pick;
 
-static int det_ok(const ccu_model *m, cudnnDeterminism_t d) {
-    return !m->plan->deterministic || d == CUDNN_DETERMINISTIC;
-}
-
-/* The heuristics' first choice per direction that succeeds with the session's math (math_ok), an accurate algorithm,
- * the determinism asked for and a workspace within cap, for the descriptors as they are now set. */
+/* Each direction's algorithm by the kit's rule, the one tensorflow's and theano's GPU halves use too
+ * (khost/kit/cuda.h): cuDNN's heuristics ranked fastest first, the session's math, accurate algorithms only (no
+ * FFT, no non-fused Winograd), a workspace within cap, deterministic ones first when the model was compiled
+ * deterministic (a fallback is warned); none usable names the candidates. For the descriptors as they are now. */
 static kh_status conv_choose(ccu_model *m, ccu_layer *L, size_t cap, conv_pick *pk) {
     ccu_conv *c = L->st;
     cudnnHandle_t h = m->cs->k.dnn;
-    int got = 0;
-    size_t ws = 0;
-    cudnnConvolutionFwdAlgoPerf_t fp[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+    char where[48], why[600];
+    snprintf(where, sizeof where, "conv2d[%d]", L->p->index);
+    kh_conv_choice_opts o = {.deterministic = m->plan->deterministic != 0, .tf32 = m->cs->k.tf32, .ws_cap = cap,
+                             .host = m->s->base.host, .plugin = "cntk", .where = where};
+    int algo[3], det;
+    for (int d = KH_CONV_FWD; d <= KH_CONV_BWD_FILTER; d++) {
+        kh_status st = kh_cudnn_conv_choose(h, (kh_conv_dir)d, c->xd, c->wd, c->cd, c->yd, &o, &algo[d], &det, why,
+                                            sizeof why);
+        if (st != KH_OK) return cntk_layer_fail(m->s, st, L->p->spec.kind, L->p->index, "compile", "%s", why);
+    }
+    pk->fa = (cudnnConvolutionFwdAlgo_t)algo[KH_CONV_FWD];
+    pk->bda = (cudnnConvolutionBwdDataAlgo_t)algo[KH_CONV_BWD_DATA];
+    pk->bfa = (cudnnConvolutionBwdFilterAlgo_t)algo[KH_CONV_BWD_FILTER];
+    size_t ws[3];
+    CCU_DNN(m, L, "compile", cudnnGetConvolutionForwardWorkspaceSize(h, c->xd, c->wd, c->cd, c->yd, pk->fa, &ws[0]));
     CCU_DNN(m, L, "compile",
-            cudnnGetConvolutionForwardAlgorithm_v7(h, c->xd, c->wd, c->cd, c->yd, CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
-                                                   &got, fp));
-    pk->fa = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
-    for (int i = 0; i < got; i++)
-        if (fp[i].status == CUDNN_STATUS_SUCCESS && math_ok(fp[i].mathType, m->cs->k.tf32) && fp[i].memory <= cap &&
-            fwd_ok(fp[i].algo) && det_ok(m, fp[i].determinism)) {
-            pk->fa = fp[i].algo;
-            break;
-        }
-    CCU_DNN(m, L, "compile", cudnnGetConvolutionForwardWorkspaceSize(h, c->xd, c->wd, c->cd, c->yd, pk->fa, &ws));
-    pk->need = ws;
-    cudnnConvolutionBwdFilterAlgoPerf_t bp[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
-    CCU_DNN(m, L, "compile",
-            cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, c->xd, c->yd, c->cd, c->wd,
-                                                          CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &got, bp));
-    pk->bfa = CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1;
-    for (int i = 0; i < got; i++)
-        if (bp[i].status == CUDNN_STATUS_SUCCESS && math_ok(bp[i].mathType, m->cs->k.tf32) && bp[i].memory <= cap &&
-            bwf_ok(bp[i].algo) && det_ok(m, bp[i].determinism)) {
-            pk->bfa = bp[i].algo;
-            break;
-        }
-    CCU_DNN(m, L, "compile",
-            cudnnGetConvolutionBackwardFilterWorkspaceSize(h, c->xd, c->yd, c->cd, c->wd, pk->bfa, &ws));
-    if (ws > pk->need) pk->need = ws;
-    cudnnConvolutionBwdDataAlgoPerf_t dp[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
-    CCU_DNN(m, L, "compile",
-            cudnnGetConvolutionBackwardDataAlgorithm_v7(h, c->wd, c->yd, c->cd, c->xd,
-                                                        CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &got, dp));
-    pk->bda = CUDNN_CONVOLUTION_BWD_DATA_ALGO_1;
-    for (int i = 0; i < got; i++)
-        if (dp[i].status == CUDNN_STATUS_SUCCESS && math_ok(dp[i].mathType, m->cs->k.tf32) && dp[i].memory <= cap &&
-            bwd_ok(dp[i].algo) && det_ok(m, dp[i].determinism)) {
-            pk->bda = dp[i].algo;
-            break;
-        }
-    CCU_DNN(m, L, "compile", cudnnGetConvolutionBackwardDataWorkspaceSize(h, c->wd, c->yd, c->cd, c->xd, pk->bda, &ws));
-    if (ws > pk->need) pk->need = ws;
+            cudnnGetConvolutionBackwardFilterWorkspaceSize(h, c->xd, c->yd, c->cd, c->wd, pk->bfa, &ws[1]));
+    CCU_DNN(m, L, "compile", cudnnGetConvolutionBackwardDataWorkspaceSize(h, c->wd, c->yd, c->cd, c->xd, pk->bda, &ws[2]));
+    pk->need = ws[0] > ws[1] ? ws[0] : ws[1];
+    if (ws[2] > pk->need) pk->need = ws[2];
     return KH_OK;
 }
 
@@ -209,8 +156,8 @@ static kh_status conv_descs(ccu_model *m, ccu_layer *L, int n) {
                                "no convolution algorithm for a batch of %d fits the %zu-byte workspace (needs %zu)", n,
                                m->ws_bytes, need);
     }
-    if (m->verbose && m->s->host && m->s->host->log)
-        m->s->host->log(KH_LOG_INFO, "cntk", "conv2d[%d]: batch %d: algorithms fwd %d, bwd filter %d, bwd data %d",
+    if (m->verbose && m->s->base.host && m->s->base.host->log)
+        m->s->base.host->log(KH_LOG_INFO, "cntk", "conv2d[%d]: batch %d: algorithms fwd %d, bwd filter %d, bwd data %d",
                         L->p->index, n, (int)c->fa, (int)c->bfa, (int)c->bda);
     return KH_OK;
 }
@@ -276,8 +223,8 @@ static kh_status conv_setup(ccu_model *m, ccu_layer *L) {
     if ((st = conv_choose(m, L, CCU_WS_CAP, &pk)) != KH_OK) return st;
     c->fa = c->fa0 = pk.fa, c->bfa = c->bfa0 = pk.bfa, c->bda = c->bda0 = pk.bda;
     ccu_need_ws(m, pk.need);
-    if (m->verbose && m->s->host && m->s->host->log)
-        m->s->host->log(KH_LOG_INFO, "cntk", "conv2d[%d]: algorithms fwd %d, bwd filter %d, bwd data %d; workspace %zu B%s%s",
+    if (m->verbose && m->s->base.host && m->s->base.host->log)
+        m->s->base.host->log(KH_LOG_INFO, "cntk", "conv2d[%d]: algorithms fwd %d, bwd filter %d, bwd data %d; workspace %zu B%s%s",
                         L->p->index, (int)c->fa, (int)c->bfa, (int)c->bda, pk.need,
                         c->asym ? " (explicit padding)" : "", m->plan->deterministic ? " (deterministic)" : "");
     return KH_OK;

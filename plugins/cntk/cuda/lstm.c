@@ -117,8 +117,8 @@ static kh_status lstm_setup(ccu_model *m, ccu_layer *L) {
     /* no dropout inside the RNN (Keras's LSTM dropout arguments are 0 in every task): no RNG states needed */
     CCU_DNN(m, L, "compile", cudnnSetDropoutDescriptor(r->drop, h, 0.0f, NULL, 0, 0));
     if ((st = set_rnn(m, L, m->cs->k.tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH)) != KH_OK) {
-        char why[CNTK_ERRLEN];
-        snprintf(why, sizeof why, "%s", m->s->err);
+        char why[sizeof m->s->base.err];
+        snprintf(why, sizeof why, "%s", m->s->base.err);
         if (m->cs->k.tf32)
             return cntk_layer_fail(m->s, KH_ERR_UNSUPPORTED, L->p->spec.kind, L->p->index, "compile",
                                    "cuDNN refuses its default math (TF32 allowed) for this RNN [%s]", why);

@@ -30,7 +30,7 @@ void cntk_cuda_caps(kh_caps *c) {
 
 // --- sessions --------------------------------------------------------------------------------------------
 kh_status cntk_cuda_open(cntk_session *s, char *err, size_t errlen) {
-    const char *id = s->dev.id;
+    const char *id = s->base.dev.id;
     kh_caps c;
     memset(&c, 0, sizeof c);
     cntk_cuda_caps(&c);
@@ -38,7 +38,7 @@ kh_status cntk_cuda_open(cntk_session *s, char *err, size_t errlen) {
     cntk_cuda_sess *cs = calloc(1, sizeof *cs);
     if (!cs) return kh_errf(err, errlen, KH_ERR_NOMEM, "cntk open on %s: out of host memory", id);
     const kh_cuda_open_opts o = {.plugin = "cntk", .min_arch = CNTK_CUDA_MIN_ARCH, .copy_stream = 1};
-    kh_status st = kh_cuda_session_open(&s->dev, &o, &cs->k, err, errlen);
+    kh_status st = kh_cuda_session_open(&s->base.dev, &o, &cs->k, err, errlen);
     if (st != KH_OK) {
         free(cs);
         return st;
@@ -58,7 +58,7 @@ kh_status cntk_cuda_environment(cntk_session *s, char *buf, size_t n) {
     int rt = 0;
     cudaRuntimeGetVersion(&rt);
     char common[320];
-    kh_cuda_session_env(s->cuda ? &s->cuda->k : NULL, &s->dev, common, sizeof common);
+    kh_cuda_session_env(s->cuda ? &s->cuda->k : NULL, &s->base.dev, common, sizeof common);
     snprintf(buf, n, "cuda_runtime=%d.%d %s", rt / 1000, (rt % 1000) / 10, common);
     return KH_OK;
 }

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cntk.h"
+#include "plan/plan.h"
 #include "khost/kit/status.h"
 #include "khost/kit/spec.h"
 #include "khost/kit/optimizer.h"
