@@ -19,18 +19,6 @@
 #include "parity.h"
 #include "testutil.h"
 
-/* How many lines of /proc/self/maps contain needle. */
-static int mapped(const char *needle) {
-    FILE *f = fopen("/proc/self/maps", "r");
-    if (!f) return -1;
-    char line[4096];
-    int n = 0;
-    while (fgets(line, sizeof line, f))
-        if (strstr(line, needle)) n++;
-    fclose(f);
-    return n;
-}
-
 static kh_bsession *open_kind(kb_backend *b, uint32_t kind, char *err, size_t n, kh_status *st) {
     kh_device dev;
     memset(&dev, 0, sizeof dev);
@@ -88,7 +76,7 @@ int main(void) {
     } else {
         printf("cpu part not run: %s\n", kb_caps()->note);
     }
-    int blas = mapped("libcublas"), dnn = mapped("libcudnn"), half = mapped(tr->gpu_half);
+    int blas = kh_test_mapped("libcublas"), dnn = kh_test_mapped("libcudnn"), half = kh_test_mapped(tr->gpu_half);
     printf("after a cpu session: %d libcublas, %d libcudnn, %d %s mappings\n", blas, dnn, half, tr->gpu_half);
     CHECK(blas == 0 && dnn == 0 && half == 0, "a cpu session mapped the GPU half or its libraries");
 
@@ -105,7 +93,7 @@ int main(void) {
     const char *gh = getenv("KHOST_TEST_GPU_HALF");
     if (gh && !strcmp(gh, "1")) {
         CHECK(strstr(c.note, tr->gpu_half) == NULL, "the GPU half did not load: %s", c.note);
-        CHECK(mapped(tr->gpu_half) > 0, "get_caps(cuda) did not load the GPU half");
+        CHECK(kh_test_mapped(tr->gpu_half) > 0, "get_caps(cuda) did not load the GPU half");
     }
 
     /* 3. open(cuda:0) */
