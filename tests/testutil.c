@@ -47,6 +47,17 @@ const char *kh_test_tmpdir(const char *tag) {
     return out;
 }
 
+int kh_test_mapped(const char *needle) {
+    FILE *f = fopen("/proc/self/maps", "r");
+    if (!f) return -1;
+    char line[4096];
+    int n = 0;
+    while (fgets(line, sizeof line, f))
+        if (strstr(line, needle)) n++;
+    fclose(f);
+    return n;
+}
+
 int kh_test_run(const char *cmd, char *out, size_t outlen) {
     char full[8192];
     snprintf(full, sizeof full, "%s 2>&1", cmd);

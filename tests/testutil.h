@@ -33,6 +33,8 @@ void kh_test_skip(const char *why);
 void kh_test_write_file(const char *path, const void *data, size_t n);
 /* A fresh temporary directory under $TMPDIR (or /tmp); the string is static per call site use. */
 const char *kh_test_tmpdir(const char *tag);
+/* How many lines of /proc/self/maps name needle (-1 when it cannot be read): which libraries are mapped. */
+int kh_test_mapped(const char *needle);
 /* Run a shell command, capture stdout+stderr into out (truncated), return its exit status (or 128+sig). */
 int kh_test_run(const char *cmd, char *out, size_t outlen);
 

@@ -349,8 +349,10 @@ if [[ -x $khost ]]; then
     # the khost verify tests are step 3b (with their own log)
     to=$(gc_timeout 50)
     if ((to > 0 && have_gpu)); then
-        say "ctest -L gpu (but the verify tests)"
-        run_ctest "GPU tests" "$to" -L gpu -E '_gpu_verify$'
+        # the conformance harness in the math GPU_CHECK_MATH asks for (each math is a test of its own)
+        if [[ ${GPU_CHECK_MATH:-fp32} == tf32 ]]; then other='_cuda$'; else other='_cuda_tf32$'; fi
+        say "ctest -L gpu (but the verify tests and the other math)"
+        run_ctest "GPU tests" "$to" -L gpu -E "^test_backend_verify_|$other"
         trc=$?
         if gc_cut $trc; then gc_not_reached "GPU tests (ctest -L gpu): cut"; elif ((trc != 0)); then failed=1; fi
     elif ((to > 0)); then
@@ -372,7 +374,7 @@ if [[ -x $khost ]]; then
     # the CPU-side tests of the GPU paths: weight mapping, caps without a device, the lazy GPU halves (missing
     # half named; a cpu cell of every plugin maps no CUDA library and no other backend), layouts, theano's launch
     # plans and its generated CUDA C compiled by NVRTC for sm_90 (the slowest: run in parallel)
-    cpu_side='test_cntk_rnnmap|test_cntk_gpu_caps|test_cntk_cpu_maps|test_cpu_maps|_gpu_half_missing|test_tf_cuda_plan|test_tf_cuda_geom|test_tf_gpu_caps|test_theano_cuda_plan|test_theano_cuda_nvrtc|test_theano_gpu_caps'
+    cpu_side='test_cntk_rnnmap|test_backend_caps_|test_cpu_maps|test_backend_half_missing_|test_tf_cuda_plan|test_tf_cuda_geom|test_theano_cuda_plan|test_theano_cuda_nvrtc'
     to=$(gc_timeout 90)
     if ((have_gpu)); then
         : # CPU-only: the rehearsal runs them, not device time
@@ -386,7 +388,8 @@ if [[ -x $khost ]]; then
     tests_line="tests (ctest -L gpu; CPU-side of the GPU paths): passed: ${t_pass:-none}; failed: ${t_fail:-none}; skipped: ${t_skip:-none}"
     if ((have_gpu)); then # with a device, every built GPU path's reference test must have run and passed
         for p in $gpu_plugins; do
-            t=test_${p/tensorflow/tf}_gpu_ref
+            t=test_backend_ref_${p}_cuda
+            [[ ${GPU_CHECK_MATH:-fp32} == tf32 ]] && t=${t}_tf32
             [[ " $t_pass " == *" $t "* ]] || { failed=1; tests_line="$tests_line; $t did NOT pass"; }
         done
     fi

@@ -1,5 +1,5 @@
 /* tf_cuda_plan.h — the host-side decisions of the CUDA executor, in plain C so they are unit-tested on any
- * machine (tests/tensorflow_gpu): where every node's value lives on the device (from the same memory plans as
+ * machine (tests/backend/cuda_host): where every node's value lives on the device (from the same memory plans as
  * the CPU path), which launch each op kind gets, and the cuDNN geometry of convolutions and pooling. */
 #ifndef KHOST_TF_CUDA_PLAN_H
 #define KHOST_TF_CUDA_PLAN_H

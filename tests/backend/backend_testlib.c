@@ -3,6 +3,7 @@
 #include "backend_testlib.h"
 
 #include <dlfcn.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,8 +50,8 @@ static const kh_host_api *g_use = &g_host; /* the table modules get (a test may 
 const kh_host_api *kb_host(void) { return g_use; }
 void kb_set_host(const kh_host_api *h) { g_use = h ? h : &g_host; }
 
-static kh_caps g_cpu_caps; /* of the loaded backend: how batches must be laid out for it */
-const kh_caps *kb_cpu_caps(void) { return &g_cpu_caps; }
+static kh_caps g_caps; /* of the loaded backend on the session's device kind: how batches are laid out for it */
+const kh_caps *kb_caps(void) { return &g_caps; }
 
 const char *kb_plugin_name(void) {
     const char *p = getenv("KHOST_TEST_PLUGIN");
@@ -76,9 +77,104 @@ void kb_load_module(kb_backend *b) {
     b->desc = entry(g_use);
     b->api = b->desc ? b->desc->api : NULL;
     if (!b->api) kh_test_skip("the plugin's entry returned no API");
-    memset(&g_cpu_caps, 0, sizeof g_cpu_caps);
-    g_cpu_caps.struct_size = sizeof g_cpu_caps;
-    b->api->get_caps(KH_DEVICE_CPU, &g_cpu_caps);
+    memset(&g_caps, 0, sizeof g_caps);
+    g_caps.struct_size = sizeof g_caps;
+    b->api->get_caps(KH_DEVICE_CPU, &g_caps);
+}
+
+float *kb_nan_floats(int64_t n) {
+    float *p = malloc((size_t)(n > 0 ? n : 1) * sizeof(float));
+    for (int64_t i = 0; p && i < n; i++) p[i] = NAN;
+    return p;
+}
+
+/* What differs between the bundled backends beyond their caps: names, switches and messages of their GPU
+ * halves. */
+static const kb_traits g_traits[] = {
+    {"cntk", "cntk_cuda.so", "CNTK_CUDA_CHECK_LAYERS", "CNTK_CUDA_POISON", "out of device memory", {"cudnn="}},
+    {"tensorflow", "tensorflow_cuda.so", "TF_CUDA_SYNC_EACH_OP", NULL, "MiB", {"cudnn=", "cublas=", "device="}},
+    {"theano", "theano_cuda.so", "TH_CUDA_SYNC_EACH_OP", NULL, "MiB", {"cudnn=", "cublas=", "device="}},
+};
+const kb_traits *kb_traits_of(const char *plugin) {
+    static const kb_traits none = {"?", "?", NULL, NULL, "", {NULL}};
+    for (size_t i = 0; i < sizeof g_traits / sizeof g_traits[0]; i++)
+        if (!strcmp(g_traits[i].plugin, plugin)) return &g_traits[i];
+    return &none;
+}
+
+/* The device of the session under test: $KHOST_TEST_DEVICE ("cpu", default, or "cuda:N") and its FP32 math,
+ * $KHOST_TEST_MATH ("fp32", default, or "tf32"; the cpu has no TF32 and records fp32, as the host does). */
+const char *kb_device_id(void) {
+    const char *d = getenv("KHOST_TEST_DEVICE");
+    return d && *d ? d : "cpu";
+}
+static int device_of(kh_device *dev, int threads) {
+    memset(dev, 0, sizeof *dev);
+    dev->struct_size = sizeof *dev;
+    const char *id = kb_device_id(), *math = getenv("KHOST_TEST_MATH");
+    char *end = NULL;
+    if (!strcmp(id, "cpu")) {
+        dev->kind = KH_DEVICE_CPU;
+        dev->ordinal = -1;
+        dev->threads = threads;
+        snprintf(dev->name, sizeof dev->name, "test cpu");
+    } else if (!strncmp(id, "cuda:", 5) && id[5] && (dev->ordinal = (int32_t)strtol(id + 5, &end, 10)) >= 0 && !*end) {
+        dev->kind = KH_DEVICE_CUDA;
+        dev->threads = 1;
+        snprintf(dev->name, sizeof dev->name, "test gpu");
+    } else {
+        return -1;
+    }
+    snprintf(dev->id, sizeof dev->id, "%s", id);
+    if (math && !strcmp(math, "tf32")) dev->math = dev->kind == KH_DEVICE_CUDA ? KH_MATH_TF32 : KH_MATH_FP32;
+    else if (math && *math && strcmp(math, "fp32")) return -1;
+    return 0;
+}
+int kb_device_is_cuda(void) { return !strncmp(kb_device_id(), "cuda:", 5); }
+uint32_t kb_device_math(void) {
+    kh_device d;
+    return device_of(&d, 1) == 0 ? d.math : KH_MATH_FP32;
+}
+
+/* Open dev on b's module: 0, 1 (unavailable here, why filled), exit 1 on a failure (see the header). */
+static int open_on(kb_backend *b, kh_device *dev, char *why, size_t n) {
+    kh_caps c;
+    memset(&c, 0, sizeof c);
+    c.struct_size = sizeof c;
+    if (b->api->get_caps(dev->kind, &c) != KH_OK || !c.available) {
+        snprintf(why, n, "%s cannot use %s: %s", kb_plugin_name(), dev->id, c.note[0] ? c.note : "no reason given");
+        return 1;
+    }
+    g_caps = c;
+    char err[512];
+    if (b->api->open(g_use, dev, &b->s, err, sizeof err) != KH_OK) {
+        /* an available device that does not open is a failure, never a skip */
+        fprintf(stderr, "FAIL: %s caps say %s is available (%s) but open failed: %s\n", kb_plugin_name(), dev->id,
+                c.note, err);
+        exit(1);
+    }
+    /* KHOST_TEST_EXPECT_ENV: the session's environment string must contain it (which path ran: never a
+     * silent fallback counted as the path under test) */
+    const char *want = getenv("KHOST_TEST_EXPECT_ENV");
+    char env[512] = "";
+    if (b->api->environment && b->api->environment(b->s, env, sizeof env) == KH_OK)
+        printf("%s on %s (math %s): %s\n", kb_plugin_name(), dev->id, dev->math == KH_MATH_TF32 ? "tf32" : "fp32", env);
+    if (want && *want && !strstr(env, want)) {
+        fprintf(stderr, "FAIL: %s environment '%s' does not contain '%s'\n", kb_plugin_name(), env, want);
+        exit(1);
+    }
+    return 0;
+}
+
+int kb_open_device(kb_backend *b, int threads, char *why, size_t n) {
+    kh_device dev;
+    if (device_of(&dev, threads) != 0) {
+        const char *m = getenv("KHOST_TEST_MATH");
+        fprintf(stderr, "FAIL: KHOST_TEST_DEVICE '%s' / KHOST_TEST_MATH '%s': cpu or cuda:N, fp32 or tf32\n",
+                kb_device_id(), m ? m : "");
+        exit(1);
+    }
+    return open_on(b, &dev, why, n);
 }
 
 void kb_load(kb_backend *b, int threads) {
@@ -91,23 +187,8 @@ void kb_load(kb_backend *b, int threads) {
     snprintf(dev.id, sizeof dev.id, "cpu");
     snprintf(dev.name, sizeof dev.name, "test cpu");
     dev.threads = threads;
-    char err[512];
-    if (b->api->open(g_use, &dev, &b->s, err, sizeof err) != KH_OK) {
-        char why[600];
-        snprintf(why, sizeof why, "%s open cpu: %s", kb_plugin_name(), err);
-        kh_test_skip(why);
-    }
-    /* KHOST_TEST_EXPECT_ENV: the session's environment string must contain it (which path ran: never a
-     * silent fallback counted as the path under test) */
-    const char *want = getenv("KHOST_TEST_EXPECT_ENV");
-    if (want && *want) {
-        char env[512] = "";
-        if (!b->api->environment || b->api->environment(b->s, env, sizeof env) != KH_OK || !strstr(env, want)) {
-            fprintf(stderr, "FAIL: %s environment '%s' does not contain '%s'\n", kb_plugin_name(), env, want);
-            exit(1);
-        }
-        printf("%s environment: %s\n", kb_plugin_name(), env);
-    }
+    char why[600];
+    if (open_on(b, &dev, why, sizeof why) != 0) kh_test_skip(why);
 }
 
 void kb_unload(kb_backend *b) {
@@ -151,7 +232,7 @@ int kb_init_weights(kb_backend *b, kh_bmodel *m, const kh_model_spec *spec, uint
     kh_rng r;
     kh_rng_seed(&r, seed);
     float **all = keep ? calloc((size_t)sh.n_layers * KH_MAX_SLOTS, sizeof *all) : NULL;
-    int rc = 0;
+    int rc = keep && !all ? -1 : 0;
     for (int l = 0; l < sh.n_layers && rc == 0; l++)
         for (int s = 0; s < sh.layers[l].n_params && rc == 0; s++) {
             const kh_param_shape *p = &sh.layers[l].params[s];

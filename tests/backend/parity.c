@@ -46,7 +46,7 @@ void kb_make_batch(kb_batch *bt, const kh_model_spec *sp, int64_t n, kh_rng *r) 
         for (int64_t i = 0; i < n * bt->per; i++) bt->xi[i] = (int32_t)kh_rng_below(r, (uint64_t)vocab);
         bt->x_nhwc = kb_tensor(KH_I32, KH_LAYOUT_NT, sp->input_rank + 1, dims, bt->xi);
         bt->x_backend = bt->x_nhwc;
-        if (sp->input_onehot > 0 && !(kb_cpu_caps()->flags & KH_CAP_ONEHOT_INPUT)) {
+        if (sp->input_onehot > 0 && !(kb_caps()->flags & KH_CAP_ONEHOT_INPUT)) {
             /* expanded by the host, as the training loop does for such a backend */
             int64_t depth = sp->input_onehot;
             bt->xf_nhwc = calloc((size_t)(n * bt->per * depth), sizeof(float));
@@ -61,7 +61,7 @@ void kb_make_batch(kb_batch *bt, const kh_model_spec *sp, int64_t n, kh_rng *r) 
     bt->x_nhwc = kb_tensor(KH_F32, sp->input_rank == 3 ? KH_LAYOUT_NHWC : KH_LAYOUT_NC, sp->input_rank + 1, dims,
                            bt->xf_nhwc);
     bt->x_backend = bt->x_nhwc;
-    if (sp->input_rank == 3 && kb_cpu_caps()->image_layout == KH_LAYOUT_NCHW) { /* as the host converts */
+    if (sp->input_rank == 3 && kb_caps()->image_layout == KH_LAYOUT_NCHW) { /* as the host converts */
         int64_t H = dims[1], W = dims[2], C = dims[3];
         bt->xf_nchw = malloc((size_t)(n * bt->per) * sizeof(float));
         for (int64_t s = 0; s < n; s++)
@@ -208,12 +208,6 @@ int kb_ref_prerequisites(const kh_model_spec *specs, int n) {
     return ok;
 }
 
-static float *nan_floats(int64_t n) {
-    float *p = malloc((size_t)n * sizeof(float));
-    for (int64_t i = 0; p && i < n; i++) p[i] = NAN;
-    return p;
-}
-
 void kb_check_dropout(kb_backend *b, uint32_t image_layout, uint64_t seed) {
     const kh_layer_spec l = {.kind = KH_LAYER_DROPOUT, .rate = 0.3f};
     kh_model_spec sp = {.struct_size = sizeof sp, .name = "dropout", .input_dtype = KH_F32, .input_rank = 3,
@@ -227,7 +221,8 @@ void kb_check_dropout(kb_backend *b, uint32_t image_layout, uint64_t seed) {
     const int64_t *d4 = image_layout == KH_LAYOUT_NCHW ? nchw : nhwc;
     kh_rng r;
     kh_rng_seed(&r, seed ^ 0xd0);
-    float *x = nan_floats(N), *y = nan_floats(N), *y2 = nan_floats(N), *dy = nan_floats(N), *dx = nan_floats(N);
+    float *x = kb_nan_floats(N), *y = kb_nan_floats(N), *y2 = kb_nan_floats(N), *dy = kb_nan_floats(N),
+          *dx = kb_nan_floats(N);
     CHECK(x && y && y2 && dy && dx, "dropout buffers");
     if (x && y && y2 && dy && dx) {
         kb_fill_uniform(x, N, 0.5f, 1.5f, &r); /* never zero: a zero output means dropped */

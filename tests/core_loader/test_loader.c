@@ -38,15 +38,10 @@ static const kh_host_api host = {sizeof(kh_host_api), KH_ABI_MAJOR, KH_ABI_MINOR
                                  t_free, t_config_get, t_progress};
 
 // --- helpers ----------------------------------------------------------------------------------------------------
+/* 1 when a line of /proc/self/maps names needle, 0 when none does, -1 when it cannot be read */
 static int mapped(const char *needle) {
-    FILE *f = fopen("/proc/self/maps", "r");
-    if (!f) return -1;
-    char line[4096];
-    int found = 0;
-    while (fgets(line, sizeof line, f))
-        if (strstr(line, needle)) found = 1;
-    fclose(f);
-    return found;
+    int n = kh_test_mapped(needle);
+    return n < 0 ? -1 : n > 0;
 }
 
 static void copy_file(const char *from, const char *to) {

@@ -80,21 +80,21 @@ ok 'grep -q "nietzsche.txt listed in SHA256SUMS but missing" <<<"$msg"' "a mirro
 cat >"$tmp/tests.log" <<'LOG'
 == ctest -L gpu -V (GPU tests up to the CUDA open)
 test 3
-    Start 3: test_tf_gpu_ref
+    Start 3: test_backend_ref_tensorflow_cuda
 3: seed 1
 3: prerequisites ok: tensorflow loaded, the reference kit builds all 14 models
 3: SKIP: no CUDA device usable by tensorflow: no CUDA driver
-1/3 Test #3: test_tf_gpu_ref ..................***Skipped   0.05 sec
+1/3 Test #3: test_backend_ref_tensorflow_cuda ***Skipped   0.05 sec
 test 7
-    Start 7: test_cntk_gpu_ref
+    Start 7: test_backend_ref_cntk_cuda
 7: SKIP: cannot load plugins/cntk.so
-2/3 Test #7: test_cntk_gpu_ref ................***Skipped   0.01 sec
+2/3 Test #7: test_backend_ref_cntk_cuda .......***Skipped   0.01 sec
 test 12
-    Start 12: test_theano_gpu_ref
+    Start 12: test_backend_ref_theano_cuda
 12: FAIL: open the comparison side, theano on the cpu
-3/3 Test #12: test_theano_gpu_ref ..............***Failed    0.02 sec
+3/3 Test #12: test_backend_ref_theano_cuda .....***Failed    0.02 sec
 LOG
-ok '[[ $(gc_prereq_missing "$tmp/tests.log") == "test_cntk_gpu_ref test_theano_gpu_ref" ]]' \
+ok '[[ $(gc_prereq_missing "$tmp/tests.log") == "test_backend_ref_cntk_cuda test_backend_ref_theano_cuda" ]]' \
     "GPU tests short of their CUDA open are named ($(gc_prereq_missing "$tmp/tests.log"))"
 sed -i '/^7: SKIP/i 7: prerequisites ok: cntk loaded' "$tmp/tests.log"
 sed -i '/^12: FAIL/i 12: prerequisites ok: theano loaded' "$tmp/tests.log"

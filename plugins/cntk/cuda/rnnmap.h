@@ -3,7 +3,7 @@
  * No CUDA here: the CUDA executor asks cuDNN (cudnnGetRNNWeightParams + cudnnGetTensorNdDescriptor) where
  * each matrix and bias lives, records that in a cntk_rnn_layout (offsets in floats from the weight space's
  * base, shapes, row strides), and these functions move numbers between that space and Keras's tensors on the
- * host. The unit tests (tests/cntk_gpu/test_cntk_rnnmap.c) drive them with synthetic layouts on the CPU.
+ * host. The unit tests (tests/backend/cuda_host/test_cntk_rnnmap.c) drive them with synthetic layouts on the CPU.
  *
  * The correspondence, per direction d (pseudo-layer d of a one-layer RNN; Bidirectional: 0 forward,
  * 1 backward = Keras slots 3..5):

@@ -1,4 +1,4 @@
-/* tests/cntk_gpu/test_cntk_rnnmap.c — the Keras <-> cuDNN LSTM weight mapping (plugins/cntk/cuda/rnnmap.c)
+/* tests/backend/cuda_host/test_cntk_rnnmap.c — the Keras <-> cuDNN LSTM weight mapping (plugins/cntk/cuda/rnnmap.c)
  * on the CPU, with synthetic layouts standing in for what cudnnGetRNNWeightParams reports:
  *   1. a hand example: which Keras numbers land in which gate matrix (the transposition and the gate order);
  *   2. cuDNN-like packing (per direction: 8 matrices then 8 biases), uni- and bidirectional, double bias;
@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../plugins/cntk/cuda/rnnmap.h"
+#include "cuda/rnnmap.h"
 #include "khost/kit/rng.h"
 #include "testutil.h"
 

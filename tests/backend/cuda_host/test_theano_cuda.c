@@ -1,4 +1,4 @@
-/* tests/theano_cuda/test_theano_cuda.c — theano's GPU code generation on a machine without a GPU.
+/* tests/backend/cuda_host/test_theano_cuda.c — theano's GPU code generation on a machine without a GPU.
  *
  * For the six benchmark models (their tasks' specs and batch sizes: tests/backend/bench_specs.h),
  * lowered as theano lowers them for the GPU (LSTMs as scans), and three small extra models (a 2x2 'same'
@@ -35,6 +35,7 @@
 #include <time.h>
 
 #include "passes/th_passes.h"
+#include "parity.h"
 #include "testutil.h"
 #include "bench_specs.h"
 #include "th_cuda_plan.h"
@@ -372,27 +373,6 @@ static void one_model(const char *name, const kh_model_spec *spec, int batch, in
     kh_model_graphs_free(&mg);
 }
 
-#define L_(...) ((kh_layer_spec){__VA_ARGS__})
-
-static kh_model_spec spec_of(const char *name, uint32_t dt, int32_t rank, int32_t a, int32_t b, int32_t c,
-                             const kh_layer_spec *layers, int32_t n, uint32_t loss, uint32_t opt, int32_t classes) {
-    kh_model_spec s;
-    memset(&s, 0, sizeof s);
-    s.struct_size = sizeof s;
-    s.name = name;
-    s.input_dtype = dt;
-    s.input_rank = rank;
-    s.input_shape[0] = a, s.input_shape[1] = b, s.input_shape[2] = c;
-    s.n_layers = n;
-    s.layers = layers;
-    s.loss = loss;
-    s.optimizer.kind = opt;
-    s.optimizer.lr = 0.01f;
-    s.optimizer.rho = 0.9f, s.optimizer.beta_1 = 0.9f, s.optimizer.beta_2 = 0.999f, s.optimizer.epsilon = 1e-7f;
-    s.n_classes = classes;
-    return s;
-}
-
 /* a fused Elemwise program over a batched input and a bias vector, with dropout: relu(x + b), dropped */
 static void elemwise_model(void) {
     kh_gvar var = {.layer = 0, .slot = 1, .numel = 8, .rank = 1, .dims = {8}, .name = "bias"};
@@ -477,15 +457,17 @@ int main(int argc, char **argv) {
     for (int k = 0; k < nm; k++) one_model(models[k].name, &models[k].spec, models[k].batch, 1, 0xfu);
 
     static const kh_layer_spec asym[] = {
-        L_(.kind = KH_LAYER_CONV2D, .units = 4, .kernel = {2, 2}, .padding = KH_PAD_SAME, .activation = KH_ACT_TANH),
-        L_(.kind = KH_LAYER_MAXPOOL2D, .kernel = {2, 2}), L_(.kind = KH_LAYER_FLATTEN),
-        L_(.kind = KH_LAYER_DENSE, .units = 3, .activation = KH_ACT_SOFTMAX)};
-    kh_model_spec s = spec_of("asym_conv", KH_F32, 3, 7, 7, 2, asym, 4, KH_LOSS_CATEGORICAL_CROSSENTROPY, KH_OPT_SGD, 3);
+        KB_L(.kind = KH_LAYER_CONV2D, .units = 4, .kernel = {2, 2}, .padding = KH_PAD_SAME, .activation = KH_ACT_TANH),
+        KB_L(.kind = KH_LAYER_MAXPOOL2D, .kernel = {2, 2}), KB_L(.kind = KH_LAYER_FLATTEN),
+        KB_L(.kind = KH_LAYER_DENSE, .units = 3, .activation = KH_ACT_SOFTMAX)};
+    kh_model_spec s = kb_spec("asym_conv", KH_F32, 3, 7, 7, 2, 0, asym, 4, KH_LOSS_CATEGORICAL_CROSSENTROPY,
+                              kb_opt(KH_OPT_SGD, 0.01f, 0), 3);
     one_model("asym_conv", &s, 5, 1, 0xfu);
-    static const kh_layer_spec rnn[] = {L_(.kind = KH_LAYER_EMBEDDING, .input_dim = 50, .units = 8),
-                                        L_(.kind = KH_LAYER_LSTM, .units = 6),
-                                        L_(.kind = KH_LAYER_DENSE, .units = 1, .activation = KH_ACT_SIGMOID)};
-    s = spec_of("lstm_unrolled", KH_I32, 1, 10, 0, 0, rnn, 3, KH_LOSS_BINARY_CROSSENTROPY, KH_OPT_ADADELTA, 1);
+    static const kh_layer_spec rnn[] = {KB_L(.kind = KH_LAYER_EMBEDDING, .input_dim = 50, .units = 8),
+                                        KB_L(.kind = KH_LAYER_LSTM, .units = 6),
+                                        KB_L(.kind = KH_LAYER_DENSE, .units = 1, .activation = KH_ACT_SIGMOID)};
+    s = kb_spec("lstm_unrolled", KH_I32, 1, 10, 0, 0, 0, rnn, 3, KH_LOSS_BINARY_CROSSENTROPY,
+                kb_opt(KH_OPT_ADADELTA, 0.01f, 0), 1);
     one_model("lstm_unrolled", &s, 4, 0, 1u << KH_GFN_TRAIN);
     elemwise_model();
 

@@ -1,4 +1,4 @@
-/* tests/tensorflow_gpu/test_tf_cuda_plan.c — what the tensorflow GPU path decides on the host, for the six
+/* tests/backend/cuda_host/test_tf_cuda_plan.c — what the tensorflow GPU path decides on the host, for the six
  * benchmark models, on any machine (no GPU, no CUDA runtime: tf_cuda_plan.c is plain C):
  *   - the device arena is exactly the largest of the four functions' plan.arena_bytes, from the same plans
  *     the CPU path uses (kh_graph_plan with TF_ALIGN);

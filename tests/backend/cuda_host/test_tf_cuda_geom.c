@@ -1,4 +1,4 @@
-/* tests/tensorflow_gpu/test_tf_cuda_geom.c — the cuDNN geometry of convolution and pooling nodes
+/* tests/backend/cuda_host/test_tf_cuda_geom.c — the cuDNN geometry of convolution and pooling nodes
  * (tf_cu_geom_of), on hand-built graphs: TensorFlow's 'same' padding as explicit pads (total = max((o-1)s + k
  * - i, 0), top/left = total / 2, the rest bottom/right), the asymmetric cases detected (an even kernel, a
  * strided window over an odd size), 'valid' without padding, the gradients' geometry equal to their forward

@@ -1,7 +1,7 @@
 #!/bin/sh
-# tests/tensorflow_gpu/verify_gpu.sh KHOST_BIN [PLUGIN] — `khost verify --plugin PLUGIN --device cuda:0 --task all`
-# as a ctest (label gpu; PLUGIN tensorflow, theano from tests/theano_cuda, cntk from tests/cntk_gpu): every layer
-# and the six tasks' models against the float64 reference kit on the GPU.
+# tests/backend/verify_gpu.sh KHOST_BIN [PLUGIN] — `khost verify --plugin PLUGIN --device cuda:0 --task all`
+# as a ctest (test_backend_verify_<plugin>_cuda, label gpu; PLUGIN defaults to tensorflow): every layer and the
+# six tasks' models against the float64 reference kit on the GPU, through the host binary.
 # Fails when the module is not listed with its cuda kind; then exits 77 (ctest: skipped) with the reason where
 # khost lists no cuda:0 device; otherwise verify's own status.
 khost=${1:-$KHOST_BIN}
