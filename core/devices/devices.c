@@ -1,10 +1,10 @@
 /* core/devices/devices.c — the cpu plus every CUDA device the driver reports, through a dlopen'ed libcuda.
  *
  * Nothing here is fatal: a missing library, a missing symbol or a failing cuInit leaves the cpu as the only
- * device and says why in kh_devices.note. The driver library handle and its function pointers live in one
- * static table (kh_devices is a fixed interface, and the driver is per process anyway): it is loaded on the
- * first kh_devices_enumerate and never dlclose'd, because libcuda keeps threads and atexit handlers that must
- * not outlive its code. $KHOST_LIBCUDA is therefore read once per process.
+ * device and says why in kh_devices.note. The driver's entry points are the kit's one table
+ * (khost/kit/cuda_driver.h), loaded on the first kh_devices_enumerate and never dlclose'd, because libcuda
+ * keeps threads and atexit handlers that must not outlive its code. $KHOST_LIBCUDA is therefore read once per
+ * process.
  */
 #define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include "devices/devices.h"
@@ -12,7 +12,6 @@
 #include <ctype.h>
 #include <dlfcn.h>
 #include <errno.h>
-#include <pthread.h>
 #include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -22,105 +21,14 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
-#include "devices/cuda_driver.h"
+#include "khost/kit/cuda_driver.h"
 
-// --- the driver table -----------------------------------------------------------------------------------
-static struct {
-    int tried;         /* 1 once loading was attempted (success or not) */
-    int ready;         /* 1: library loaded, symbols resolved and cuInit succeeded */
-    void *lib;
-    char libname[256];
-    char why[512];     /* why not ready */
-    kh_cuInit_fn Init;
-    kh_cuDriverGetVersion_fn DriverGetVersion;
-    kh_cuDeviceGetCount_fn DeviceGetCount;
-    kh_cuDeviceGet_fn DeviceGet;
-    kh_cuDeviceGetName_fn DeviceGetName;
-    kh_cuDeviceGetAttribute_fn DeviceGetAttribute;
-    kh_cuDeviceTotalMem_fn DeviceTotalMem;
-    kh_cuDevicePrimaryCtxRetain_fn DevicePrimaryCtxRetain;
-    kh_cuDevicePrimaryCtxRelease_fn DevicePrimaryCtxRelease;
-    kh_cuCtxSetCurrent_fn CtxSetCurrent;
-    kh_cuGetErrorString_fn GetErrorString; /* optional */
-    kh_cuGetErrorName_fn GetErrorName;     /* optional */
-    kh_cuMemGetInfo_fn MemGetInfo;         /* optional: device memory before and after a cell */
-    int driver_version;
-} cu;
-static pthread_mutex_t cu_lock = PTHREAD_MUTEX_INITIALIZER;
+// --- the driver ----------------------------------------------------------------------------------------
+/* The driver table is the kit's (khost/kit/cuda_driver.h), the one the backends' GPU halves use: loaded on the
+ * first enumeration, once per process. The host needs only its host entry points (kh_cu_load_host). */
+static int cu_ready(void) { return kh_cu_load_host(NULL, 0); }
 
-/* "CUDA_ERROR_NO_DEVICE (no CUDA-capable device is detected)", or the number when the driver can't say. */
-static void cu_errtext(kh_CUresult r, char *buf, size_t n) {
-    const char *name = NULL, *desc = NULL;
-    if (cu.GetErrorName && cu.GetErrorName(r, &name) != KH_CUDA_SUCCESS) name = NULL;
-    if (cu.GetErrorString && cu.GetErrorString(r, &desc) != KH_CUDA_SUCCESS) desc = NULL;
-    if (name && desc)
-        snprintf(buf, n, "%s (%s)", name, desc);
-    else if (name || desc)
-        snprintf(buf, n, "%s", name ? name : desc);
-    else
-        snprintf(buf, n, "CUDA error %d", r);
-}
-
-/* Resolve a symbol; on failure record why and return NULL. */
-static void *cu_sym(const char *name) {
-    dlerror();
-    void *p = dlsym(cu.lib, name);
-    if (!p && !cu.why[0]) snprintf(cu.why, sizeof cu.why, "%s: missing symbol %s", cu.libname, name);
-    return p;
-}
-
-/* Load libcuda, resolve the symbols and run cuInit, once per process. Caller holds cu_lock. */
-static void cu_load(void) {
-    if (cu.tried) return;
-    cu.tried = 1;
-    const char *name = getenv("KHOST_LIBCUDA");
-    if (!name || !*name) name = "libcuda.so.1";
-    snprintf(cu.libname, sizeof cu.libname, "%s", name);
-    dlerror();
-    cu.lib = dlopen(name, RTLD_NOW | RTLD_LOCAL);
-    if (!cu.lib) {
-        const char *e = dlerror();
-        snprintf(cu.why, sizeof cu.why, "%s not found: %s", name, e ? e : "dlopen failed");
-        return;
-    }
-    /* Function pointers from dlsym: POSIX guarantees the conversion; the union avoids -Wpedantic noise. */
-#define CU_SYM(field, sym) do { union { void *p; kh_cu##field##_fn f; } u_; u_.p = cu_sym(sym); cu.field = u_.f; } while (0)
-    CU_SYM(GetErrorString, "cuGetErrorString");
-    CU_SYM(GetErrorName, "cuGetErrorName");
-    CU_SYM(MemGetInfo, "cuMemGetInfo_v2");
-    cu.why[0] = 0; /* the three above are optional */
-    CU_SYM(Init, "cuInit");
-    CU_SYM(DriverGetVersion, "cuDriverGetVersion");
-    CU_SYM(DeviceGetCount, "cuDeviceGetCount");
-    CU_SYM(DeviceGet, "cuDeviceGet");
-    CU_SYM(DeviceGetName, "cuDeviceGetName");
-    CU_SYM(DeviceGetAttribute, "cuDeviceGetAttribute");
-    CU_SYM(DeviceTotalMem, "cuDeviceTotalMem_v2");
-    CU_SYM(DevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain");
-    CU_SYM(CtxSetCurrent, "cuCtxSetCurrent");
-    /* The _v2 release exists since CUDA 11; older drivers only have the original (same semantics). */
-    dlerror();
-    {
-        union { void *p; kh_cuDevicePrimaryCtxRelease_fn f; } u;
-        u.p = dlsym(cu.lib, "cuDevicePrimaryCtxRelease_v2");
-        if (!u.p) u.p = cu_sym("cuDevicePrimaryCtxRelease");
-        cu.DevicePrimaryCtxRelease = u.f;
-    }
-#undef CU_SYM
-    if (cu.why[0]) return;
-
-    /* The version query needs no cuInit, so a driver without devices still reports it. */
-    int v = 0;
-    if (cu.DriverGetVersion(&v) == KH_CUDA_SUCCESS) cu.driver_version = v;
-    kh_CUresult r = cu.Init(0);
-    if (r != KH_CUDA_SUCCESS) {
-        char e[160];
-        cu_errtext(r, e, sizeof e);
-        snprintf(cu.why, sizeof cu.why, "cuInit: %s", e);
-        return;
-    }
-    cu.ready = 1;
-}
+static void cu_errtext(kh_CUresult r, char *buf, size_t n) { kh_cu_result_text(r, buf, n); }
 
 /* Truncating copy: snprintf("%s") of a larger buffer trips -Wformat-truncation on purpose-sized fields. */
 static void copy_str(char *dst, size_t n, const char *src) {
@@ -205,14 +113,14 @@ static void note_add(kh_devices *d, const char *fmt, ...) {
 static void cuda_device_fill(kh_devices *d, kh_device *dev, int ordinal) {
     char e[160];
     kh_CUdevice cd;
-    kh_CUresult r = cu.DeviceGet(&cd, ordinal);
+    kh_CUresult r = kh_cu.DeviceGet(&cd, ordinal);
     dev->struct_size = sizeof *dev;
     dev->kind = KH_DEVICE_CUDA;
     dev->ordinal = ordinal;
     char id[32];
     snprintf(id, sizeof id, "cuda:%d", ordinal);
     copy_str(dev->id, sizeof dev->id, id);
-    dev->driver_version = cu.driver_version;
+    dev->driver_version = kh_cu.version;
     dev->threads = cpu_threads(); /* host threads the backend may use for its CPU-side work */
     if (r != KH_CUDA_SUCCESS) {
         cu_errtext(r, e, sizeof e);
@@ -220,7 +128,7 @@ static void cuda_device_fill(kh_devices *d, kh_device *dev, int ordinal) {
         snprintf(dev->name, sizeof dev->name, "CUDA device %d", ordinal);
         return;
     }
-    if ((r = cu.DeviceGetName(dev->name, (int)sizeof dev->name, cd)) != KH_CUDA_SUCCESS) {
+    if ((r = kh_cu.DeviceGetName(dev->name, (int)sizeof dev->name, cd)) != KH_CUDA_SUCCESS) {
         cu_errtext(r, e, sizeof e);
         note_add(d, "cuda:%d: cuDeviceGetName: %s", ordinal, e);
         snprintf(dev->name, sizeof dev->name, "CUDA device %d", ordinal);
@@ -238,7 +146,7 @@ static void cuda_device_fill(kh_devices *d, kh_device *dev, int ordinal) {
     int val[6] = {0};
     int pci_ok = 1;
     for (int i = 0; i < 6; i++) {
-        if ((r = cu.DeviceGetAttribute(&val[i], attrs[i].attr, cd)) != KH_CUDA_SUCCESS) {
+        if ((r = kh_cu.DeviceGetAttribute(&val[i], attrs[i].attr, cd)) != KH_CUDA_SUCCESS) {
             cu_errtext(r, e, sizeof e);
             note_add(d, "cuda:%d: cuDeviceGetAttribute(%s): %s", ordinal, attrs[i].what, e);
             val[i] = 0;
@@ -253,7 +161,7 @@ static void cuda_device_fill(kh_devices *d, kh_device *dev, int ordinal) {
         snprintf(dev->pci_bus_id, sizeof dev->pci_bus_id, "%04x:%02x:%02x.0", (unsigned)val[3] & 0xffffffffu,
                  (unsigned)val[4] & 0xffu, (unsigned)val[5] & 0x1fu);
     size_t mem = 0;
-    if ((r = cu.DeviceTotalMem(&mem, cd)) != KH_CUDA_SUCCESS) {
+    if ((r = kh_cu.DeviceTotalMem(&mem, cd)) != KH_CUDA_SUCCESS) {
         cu_errtext(r, e, sizeof e);
         note_add(d, "cuda:%d: cuDeviceTotalMem: %s", ordinal, e);
         mem = 0;
@@ -263,12 +171,10 @@ static void cuda_device_fill(kh_devices *d, kh_device *dev, int ordinal) {
 
 void kh_devices_enumerate(kh_devices *out) {
     memset(out, 0, sizeof *out);
-    pthread_mutex_lock(&cu_lock);
-    cu_load();
     int count = 0;
-    if (cu.ready) {
+    if (cu_ready()) {
         char e[160];
-        kh_CUresult r = cu.DeviceGetCount(&count);
+        kh_CUresult r = kh_cu.DeviceGetCount(&count);
         if (r != KH_CUDA_SUCCESS) {
             cu_errtext(r, e, sizeof e);
             note_add(out, "cuDeviceGetCount: %s", e);
@@ -280,9 +186,9 @@ void kh_devices_enumerate(kh_devices *out) {
             count = 0;
         }
     } else {
-        note_add(out, "%s", cu.why);
+        note_add(out, "%s", kh_cu.why);
     }
-    out->driver_version = cu.driver_version;
+    out->driver_version = kh_cu.version;
 
     out->v = calloc((size_t)count + 1, sizeof *out->v);
     if (!out->v && count) {
@@ -292,7 +198,6 @@ void kh_devices_enumerate(kh_devices *out) {
     }
     if (!out->v) { /* not even the cpu: callers see n == 0 and kh_devices_find says why */
         note_add(out, "out of memory");
-        pthread_mutex_unlock(&cu_lock);
         return;
     }
     kh_device *c = &out->v[0];
@@ -304,7 +209,6 @@ void kh_devices_enumerate(kh_devices *out) {
     c->threads = cpu_threads();
     out->n = 1;
     for (int i = 0; i < count; i++) cuda_device_fill(out, &out->v[out->n++], i);
-    pthread_mutex_unlock(&cu_lock);
 }
 
 void kh_devices_free(kh_devices *d) {
@@ -413,36 +317,36 @@ int kh_device_activate(kh_devices *d, kh_device *dev, char *err, size_t errlen) 
         return -1;
     }
     if (dev->kind == KH_DEVICE_CPU) return 0;
-    if (!cu.ready) {
-        if (err) snprintf(err, errlen, "%s: the CUDA driver is not usable: %s", dev->id, cu.why);
+    if (!cu_ready()) {
+        if (err) snprintf(err, errlen, "%s: the CUDA driver is not usable: %s", dev->id, kh_cu.why);
         return -1;
     }
     if (dev->cu_context) { /* already retained: activating twice must not retain twice */
-        kh_CUresult r = cu.CtxSetCurrent((kh_CUcontext)dev->cu_context);
+        kh_CUresult r = kh_cu.CtxSetCurrent((kh_CUcontext)dev->cu_context);
         if (r == KH_CUDA_SUCCESS) return 0;
         cu_errtext(r, e, sizeof e);
         if (err) snprintf(err, errlen, "%s: cuCtxSetCurrent: %s", dev->id, e);
         return -1;
     }
     kh_CUdevice cd;
-    kh_CUresult r = cu.DeviceGet(&cd, dev->ordinal);
+    kh_CUresult r = kh_cu.DeviceGet(&cd, dev->ordinal);
     if (r != KH_CUDA_SUCCESS) {
         cu_errtext(r, e, sizeof e);
         if (err) snprintf(err, errlen, "%s: cuDeviceGet: %s", dev->id, e);
         return -1;
     }
     kh_CUcontext ctx = NULL;
-    r = cu.DevicePrimaryCtxRetain(&ctx, cd);
+    r = kh_cu.DevicePrimaryCtxRetain(&ctx, cd);
     if (r != KH_CUDA_SUCCESS) {
         cu_errtext(r, e, sizeof e);
         if (err) snprintf(err, errlen, "%s (%s): cuDevicePrimaryCtxRetain: %s", dev->id, dev->name, e);
         return -1;
     }
-    r = cu.CtxSetCurrent(ctx);
+    r = kh_cu.CtxSetCurrent(ctx);
     if (r != KH_CUDA_SUCCESS) {
         cu_errtext(r, e, sizeof e);
         if (err) snprintf(err, errlen, "%s (%s): cuCtxSetCurrent: %s", dev->id, dev->name, e);
-        cu.DevicePrimaryCtxRelease(cd);
+        kh_cu.DevicePrimaryCtxRelease(cd);
         return -1;
     }
     dev->cu_context = ctx;
@@ -454,25 +358,25 @@ int kh_device_make_current(kh_devices *d, const kh_device *dev) {
     (void)d;
     if (!dev) return -1;
     if (dev->kind == KH_DEVICE_CPU) return 0;
-    if (!cu.ready || !dev->cu_context) return -1;
-    return cu.CtxSetCurrent((kh_CUcontext)dev->cu_context) == KH_CUDA_SUCCESS ? 0 : -1;
+    if (!cu_ready() || !dev->cu_context) return -1;
+    return kh_cu.CtxSetCurrent((kh_CUcontext)dev->cu_context) == KH_CUDA_SUCCESS ? 0 : -1;
 }
 
 int kh_device_mem_info(const kh_device *dev, int64_t *free_bytes, int64_t *total_bytes) {
     size_t f = 0, t = 0;
-    if (!dev || dev->kind != KH_DEVICE_CUDA || !cu.ready || !cu.MemGetInfo || !dev->cu_context) return -1;
-    if (cu.MemGetInfo(&f, &t) != KH_CUDA_SUCCESS) return -1;
+    if (!dev || dev->kind != KH_DEVICE_CUDA || !cu_ready() || !kh_cu.MemGetInfo || !dev->cu_context) return -1;
+    if (kh_cu.MemGetInfo(&f, &t) != KH_CUDA_SUCCESS) return -1;
     *free_bytes = (int64_t)f, *total_bytes = (int64_t)t;
     return 0;
 }
 
 void kh_device_release(kh_devices *d, kh_device *dev) {
     (void)d;
-    if (!dev || dev->kind == KH_DEVICE_CPU || !dev->cu_context || !cu.ready) return;
+    if (!dev || dev->kind == KH_DEVICE_CPU || !dev->cu_context || !cu_ready()) return;
     kh_CUdevice cd;
     /* Unbind from this thread first so no later driver call on it sees a context being torn down. */
-    cu.CtxSetCurrent(NULL);
-    if (cu.DeviceGet(&cd, dev->ordinal) == KH_CUDA_SUCCESS) cu.DevicePrimaryCtxRelease(cd);
+    kh_cu.CtxSetCurrent(NULL);
+    if (kh_cu.DeviceGet(&cd, dev->ordinal) == KH_CUDA_SUCCESS) kh_cu.DevicePrimaryCtxRelease(cd);
     dev->cu_context = NULL;
 }
 

@@ -6,6 +6,13 @@
 #include <string.h>
 
 #include "khost/kit/status.h"
+#include "khost/kit/cuda_driver.h"
+
+/* The driver table's prototypes, written out for builds without the toolkit, are cuda.h's own. */
+#define KH_CU_SAME_AS_CUDA_H(member, cu_name, symbol, need, params)                                              \
+    _Static_assert(__builtin_types_compatible_p(__typeof__(&cu_name), kh_CUresult(*) params),                   \
+                   "khost/kit/cuda_driver.h: the prototype of " #member " is not cuda.h's");
+KH_CU_ENTRIES(KH_CU_SAME_AS_CUDA_H)
 
 const char *kh_cudnn_errtext(cudnnStatus_t e, char *buf, size_t n) {
     char last[256] = "";

@@ -63,6 +63,17 @@ E(cuDeviceGetAttribute, int *v, int attr, CUdevice d) {
     else return 1;
     return 0;
 }
+E(cuDeviceGetName, char *name, int len, CUdevice d) {
+    if (d < 0 || d > 1 || len < 1) return 101;
+    strncpy(name, d == 0 ? "Fake H100" : "Fake A100", (size_t)len - 1);
+    name[len - 1] = 0;
+    return 0;
+}
+E(cuDeviceTotalMem_v2, size_t *bytes, CUdevice d) {
+    if (d < 0 || d > 1) return 101;
+    *bytes = (size_t)80 << 30;
+    return 0;
+}
 E(cuDevicePrimaryCtxRetain, CUcontext *c, CUdevice d) {
     if (d < 0 || d > 1) return 101;
     retained[d]++;
