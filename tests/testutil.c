@@ -69,3 +69,10 @@ int kh_test_run(const char *cmd, char *out, size_t outlen) {
     if (WIFSIGNALED(st)) return 128 + WTERMSIG(st);
     return -1;
 }
+
+kh_model_spec kh_test_spec(const char *name, uint32_t dtype, int rank, int s0, int s1, int s2, int onehot,
+                           const kh_layer_spec *layers, int n, uint32_t loss, int classes) {
+    return (kh_model_spec){.struct_size = sizeof(kh_model_spec), .name = name, .input_dtype = dtype,
+                           .input_rank = rank, .input_shape = {s0, s1, s2}, .input_onehot = onehot, .n_layers = n,
+                           .layers = layers, .loss = loss, .n_classes = classes};
+}

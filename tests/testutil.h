@@ -6,6 +6,8 @@
 
 #include <stdio.h>
 
+#include "khost/model.h"
+
 extern int kh_test_passed, kh_test_failed;
 
 #define CHECK(cond, ...)                                                                   \
@@ -35,5 +37,8 @@ void kh_test_write_file(const char *path, const void *data, size_t n);
 const char *kh_test_tmpdir(const char *tag);
 /* Run a shell command, capture stdout+stderr into out (truncated), return its exit status (or 128+sig). */
 int kh_test_run(const char *cmd, char *out, size_t outlen);
+/* A model spec of these members, every other one zero (the optimizer too): input (s0, s1, s2) of `rank`. */
+kh_model_spec kh_test_spec(const char *name, uint32_t dtype, int rank, int s0, int s1, int s2, int onehot,
+                           const kh_layer_spec *layers, int n, uint32_t loss, int classes);
 
 #endif
