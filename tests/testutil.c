@@ -92,8 +92,9 @@ int kh_test_exists(const char *path) {
 char *kh_test_slurp(const char *path, size_t *len) {
     FILE *f = fopen(path, "rb");
     if (!f) return NULL;
-    char *buf = malloc(1 << 20);
-    size_t n = buf ? fread(buf, 1, (1 << 20) - 1, f) : 0;
+    struct stat st;
+    char *buf = fstat(fileno(f), &st) == 0 ? malloc((size_t)st.st_size + 1) : NULL;
+    size_t n = buf ? fread(buf, 1, (size_t)st.st_size, f) : 0;
     fclose(f);
     if (buf) buf[n] = 0;
     if (len) *len = n;

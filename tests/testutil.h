@@ -41,7 +41,7 @@ int kh_test_run(const char *cmd, char *out, size_t outlen);
 double kh_test_now(void);
 /* 1 when path exists (of any type). */
 int kh_test_exists(const char *path);
-/* The file's first MiB, NUL-terminated, in malloc'd memory (its length in *len unless NULL); NULL when it
+/* The whole file, NUL-terminated, in malloc'd memory (its length in *len unless NULL); NULL when it
  * cannot be read. */
 char *kh_test_slurp(const char *path, size_t *len);
 /* kh_test_tmpdir, remembered (the first 8) for kh_test_remove_tmpdirs: a test calls that at the end when
