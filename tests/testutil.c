@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 int kh_test_passed, kh_test_failed;
@@ -79,4 +80,51 @@ int kh_test_run(const char *cmd, char *out, size_t outlen) {
     if (WIFEXITED(st)) return WEXITSTATUS(st);
     if (WIFSIGNALED(st)) return 128 + WTERMSIG(st);
     return -1;
+}
+
+kh_model_spec kh_test_spec(const char *name, uint32_t dtype, int rank, int s0, int s1, int s2, int onehot,
+                           const kh_layer_spec *layers, int n, uint32_t loss, int classes) {
+    return (kh_model_spec){.struct_size = sizeof(kh_model_spec), .name = name, .input_dtype = dtype,
+                           .input_rank = rank, .input_shape = {s0, s1, s2}, .input_onehot = onehot, .n_layers = n,
+                           .layers = layers, .loss = loss, .n_classes = classes};
+}
+
+double kh_test_now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+int kh_test_exists(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
+char *kh_test_slurp(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    struct stat st;
+    char *buf = fstat(fileno(f), &st) == 0 ? malloc((size_t)st.st_size + 1) : NULL;
+    size_t n = buf ? fread(buf, 1, (size_t)st.st_size, f) : 0;
+    fclose(f);
+    if (buf) buf[n] = 0;
+    if (len) *len = n;
+    return buf;
+}
+
+static char kept[8][600];
+static int n_kept;
+
+const char *kh_test_tmpdir_kept(const char *tag) {
+    const char *d = kh_test_tmpdir(tag);
+    if (n_kept < 8) snprintf(kept[n_kept++], sizeof kept[0], "%s", d);
+    return d;
+}
+
+void kh_test_remove_tmpdirs(void) {
+    for (int i = 0; i < n_kept; i++) {
+        char cmd[1300], out[256];
+        snprintf(cmd, sizeof cmd, "chmod -R u+w '%s'; rm -rf '%s'", kept[i], kept[i]);
+        kh_test_run(cmd, out, sizeof out);
+    }
 }

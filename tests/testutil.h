@@ -6,6 +6,8 @@
 
 #include <stdio.h>
 
+#include "khost/model.h"
+
 extern int kh_test_passed, kh_test_failed;
 
 #define CHECK(cond, ...)                                                                   \
@@ -37,5 +39,19 @@ const char *kh_test_tmpdir(const char *tag);
 int kh_test_mapped(const char *needle);
 /* Run a shell command, capture stdout+stderr into out (truncated), return its exit status (or 128+sig). */
 int kh_test_run(const char *cmd, char *out, size_t outlen);
+/* Seconds on the monotonic clock. */
+double kh_test_now(void);
+/* 1 when path exists (of any type). */
+int kh_test_exists(const char *path);
+/* The whole file, NUL-terminated, in malloc'd memory (its length in *len unless NULL); NULL when it
+ * cannot be read. */
+char *kh_test_slurp(const char *path, size_t *len);
+/* kh_test_tmpdir, remembered (the first 8) for kh_test_remove_tmpdirs: a test calls that at the end when
+ * everything passed, so a failure leaves its folders for inspection. Read-only folders inside are removed too. */
+const char *kh_test_tmpdir_kept(const char *tag);
+void kh_test_remove_tmpdirs(void);
+/* A model spec of these members, every other one zero (the optimizer too): input (s0, s1, s2) of `rank`. */
+kh_model_spec kh_test_spec(const char *name, uint32_t dtype, int rank, int s0, int s1, int s2, int onehot,
+                           const kh_layer_spec *layers, int n, uint32_t loss, int classes);
 
 #endif

@@ -3,7 +3,6 @@
  * and training step against, so it mirrors the backend probes of khost/backend.h: forward (training flag,
  * dropout optional), backward from an output gradient (parameter gradients overwritten), loss and accuracy,
  * one optimizer step with Keras 2 semantics. Shapes come from kh_spec_infer so every party agrees on them. */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,19 +47,6 @@ struct kh_ref_model {
     int64_t iterations; // optimizer steps taken
     char err[256];
 };
-
-static kh_status fail(kh_ref_model *m, kh_status st, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 3, 4)))
-#endif
-    ;
-static kh_status fail(kh_ref_model *m, kh_status st, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(m->err, sizeof m->err, fmt, ap);
-    va_end(ap);
-    return st;
-}
 
 static int index_input(const kh_ref_model *m) { return m->spec.input_dtype == KH_I32; }
 static int embedding_input(const kh_ref_model *m) { return index_input(m) && m->spec.input_onehot <= 0; }
@@ -122,7 +108,7 @@ static kh_status ensure_batch(kh_ref_model *m, int64_t B) {
     ok &= (m->dbuf[1] = dalloc(B * m->max_numel)) != NULL;
     if (!ok) {
         free_batch_buffers(m);
-        return fail(m, KH_ERR_NOMEM, "ref model: out of memory for a batch of %lld", (long long)B);
+        return KH_ERRF_TO(m, KH_ERR_NOMEM, "ref model: out of memory for a batch of %lld", (long long)B);
     }
     m->cap_B = B;
     return KH_OK;
@@ -206,10 +192,10 @@ static const kh_param_shape *slot_shape(const kh_ref_model *m, int32_t layer, in
 
 static kh_status check_slot(kh_ref_model *m, int32_t layer, int32_t slot, int64_t n) {
     const kh_param_shape *p = slot_shape(m, layer, slot);
-    if (!p) return fail(m, KH_ERR_INVALID, "ref model: no weight (layer %d, slot %d)", layer, slot);
+    if (!p) return KH_ERRF_TO(m, KH_ERR_INVALID, "ref model: no weight (layer %d, slot %d)", layer, slot);
     if (p->numel != n)
-        return fail(m, KH_ERR_INVALID, "ref model: layer %d slot %d (%s) has %lld elements, got %lld", layer, slot,
-                    p->name, (long long)p->numel, (long long)n);
+        return KH_ERRF_TO(m, KH_ERR_INVALID, "ref model: layer %d slot %d (%s) has %lld elements, got %lld", layer,
+                          slot, p->name, (long long)p->numel, (long long)n);
     return KH_OK;
 }
 
@@ -260,8 +246,8 @@ static kh_status conv_dims(kh_ref_model *m, int32_t l, kh_conv2d_dims *d) {
     kh_status st = kh_conv2d_geometry(d, m->B, L->sh->in_shape[0], L->sh->in_shape[1], C, kh, kw,
                                           is_conv ? s->units : C, sh, sw, (int)s->padding);
     if (st != KH_OK || d->OH != L->sh->out_shape[0] || d->OW != L->sh->out_shape[1])
-        return fail(m, KH_ERR_INTERNAL, "ref layer %d (%s): geometry disagrees with kh_spec_infer", l,
-                    kh_layer_kind_name(s->kind));
+        return KH_ERRF_TO(m, KH_ERR_INTERNAL, "ref layer %d (%s): geometry disagrees with kh_spec_infer", l,
+                          kh_layer_kind_name(s->kind));
     return KH_OK;
 }
 
@@ -305,7 +291,8 @@ static kh_status layer_forward(kh_ref_model *m, int32_t l, int training) {
     }
     case KH_LAYER_EMBEDDING: {
         if (kh_ref_embedding_forward(L->out, m->xi, L->w[0], B * sh->in_numel, s->input_dim, s->units) != KH_OK)
-            return fail(m, KH_ERR_INVALID, "ref layer %d (embedding): an index is outside [0, %d)", l, s->input_dim);
+            return KH_ERRF_TO(m, KH_ERR_INVALID, "ref layer %d (embedding): an index is outside [0, %d)", l,
+                              s->input_dim);
         return KH_OK;
     }
     case KH_LAYER_LSTM:
@@ -322,7 +309,7 @@ static kh_status layer_forward(kh_ref_model *m, int32_t l, int training) {
         kh_ref_gap1d_forward(L->out, in, B, sh->in_shape[0], sh->in_shape[1]);
         return KH_OK;
     default:
-        return fail(m, KH_ERR_UNSUPPORTED, "ref layer %d: unknown kind %u", l, s->kind);
+        return KH_ERRF_TO(m, KH_ERR_UNSUPPORTED, "ref layer %d: unknown kind %u", l, s->kind);
     }
 }
 
@@ -342,14 +329,14 @@ kh_status kh_ref_model_forward(kh_ref_model *m, const kh_tensor *x, int training
     int64_t per = 1;
     for (int i = 0; i < m->spec.input_rank; i++) per *= m->spec.input_shape[i];
     if (x && x->layout == KH_LAYOUT_NCHW)
-        return fail(m, KH_ERR_INVALID, "ref model: images must be NHWC (Keras order), as the task gives them");
+        return KH_ERRF_TO(m, KH_ERR_INVALID, "ref model: images must be NHWC (Keras order), as the task gives them");
     if (!x || x->rank != m->spec.input_rank + 1 || x->dtype != m->spec.input_dtype || x->dims[0] < 1)
-        return fail(m, KH_ERR_INVALID, "ref model: input must be (n, input...) %s of rank %d",
-                    m->spec.input_dtype == KH_I32 ? "i32" : "f32", m->spec.input_rank + 1);
+        return KH_ERRF_TO(m, KH_ERR_INVALID, "ref model: input must be (n, input...) %s of rank %d",
+                          m->spec.input_dtype == KH_I32 ? "i32" : "f32", m->spec.input_rank + 1);
     for (int i = 0; i < m->spec.input_rank; i++) {
         if (x->dims[i + 1] != m->spec.input_shape[i])
-            return fail(m, KH_ERR_INVALID, "ref model: input dimension %d is %lld, the spec says %d", i + 1,
-                        (long long)x->dims[i + 1], m->spec.input_shape[i]);
+            return KH_ERRF_TO(m, KH_ERR_INVALID, "ref model: input dimension %d is %lld, the spec says %d", i + 1,
+                              (long long)x->dims[i + 1], m->spec.input_shape[i]);
     }
     int64_t B = x->dims[0];
     kh_status st = ensure_batch(m, B);
@@ -366,7 +353,7 @@ kh_status kh_ref_model_forward(kh_ref_model *m, const kh_tensor *x, int training
         for (int64_t i = 0; i < B * per; i++) {
             if (src[i] < 0 || src[i] >= depth) {
                 m->B = 0;
-                return fail(m, KH_ERR_INVALID, "ref model: one-hot index %d outside [0, %d)", src[i], depth);
+                return KH_ERRF_TO(m, KH_ERR_INVALID, "ref model: one-hot index %d outside [0, %d)", src[i], depth);
             }
             m->x[i * depth + src[i]] = 1.0;
         }
@@ -378,7 +365,7 @@ kh_status kh_ref_model_forward(kh_ref_model *m, const kh_tensor *x, int training
 
 kh_status kh_ref_model_forward_d(kh_ref_model *m, const double *x, int64_t n, int training) {
     if (m->spec.input_dtype != KH_F32 || n < 1)
-        return fail(m, KH_ERR_INVALID, "ref model: a float64 input needs an f32-input model and n >= 1");
+        return KH_ERRF_TO(m, KH_ERR_INVALID, "ref model: a float64 input needs an f32-input model and n >= 1");
     kh_status st = ensure_batch(m, n);
     if (st != KH_OK) return st;
     m->B = n;
@@ -411,7 +398,7 @@ static kh_status layer_backward(kh_ref_model *m, int32_t l, double *dinp, const 
     case KH_LAYER_DENSE:
         if (kh_ref_dense_backward(dinp, L->g[0], L->g[1], dout, L->out, in, L->w[0], B, sh->in_shape[0], s->units,
                                   act) != KH_OK)
-            return fail(m, KH_ERR_NOMEM, "ref layer %d (dense) backward: out of memory", l);
+            return KH_ERRF_TO(m, KH_ERR_NOMEM, "ref layer %d (dense) backward: out of memory", l);
         return KH_OK;
     case KH_LAYER_ACTIVATION: {
         int64_t C = sh->in_shape[sh->in_rank - 1];
@@ -432,7 +419,7 @@ static kh_status layer_backward(kh_ref_model *m, int32_t l, double *dinp, const 
         if (st != KH_OK) return st;
         if (s->kind == KH_LAYER_CONV2D) {
             if (kh_ref_conv2d_backward(dinp, L->g[0], L->g[1], dout, L->out, in, L->w[0], &d, act) != KH_OK)
-                return fail(m, KH_ERR_NOMEM, "ref layer %d (conv2d) backward: out of memory", l);
+                return KH_ERRF_TO(m, KH_ERR_NOMEM, "ref layer %d (conv2d) backward: out of memory", l);
         } else if (dinp) {
             kh_ref_maxpool2d_backward(dinp, dout, in, &d);
         }
@@ -445,7 +432,7 @@ static kh_status layer_backward(kh_ref_model *m, int32_t l, double *dinp, const 
         if (kh_ref_lstm_backward(dinp, L->g[0], L->g[1], L->g[2], dout, L->h[0], L->c[0], L->gates[0], in, L->w[0],
                                  L->w[1], B, sh->in_shape[0], sh->in_shape[1], s->units, s->return_sequences,
                                  0) != KH_OK)
-            return fail(m, KH_ERR_NOMEM, "ref layer %d (lstm) backward: out of memory", l);
+            return KH_ERRF_TO(m, KH_ERR_NOMEM, "ref layer %d (lstm) backward: out of memory", l);
         return KH_OK;
     case KH_LAYER_BILSTM: {
         double *dW[2] = {L->g[0], L->g[3]}, *dU[2] = {L->g[1], L->g[4]}, *db[2] = {L->g[2], L->g[5]};
@@ -453,21 +440,21 @@ static kh_status layer_backward(kh_ref_model *m, int32_t l, double *dinp, const 
         const double *h[2] = {L->h[0], L->h[1]}, *c[2] = {L->c[0], L->c[1]}, *g[2] = {L->gates[0], L->gates[1]};
         if (kh_ref_bilstm_backward(dinp, dW, dU, db, dout, h, c, g, in, W, Uw, B, sh->in_shape[0], sh->in_shape[1],
                                    s->units, s->return_sequences) != KH_OK)
-            return fail(m, KH_ERR_NOMEM, "ref layer %d (bidirectional lstm) backward: out of memory", l);
+            return KH_ERRF_TO(m, KH_ERR_NOMEM, "ref layer %d (bidirectional lstm) backward: out of memory", l);
         return KH_OK;
     }
     case KH_LAYER_GAP1D:
         if (dinp) kh_ref_gap1d_backward(dinp, dout, B, sh->in_shape[0], sh->in_shape[1]);
         return KH_OK;
     default:
-        return fail(m, KH_ERR_UNSUPPORTED, "ref layer %d: unknown kind %u", l, s->kind);
+        return KH_ERRF_TO(m, KH_ERR_UNSUPPORTED, "ref layer %d: unknown kind %u", l, s->kind);
     }
 }
 
 // Run the backward pass from gradient dtop flowing into layer `top`'s output (top_act: the activation to
 // differentiate at `top`), down to the input. Parameter gradients are zeroed first: overwrite semantics.
 static kh_status run_backward(kh_ref_model *m, int32_t top, const double *dtop, int top_act) {
-    if (m->B == 0) return fail(m, KH_ERR_INVALID, "ref model: backward without a forward");
+    if (m->B == 0) return KH_ERRF_TO(m, KH_ERR_INVALID, "ref model: backward without a forward");
     for (int32_t l = 0; l < m->shapes.n_layers; l++) {
         for (int s = 0; s < m->L[l].sh->n_params; s++)
             memset(m->L[l].g[s], 0, (size_t)m->L[l].sh->params[s].numel * sizeof(double));
@@ -503,8 +490,8 @@ const double *kh_ref_model_input_grad(const kh_ref_model *m) { return m->dx; }
 static kh_status check_labels(kh_ref_model *m, const int32_t *labels, int64_t classes) {
     for (int64_t n = 0; n < m->B; n++) {
         if (labels[n] < 0 || labels[n] >= classes)
-            return fail(m, KH_ERR_INVALID, "ref model: label %d of sample %lld outside [0, %lld)", labels[n],
-                        (long long)n, (long long)classes);
+            return KH_ERRF_TO(m, KH_ERR_INVALID, "ref model: label %d of sample %lld outside [0, %lld)", labels[n],
+                              (long long)n, (long long)classes);
     }
     return KH_OK;
 }
@@ -512,7 +499,7 @@ static kh_status check_labels(kh_ref_model *m, const int32_t *labels, int64_t cl
 kh_status kh_ref_model_loss(kh_ref_model *m, const int32_t *labels, double *loss_mean, int64_t *correct) {
     int64_t numel;
     const double *p = kh_ref_model_output(m, &numel);
-    if (!p) return fail(m, KH_ERR_INVALID, "ref model: loss without a forward");
+    if (!p) return KH_ERRF_TO(m, KH_ERR_INVALID, "ref model: loss without a forward");
     int64_t C = numel / m->B;
     double loss;
     int64_t ok;
@@ -527,7 +514,7 @@ kh_status kh_ref_model_loss(kh_ref_model *m, const int32_t *labels, double *loss
         loss = kh_ref_bce_forward(p, labels, m->B);
         ok = kh_ref_accuracy_binary(p, labels, m->B);
     } else {
-        return fail(m, KH_ERR_INVALID, "ref model: the spec has no loss");
+        return KH_ERRF_TO(m, KH_ERR_INVALID, "ref model: the spec has no loss");
     }
     if (loss_mean) *loss_mean = loss;
     if (correct) *correct = ok;
@@ -537,16 +524,16 @@ kh_status kh_ref_model_loss(kh_ref_model *m, const int32_t *labels, double *loss
 kh_status kh_ref_model_loss_backward(kh_ref_model *m, const int32_t *labels) {
     int64_t numel;
     const double *p = kh_ref_model_output(m, &numel);
-    if (!p) return fail(m, KH_ERR_INVALID, "ref model: loss backward without a forward");
+    if (!p) return KH_ERRF_TO(m, KH_ERR_INVALID, "ref model: loss backward without a forward");
     int32_t top = m->shapes.n_layers - 1;
     const ref_layer *last = &m->L[top];
     uint32_t want = m->spec.loss == KH_LOSS_CATEGORICAL_CROSSENTROPY ? KH_ACT_SOFTMAX : KH_ACT_SIGMOID;
     int fusable = (last->spec.kind == KH_LAYER_DENSE || last->spec.kind == KH_LAYER_CONV2D ||
                    last->spec.kind == KH_LAYER_ACTIVATION) && last->spec.activation == want;
-    if (m->spec.loss == KH_LOSS_NONE) return fail(m, KH_ERR_INVALID, "ref model: the spec has no loss");
+    if (m->spec.loss == KH_LOSS_NONE) return KH_ERRF_TO(m, KH_ERR_INVALID, "ref model: the spec has no loss");
     if (!fusable)
-        return fail(m, KH_ERR_UNSUPPORTED, "ref model: %s needs the last layer to end in %s",
-                    kh_loss_name(m->spec.loss), kh_activation_name(want));
+        return KH_ERRF_TO(m, KH_ERR_UNSUPPORTED, "ref model: %s needs the last layer to end in %s",
+                          kh_loss_name(m->spec.loss), kh_activation_name(want));
     int64_t C = numel / m->B;
     kh_status st = check_labels(m, labels, m->spec.loss == KH_LOSS_CATEGORICAL_CROSSENTROPY ? C : 2);
     if (st != KH_OK) return st;
@@ -568,16 +555,16 @@ kh_status kh_ref_model_apply_gradients(kh_ref_model *m) {
     double lr = kh_ref_lr_decayed((double)o->lr, (double)o->decay, m->iterations);
     double lr_adam = kh_ref_adam_lr_t(lr, (double)o->beta_1, (double)o->beta_2, m->iterations);
     int n_state = o->kind == KH_OPT_ADAM || o->kind == KH_OPT_ADADELTA ? 2 : o->kind == KH_OPT_RMSPROP ? 1 : 0;
-    if (o->kind > KH_OPT_ADADELTA) return fail(m, KH_ERR_UNSUPPORTED, "ref model: unknown optimizer %u", o->kind);
+    if (o->kind > KH_OPT_ADADELTA) return KH_ERRF_TO(m, KH_ERR_UNSUPPORTED, "ref model: unknown optimizer %u", o->kind);
     for (int32_t l = 0; l < m->shapes.n_layers; l++) {
         ref_layer *L = &m->L[l];
         for (int s = 0; s < L->sh->n_params; s++) {
             int64_t n = L->sh->params[s].numel;
             // state starts at zero, as Keras's K.zeros accumulators
             if (n_state >= 1 && !L->opt1[s] && !(L->opt1[s] = dalloc(n)))
-                return fail(m, KH_ERR_NOMEM, "ref model: out of memory for optimizer state");
+                return KH_ERRF_TO(m, KH_ERR_NOMEM, "ref model: out of memory for optimizer state");
             if (n_state >= 2 && !L->opt2[s] && !(L->opt2[s] = dalloc(n)))
-                return fail(m, KH_ERR_NOMEM, "ref model: out of memory for optimizer state");
+                return KH_ERRF_TO(m, KH_ERR_NOMEM, "ref model: out of memory for optimizer state");
             switch (o->kind) {
             case KH_OPT_SGD: kh_ref_sgd_update(L->w[s], L->g[s], n, lr); break;
             case KH_OPT_RMSPROP: kh_ref_rmsprop_update(L->w[s], L->opt1[s], L->g[s], n, lr, (double)o->rho, eps); break;

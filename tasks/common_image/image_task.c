@@ -4,7 +4,6 @@
 #define _POSIX_C_SOURCE 200809L
 #include "image_task.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +11,7 @@
 
 #include "khost/kit/status.h"
 #include "../common_models/bench_models.h"
+#include "../common_models/bench_tasks.h"
 
 static const char *const cifar_names[10] = {"airplane", "automobile", "bird",  "cat",  "deer",
                                             "dog",      "frog",       "horse", "ship", "truck"};
@@ -31,19 +31,6 @@ struct kh_tdata {
     float lut[256];      /* u8 -> f32 /255 */
     char err[1024];
 };
-
-static kh_status set_err(kh_tdata *d, kh_status st, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 3, 4)))
-#endif
-    ;
-static kh_status set_err(kh_tdata *d, kh_status st, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(d->err, sizeof d->err, fmt, ap);
-    va_end(ap);
-    return st;
-}
 
 static int is_dir(const char *p) {
     struct stat st;
@@ -123,8 +110,19 @@ static kh_status load_cifar(kh_tdata *d, const kh_load_opts *o, char *err, size_
     return KH_OK;
 }
 
-kh_status img_task_load(const img_task_def *def, const kh_host_api *host, const kh_load_opts *o, kh_tdata **out,
-                        char *err, size_t errlen) {
+static void img_task_unload(kh_tdata *d) {
+    if (!d) return;
+    kh_images_free(&d->split[0]);
+    kh_images_free(&d->split[1]);
+    free(d);
+}
+
+/* The module's one task: img_task_module sets it, before the host can call a member. */
+static const img_task_def *task;
+
+static kh_status img_task_load(const kh_host_api *host, const kh_load_opts *o, kh_tdata **out, char *err,
+                               size_t errlen) {
+    const img_task_def *def = task;
     if (!def || !o || !out)
         return kh_errf(err, errlen, KH_ERR_INVALID, "%s: load: bad arguments", def ? def->name : "?");
     if (o->limit_train < 0 || o->limit_val < 0)
@@ -136,7 +134,7 @@ kh_status img_task_load(const img_task_def *def, const kh_host_api *host, const 
     for (int i = 0; i < 256; i++) d->lut[i] = (float)i / 255.0f;
 
     // which data set: the info's, or (MNIST tasks) a drop-in from the registry: [task NAME] dataset = ...
-    const char *ds = def->info->dataset;
+    const char *ds = kh_bench_task_info()->dataset;
     if (host && host->config_get) {
         char section[96];
         snprintf(section, sizeof section, "task %s", def->name);
@@ -177,42 +175,36 @@ kh_status img_task_load(const img_task_def *def, const kh_host_api *host, const 
     return KH_OK;
 }
 
-void img_task_unload(kh_tdata *d) {
-    if (!d) return;
-    kh_images_free(&d->split[0]);
-    kh_images_free(&d->split[1]);
-    free(d);
-}
+static const char *img_task_last_error(kh_tdata *d) { return d ? d->err : "no task data"; }
 
-const char *img_task_last_error(kh_tdata *d) { return d ? d->err : "no task data"; }
-
-kh_status img_task_model(kh_tdata *d, kh_model_spec *m) {
+static kh_status img_task_model(kh_tdata *d, kh_model_spec *m) {
     kh_status st = kh_bench_model_get(d->def->name, 0, &d->model);
     if (st != KH_OK) return st;
     kh_bench_model_fill(&d->model, m);
     return KH_OK;
 }
 
-int64_t img_task_count(kh_tdata *d, uint32_t split) { return d && split <= KH_SPLIT_VAL ? d->split[split].n : 0; }
+static int64_t img_task_count(kh_tdata *d, uint32_t split) { return d && split <= KH_SPLIT_VAL ? d->split[split].n : 0; }
 
-kh_status img_task_get_batch(kh_tdata *d, uint32_t split, const int64_t *idx, int32_t n, kh_tensor *x, kh_tensor *y) {
-    if (split > KH_SPLIT_VAL) return set_err(d, KH_ERR_INVALID, "%s: get_batch: unknown split %u", d->def->name, split);
+static kh_status img_task_get_batch(kh_tdata *d, uint32_t split, const int64_t *idx, int32_t n, kh_tensor *x, kh_tensor *y) {
+    if (split > KH_SPLIT_VAL)
+        return KH_ERRF_TO(d, KH_ERR_INVALID, "%s: get_batch: unknown split %u", d->def->name, split);
     const kh_images *im = &d->split[split];
     size_t stride = kh_images_stride(im);
     if (n < 0 || !idx || !x || !y || !x->data || !y->data)
-        return set_err(d, KH_ERR_INVALID, "%s: get_batch: bad arguments", d->def->name);
+        return KH_ERRF_TO(d, KH_ERR_INVALID, "%s: get_batch: bad arguments", d->def->name);
     if (x->dtype != KH_F32 || x->rank < 1 || x->dims[0] != n || kh_tensor_numel(x) != (int64_t)n * (int64_t)stride)
-        return set_err(d, KH_ERR_INVALID, "%s: get_batch: x must be f32 with %d x %zu values (dtype %u, rank %d)",
-                       d->def->name, n, stride, x->dtype, x->rank);
+        return KH_ERRF_TO(d, KH_ERR_INVALID, "%s: get_batch: x must be f32 with %d x %zu values (dtype %u, rank %d)",
+                          d->def->name, n, stride, x->dtype, x->rank);
     if (y->dtype != KH_I32 || kh_tensor_numel(y) != n)
-        return set_err(d, KH_ERR_INVALID, "%s: get_batch: y must be i32 with %d values", d->def->name, n);
+        return KH_ERRF_TO(d, KH_ERR_INVALID, "%s: get_batch: y must be i32 with %d values", d->def->name, n);
     float *xs = x->data;
     int32_t *ys = y->data;
     for (int32_t i = 0; i < n; i++) {
         int64_t k = idx[i];
         if (k < 0 || k >= im->n)
-            return set_err(d, KH_ERR_INVALID, "%s: get_batch: sample %lld out of range 0..%lld", d->def->name,
-                           (long long)k, (long long)im->n - 1);
+            return KH_ERRF_TO(d, KH_ERR_INVALID, "%s: get_batch: sample %lld out of range 0..%lld", d->def->name,
+                              (long long)k, (long long)im->n - 1);
         const uint8_t *src = im->pixels + (size_t)k * stride;
         float *dst = xs + (size_t)i * stride;
         for (size_t j = 0; j < stride; j++) dst[j] = d->lut[src[j]];
@@ -221,13 +213,13 @@ kh_status img_task_get_batch(kh_tdata *d, uint32_t split, const int64_t *idx, in
     return KH_OK;
 }
 
-kh_status img_task_augment(kh_tdata *d, kh_tensor *x, uint64_t seed) {
+static kh_status img_task_augment(kh_tdata *d, kh_tensor *x, uint64_t seed) {
     const img_task_def *def = d->def;
     if (!def->augment) return KH_OK;
     if (!x || x->dtype != KH_F32 || x->rank != 4 || x->dims[1] != def->rows || x->dims[2] != def->cols ||
         x->dims[3] != def->channels)
-        return set_err(d, KH_ERR_INVALID, "%s: augment: expected an f32 NHWC batch of %dx%dx%d images", def->name,
-                       def->rows, def->cols, def->channels);
+        return KH_ERRF_TO(d, KH_ERR_INVALID, "%s: augment: expected an f32 NHWC batch of %dx%dx%d images", def->name,
+                          def->rows, def->cols, def->channels);
     return kh_augment_shift_flip(x->data, x->dims[0], def->rows, def->cols, def->channels, def->augment, seed, d->err,
                                  sizeof d->err);
 }
@@ -253,9 +245,9 @@ static void print_counts(kh_tdata *d, int s, kh_print_fn print, void *ctx) {
     print(ctx, line);
 }
 
-kh_status img_task_describe(kh_tdata *d, kh_print_fn print, void *ctx) {
+static kh_status img_task_describe(kh_tdata *d, kh_print_fn print, void *ctx) {
     const img_task_def *def = d->def;
-    const kh_task_info *in = def->info;
+    const kh_task_info *in = kh_bench_task_info();
     char line[1400];
     snprintf(line, sizeof line, "task %s: data set %s (%s) at %s", def->name, d->dataset, d->format, d->path);
     print(ctx, line);
@@ -285,4 +277,12 @@ kh_status img_task_describe(kh_tdata *d, kh_print_fn print, void *ctx) {
         print(ctx, line);
     }
     return KH_OK;
+}
+
+const kh_module_desc *img_task_module(const img_task_def *def) {
+    const kh_task_api members = {.load = img_task_load, .unload = img_task_unload, .last_error = img_task_last_error,
+                                 .model = img_task_model, .count = img_task_count, .get_batch = img_task_get_batch,
+                                 .augment = def->augment ? img_task_augment : NULL, .describe = img_task_describe};
+    task = def;
+    return kh_bench_task_module(def->name, def->description, &members);
 }

@@ -4,7 +4,6 @@
 #define _POSIX_C_SOURCE 200809L
 #include "imdb_task.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +11,7 @@
 
 #include "khost/kit/status.h"
 #include "../common_models/bench_models.h"
+#include "../common_models/bench_tasks.h"
 
 typedef struct split_stats {
     int64_t n, pos;
@@ -19,6 +19,11 @@ typedef struct split_stats {
     double mean_bg, median_bg;       /* with bigrams appended (fastText) */
     int64_t longer;                  /* sequences longer than maxlen (cut at the front) */
 } split_stats;
+
+/* The loaded data's sizes the model needs. */
+typedef struct imdb_task_view {
+    int64_t max_features; /* the Embedding's rows: num_words, or start_index + bigrams */
+} imdb_task_view;
 
 struct kh_tdata {
     const imdb_task_def *def;
@@ -34,19 +39,6 @@ struct kh_tdata {
     kh_bench_model model; /* the spec model() returns points into it */
 };
 
-static kh_status set_err(kh_tdata *d, kh_status st, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 3, 4)))
-#endif
-    ;
-static kh_status set_err(kh_tdata *d, kh_status st, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(d->err, sizeof d->err, fmt, ap);
-    va_end(ap);
-    return st;
-}
-
 static void host_progress(void *ctx, const char *what, int64_t done, int64_t total) {
     const kh_host_api *host = ctx;
     if (host && KH_HAS_MEMBER(kh_host_api, host->struct_size, progress) && host->progress)
@@ -60,7 +52,7 @@ static void seq_stats(const kh_seqset *s, int32_t maxlen, double *mean, double *
     for (int64_t i = 0; i < s->n; i++) *longer += s->offsets[i + 1] - s->offsets[i] > maxlen;
 }
 
-void imdb_task_unload(kh_tdata *d) {
+static void imdb_task_unload(kh_tdata *d) {
     if (!d) return;
     kh_imdb_free(&d->imdb);
     for (int s = 0; s < 2; s++) {
@@ -70,8 +62,12 @@ void imdb_task_unload(kh_tdata *d) {
     free(d);
 }
 
-kh_status imdb_task_load(const imdb_task_def *def, const kh_host_api *host, const kh_load_opts *o, kh_tdata **out,
-                         char *err, size_t errlen) {
+/* The module's one task: imdb_task_module sets it, before the host can call a member. */
+static const imdb_task_def *task;
+
+static kh_status imdb_task_load(const kh_host_api *host, const kh_load_opts *o, kh_tdata **out, char *err,
+                                size_t errlen) {
+    const imdb_task_def *def = task;
     if (!out || !o || !o->data_dir)
         return kh_errf(err, errlen, KH_ERR_INVALID, "%s: load: no data directory given", def->name);
     *out = NULL;
@@ -138,13 +134,13 @@ fail:
     return st;
 }
 
-const char *imdb_task_last_error(kh_tdata *d) { return d ? d->err : "no task data"; }
+static const char *imdb_task_last_error(kh_tdata *d) { return d ? d->err : "no task data"; }
 
-const imdb_task_view *imdb_task_get_view(kh_tdata *d) { return &d->view; }
-
-kh_status imdb_task_model(kh_tdata *d, kh_model_spec *m) {
+/* The task's model (tasks/common_models/bench_models.h, by the def's name), with imdb_fasttext's embedding
+ * sized by the bigram features of the loaded data; the layers live in d. */
+static kh_status imdb_task_model(kh_tdata *d, kh_model_spec *m) {
     /* imdb_fasttext's embedding covers the bigram features this data set produced */
-    int64_t features = d->def->bigrams ? imdb_task_get_view(d)->max_features : 0;
+    int64_t features = d->def->bigrams ? d->view.max_features : 0;
     if (d->def->bigrams && features <= 0) return KH_ERR_INTERNAL;
     kh_status st = kh_bench_model_get(d->def->name, features, &d->model);
     if (st != KH_OK) return st;
@@ -152,31 +148,32 @@ kh_status imdb_task_model(kh_tdata *d, kh_model_spec *m) {
     return KH_OK;
 }
 
-int64_t imdb_task_count(kh_tdata *d, uint32_t split) { return d && split <= KH_SPLIT_VAL ? d->st[split].n : 0; }
+static int64_t imdb_task_count(kh_tdata *d, uint32_t split) { return d && split <= KH_SPLIT_VAL ? d->st[split].n : 0; }
 
-kh_status imdb_task_get_batch(kh_tdata *d, uint32_t split, const int64_t *idx, int32_t n, kh_tensor *x, kh_tensor *y) {
-    if (split > KH_SPLIT_VAL) return set_err(d, KH_ERR_INVALID, "%s: get_batch: unknown split %u", d->def->name, split);
+static kh_status imdb_task_get_batch(kh_tdata *d, uint32_t split, const int64_t *idx, int32_t n, kh_tensor *x, kh_tensor *y) {
+    if (split > KH_SPLIT_VAL)
+        return KH_ERRF_TO(d, KH_ERR_INVALID, "%s: get_batch: unknown split %u", d->def->name, split);
     int32_t T = d->def->maxlen;
     if (n < 0 || (n > 0 && !idx) || !x || !y || (n > 0 && (!x->data || !y->data)))
-        return set_err(d, KH_ERR_INVALID, "%s: get_batch: bad arguments", d->def->name);
+        return KH_ERRF_TO(d, KH_ERR_INVALID, "%s: get_batch: bad arguments", d->def->name);
     if (x->dtype != KH_I32 || x->rank != 2 || x->dims[0] != n || x->dims[1] != T)
-        return set_err(d, KH_ERR_INVALID, "%s: get_batch: x must be i32 (%d, %d) (got dtype %u, rank %d)",
-                       d->def->name, n, T, x->dtype, x->rank);
+        return KH_ERRF_TO(d, KH_ERR_INVALID, "%s: get_batch: x must be i32 (%d, %d) (got dtype %u, rank %d)",
+                          d->def->name, n, T, x->dtype, x->rank);
     if (y->dtype != KH_I32 || kh_tensor_numel(y) != n)
-        return set_err(d, KH_ERR_INVALID, "%s: get_batch: y must be i32 with %d values", d->def->name, n);
+        return KH_ERRF_TO(d, KH_ERR_INVALID, "%s: get_batch: y must be i32 with %d values", d->def->name, n);
     int32_t *xs = x->data, *ys = y->data;
     for (int32_t i = 0; i < n; i++) {
         int64_t k = idx[i];
         if (k < 0 || k >= d->st[split].n)
-            return set_err(d, KH_ERR_INVALID, "%s: get_batch: sample %lld out of range 0..%lld", d->def->name,
-                           (long long)k, (long long)d->st[split].n - 1);
+            return KH_ERRF_TO(d, KH_ERR_INVALID, "%s: get_batch: sample %lld out of range 0..%lld", d->def->name,
+                              (long long)k, (long long)d->st[split].n - 1);
         memcpy(xs + (size_t)i * (size_t)T, d->x[split] + (size_t)k * (size_t)T, (size_t)T * sizeof *xs);
         ys[i] = d->y[split][k];
     }
     return KH_OK;
 }
 
-kh_status imdb_task_describe(kh_tdata *d, kh_print_fn print, void *ctx) {
+static kh_status imdb_task_describe(kh_tdata *d, kh_print_fn print, void *ctx) {
     if (!d || !print) return KH_ERR_INVALID;
     const kh_imdb *m = &d->imdb;
     char line[1024];
@@ -229,4 +226,12 @@ kh_status imdb_task_describe(kh_tdata *d, kh_print_fn print, void *ctx) {
              "labels int32 0/1", (int)d->def->maxlen);
     print(ctx, line);
     return KH_OK;
+}
+
+const kh_module_desc *imdb_task_module(const imdb_task_def *def) {
+    static const kh_task_api members = {
+        .load = imdb_task_load, .unload = imdb_task_unload, .last_error = imdb_task_last_error, .model = imdb_task_model,
+        .count = imdb_task_count, .get_batch = imdb_task_get_batch, .describe = imdb_task_describe};
+    task = def;
+    return kh_bench_task_module(def->name, def->description, &members);
 }

@@ -7,7 +7,6 @@
  * and the model declares input_onehot = n_chars (the backend, or the host, does the one-hot expansion). */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,31 +16,10 @@
 #include "khost/kit/status.h"
 #include "khost/kit/rng.h"
 #include "../common_models/bench_models.h"
+#include "../common_models/bench_tasks.h"
 
 enum { MAXLEN = 40, STEP = 3, GEN_CHARS = 400 };
 static const double DIVERSITY = 0.5;
-
-/* The published table, backend x GPU (K80, M60, Titan X, 1080 Ti); the metric is the training loss. */
-static const kh_published published[] = {
-    {"theano", "K80", -1, -1},
-    {"theano", "M60", 1.3939, 353.1},
-    {"theano", "Titan X", 1.4268, 548.3},
-    {"theano", "1080 Ti", 1.3988, 83.1},
-    {"tensorflow", "K80", 1.4060, 87.6},
-    {"tensorflow", "M60", 1.3944, 75.4},
-    {"tensorflow", "Titan X", 1.4138, 162.2},
-    {"tensorflow", "1080 Ti", 1.3976, 107.6},
-    {"cntk", "K80", 1.4047, 46.4},
-    {"cntk", "M60", 1.4004, 48.2},
-    {"cntk", "Titan X", 1.3980, 41.4},
-    {"cntk", "1080 Ti", 1.3956, 32.7},
-};
-
-static const kh_task_info info = {
-    .struct_size = sizeof(kh_task_info), .dataset = "nietzsche", .epochs = 10, .batch_size = 128,
-    .train_samples_per_epoch = 0, .has_validation = 0, .metric = "loss", .target = 1.45, .target_is_max = 1,
-    .n_published = (int32_t)(sizeof published / sizeof published[0]), .published = published,
-};
 
 struct kh_tdata {
     char err[1024];
@@ -50,21 +28,6 @@ struct kh_tdata {
     int64_t n_train; /* windows used (limit_train) */
     kh_bench_model model; /* the spec model() returns points into it */
 };
-
-static kh_status set_err(kh_tdata *d, kh_status st, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 3, 4)))
-#endif
-    ;
-static kh_status set_err(kh_tdata *d, kh_status st, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(d->err, sizeof d->err, fmt, ap);
-    va_end(ap);
-    return st;
-}
-
-static const kh_task_info *get_info(void) { return &info; }
 
 static void unload(kh_tdata *d) {
     if (!d) return;
@@ -113,19 +76,19 @@ static int64_t count(kh_tdata *d, uint32_t split) {
 
 static kh_status get_batch(kh_tdata *d, uint32_t split, const int64_t *idx, int32_t n, kh_tensor *x, kh_tensor *y) {
     if (split != KH_SPLIT_TRAIN)
-        return set_err(d, KH_ERR_INVALID, "lstm_text_generation: get_batch: split %u has no samples", split);
+        return KH_ERRF_TO(d, KH_ERR_INVALID, "lstm_text_generation: get_batch: split %u has no samples", split);
     if (n < 0 || (n > 0 && !idx) || !x || !y || (n > 0 && (!x->data || !y->data)))
-        return set_err(d, KH_ERR_INVALID, "lstm_text_generation: get_batch: bad arguments");
+        return KH_ERRF_TO(d, KH_ERR_INVALID, "lstm_text_generation: get_batch: bad arguments");
     if (x->dtype != KH_I32 || x->rank != 2 || x->dims[0] != n || x->dims[1] != MAXLEN)
-        return set_err(d, KH_ERR_INVALID, "lstm_text_generation: get_batch: x must be i32 (%d, %d) (got dtype %u, rank %d)",
-                       n, MAXLEN, x->dtype, x->rank);
+        return KH_ERRF_TO(d, KH_ERR_INVALID, "lstm_text_generation: get_batch: x must be i32 (%d, %d) (got dtype %u, rank %d)",
+                          n, MAXLEN, x->dtype, x->rank);
     if (y->dtype != KH_I32 || kh_tensor_numel(y) != n)
-        return set_err(d, KH_ERR_INVALID, "lstm_text_generation: get_batch: y must be i32 with %d values", n);
+        return KH_ERRF_TO(d, KH_ERR_INVALID, "lstm_text_generation: get_batch: y must be i32 with %d values", n);
     int32_t *xs = x->data, *ys = y->data;
     for (int32_t i = 0; i < n; i++) {
         if (idx[i] < 0 || idx[i] >= d->n_train)
-            return set_err(d, KH_ERR_INVALID, "lstm_text_generation: get_batch: window %lld out of range 0..%lld",
-                           (long long)idx[i], (long long)d->n_train - 1);
+            return KH_ERRF_TO(d, KH_ERR_INVALID, "lstm_text_generation: get_batch: window %lld out of range 0..%lld",
+                              (long long)idx[i], (long long)d->n_train - 1);
         kh_charwin_window(&d->cw, idx[i], xs + (size_t)i * MAXLEN, &ys[i]);
     }
     return KH_OK;
@@ -193,7 +156,7 @@ static kh_status after_training(kh_tdata *d, const kh_predictor *p) {
     if (!d || !p || !p->predict || !p->print) return KH_ERR_INVALID;
     const kh_charwin *c = &d->cw;
     int32_t n = c->n_distinct;
-    if (n > 512) return set_err(d, KH_ERR_UNSUPPORTED, "lstm_text_generation: sampling supports at most 512 characters, the text has %d", n);
+    if (n > 512) return KH_ERRF_TO(d, KH_ERR_UNSUPPORTED, "lstm_text_generation: sampling supports at most 512 characters, the text has %d", n);
     kh_rng r;
     kh_rng_seed(&r, p->seed);
     /* random.randint(0, len(text) - maxlen - 1) */
@@ -203,7 +166,7 @@ static kh_status after_training(kh_tdata *d, const kh_predictor *p) {
     float probs[512];
     /* The seed and the generated characters, UTF-8: at most 4 bytes per character. */
     char *text = malloc((size_t)(MAXLEN + GEN_CHARS) * 4 + 64);
-    if (!text) return set_err(d, KH_ERR_NOMEM, "lstm_text_generation: out of memory");
+    if (!text) return KH_ERRF_TO(d, KH_ERR_NOMEM, "lstm_text_generation: out of memory");
     size_t len = 0;
     for (int i = 0; i < MAXLEN; i++) len += kh_utf8_put(text + len, c->alphabet[window[i]]);
     text[len] = 0;
@@ -219,7 +182,7 @@ static kh_status after_training(kh_tdata *d, const kh_predictor *p) {
         kh_status st = p->predict(p->ctx, &x, &y);
         if (st != KH_OK) {
             free(text);
-            return set_err(d, st, "lstm_text_generation: predict failed after %d characters (%s)", i, kh_status_name(st));
+            return KH_ERRF_TO(d, st, "lstm_text_generation: predict failed after %d characters (%s)", i, kh_status_name(st));
         }
         int32_t next = sample(probs, n, DIVERSITY, &r);
         len += kh_utf8_put(text + len, c->alphabet[next]);
@@ -234,20 +197,12 @@ static kh_status after_training(kh_tdata *d, const kh_predictor *p) {
     return KH_OK;
 }
 
-static const kh_task_api api = {
-    .struct_size = sizeof(kh_task_api), .info = get_info, .load = load, .unload = unload,
-    .last_error = last_error, .model = model, .count = count, .get_batch = get_batch, .augment = NULL,
-    .describe = describe, .after_training = after_training,
-};
-
-static const kh_module_desc desc = {
-    KH_MODULE_DESC_HEAD,
-    .kind = KH_MODULE_TASK, .name = "lstm_text_generation", .version = "1.0",
-    .description = "Nietzsche character model, LSTM(128) on 40-character windows (Keras lstm_text_generation.py)",
-    .api = &api,
-};
-
 KH_EXPORT const kh_module_desc *khost_module_entry(const kh_host_api *host) {
+    static const kh_task_api members = {.load = load, .unload = unload, .last_error = last_error, .model = model,
+                                        .count = count, .get_batch = get_batch, .describe = describe,
+                                        .after_training = after_training};
     (void)host;
-    return &desc;
+    return kh_bench_task_module(
+        "lstm_text_generation",
+        "Nietzsche character model, LSTM(128) on 40-character windows (Keras lstm_text_generation.py)", &members);
 }

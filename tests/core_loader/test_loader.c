@@ -58,22 +58,6 @@ static void copy_file(const char *from, const char *to) {
 
 static void write_text(const char *path, const char *text) { kh_test_write_file(path, text, strlen(text)); }
 
-/* Temporary folders, removed at the end when everything passed (kept for inspection otherwise). */
-static char made[8][600];
-static int n_made;
-static const char *tmpdir(const char *tag) {
-    const char *d = kh_test_tmpdir(tag);
-    if (n_made < 8) snprintf(made[n_made++], sizeof made[0], "%s", d);
-    return d;
-}
-static void remove_tmpdirs(void) {
-    for (int i = 0; i < n_made; i++) {
-        char cmd[700], out[256];
-        snprintf(cmd, sizeof cmd, "rm -rf '%s'", made[i]);
-        kh_test_run(cmd, out, sizeof out);
-    }
-}
-
 /* All substrings must occur in s. */
 static int has_all(const char *s, ...) {
     va_list ap;
@@ -217,7 +201,7 @@ static void test_refusals(void) {
     CHECK(kh_module_load(FX "/does_not_exist.so", &host, &m, err, sizeof err) != 0 &&
               has_all(err, "does_not_exist.so", "cannot open", "No such file", NULL),
           "missing file: %s", err);
-    const char *dir = tmpdir("loader-junk");
+    const char *dir = kh_test_tmpdir_kept("loader-junk");
     char junk[1024];
     snprintf(junk, sizeof junk, "%s/junk.so", dir);
     write_text(junk, "this is not an ELF file\n");
@@ -229,7 +213,7 @@ static void test_refusals(void) {
 
 // --- a refused module asked for by name ---------------------------------------------------------------------------
 static void test_refused_by_name(void) {
-    const char *root = tmpdir("loader-refused");
+    const char *root = kh_test_tmpdir_kept("loader-refused");
     char p[1024], q[1024], ini[1024], err[2048];
     snprintf(p, sizeof p, "%s/mods", root);
     mkdir(p, 0755);
@@ -259,7 +243,7 @@ static void test_refused_by_name(void) {
 
 // --- discovery and lookup --------------------------------------------------------------------------------------
 static void test_discovery(void) {
-    const char *root = tmpdir("loader-disc");
+    const char *root = kh_test_tmpdir_kept("loader-disc");
     char p[1024], q[1024], ini[1024];
     snprintf(p, sizeof p, "%s/mods", root);
     mkdir(p, 0755);
@@ -347,7 +331,7 @@ out:
 }
 
 static void test_discovery_errors(void) {
-    const char *root = tmpdir("loader-err");
+    const char *root = kh_test_tmpdir_kept("loader-err");
     char p[1024], ini[1024];
     snprintf(p, sizeof p, "%s/mods", root);
     mkdir(p, 0755);
@@ -422,6 +406,6 @@ int main(void) {
     test_discovery();
     test_refused_by_name();
     test_discovery_errors();
-    if (!kh_test_failed) remove_tmpdirs();
+    if (!kh_test_failed) kh_test_remove_tmpdirs();
     return kh_test_finish("core_loader");
 }

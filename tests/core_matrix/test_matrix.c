@@ -13,29 +13,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "e2e_testlib.h"
 #include "results/results.h"
 #include "testutil.h"
 
 static const char *bin, *ini;
 static char out[1 << 16];
 
-/* Run khost with the fixture registry and no CUDA driver (so `all` devices is just the cpu everywhere).
- * handle_segv=0: in a sanitizer build ASan would turn the fixture's SIGSEGV into exit 1. */
-static int khost(const char *args) {
-    char cmd[8192];
-    const char *asan = getenv("ASAN_OPTIONS");
-    snprintf(cmd, sizeof cmd, "ASAN_OPTIONS='handle_segv=0%s%s' KHOST_CONF='%s' KHOST_LIBCUDA=/nonexistent/libcuda.so.1 '%s' %s",
-             asan && *asan ? ":" : "", asan ? asan : "", ini, bin, args);
-    return kh_test_run(cmd, out, sizeof out);
-}
-
-static int record(const char *dir, const char *task, const char *plugin, kh_cell_record *r) {
-    char path[4096], err[4400];
-    kh_record_path(path, sizeof path, dir, task, plugin, "cpu", "json");
-    int rc = kh_record_read(path, r, err, sizeof err);
-    CHECK(rc == 0, "%s", err);
-    return rc;
-}
+static int khost(const char *args) { return kh_e2e_khost(bin, ini, NULL, args, out, sizeof out); }
 
 /* Processes whose command line mentions `needle` (our unique output folder), other than zombies. */
 static int alive_with(const char *needle) {
@@ -73,11 +58,8 @@ static double now(void) {
 }
 
 int main(int argc, char **argv) {
-    bin = getenv("KHOST_BIN");
-    ini = argc > 1 ? argv[1] : NULL;
+    kh_e2e_args(argc, argv, &bin, &ini);
     struct stat st;
-    if (!bin || stat(bin, &st) != 0) kh_test_skip("the khost binary is not built");
-    if (!ini || stat(ini, &st) != 0) kh_test_skip("the fixture registry is not generated");
     const char *tmp = kh_test_tmpdir("matrix");
     char args[4096];
 
@@ -98,11 +80,11 @@ int main(int argc, char **argv) {
     CHECK(strstr(out, "4 of 4 cell(s) done: 1 ok"), "summary:\n%s", out);
 
     kh_cell_record r;
-    if (record(tmp, "fixture_blobs", "fixture", &r) == 0) {
+    if (kh_e2e_record(tmp, "fixture_blobs", "fixture", &r) == 0) {
         CHECK(!strcmp(r.status, "ok") && r.n_rows == 2, "fixture: %s, %d epochs", r.status, r.n_rows);
         kh_record_free(&r);
     }
-    if (record(tmp, "fixture_blobs", "fixture_segv", &r) == 0) {
+    if (kh_e2e_record(tmp, "fixture_blobs", "fixture_segv", &r) == 0) {
         CHECK(!strcmp(r.status, "crashed"), "segv status %s", r.status);
         CHECK(!strcmp(r.reason, "signal 11 (Segmentation fault)"), "segv reason %s", r.reason);
         CHECK(!strcmp(r.plugin, "fixture_segv") && !strcmp(r.task, "fixture_blobs") && !strcmp(r.device, "cpu"),
@@ -114,12 +96,12 @@ int main(int argc, char **argv) {
         CHECK(log && stat(log, &st) == 0, "crash log %s missing", log ? log : "(none)");
         kh_record_free(&r);
     }
-    if (record(tmp, "fixture_blobs", "fixture_hang", &r) == 0) {
+    if (kh_e2e_record(tmp, "fixture_blobs", "fixture_hang", &r) == 0) {
         CHECK(!strcmp(r.status, "timeout") && !strcmp(r.reason, "no result after 2 s"), "hang: %s: %s", r.status,
               r.reason);
         kh_record_free(&r);
     }
-    if (record(tmp, "fixture_blobs", "fixture_nan", &r) == 0) {
+    if (kh_e2e_record(tmp, "fixture_blobs", "fixture_nan", &r) == 0) {
         CHECK(!strcmp(r.status, "diverged"), "nan status %s (the child's own record must be kept)", r.status);
         kh_record_free(&r);
     }
@@ -193,7 +175,7 @@ int main(int argc, char **argv) {
     CHECK(rc == 0 && strstr(out, "fixture_nodev x fixture_blobs x cpu ... unsupported: device kind not available: "
                                  "fixture_nodev has no device\n"),
           "unavailable device in the matrix: %d\n%s", rc, out);
-    if (record(ndir, "fixture_blobs", "fixture_nodev", &r) == 0) {
+    if (kh_e2e_record(ndir, "fixture_blobs", "fixture_nodev", &r) == 0) {
         CHECK(!strcmp(r.status, "unsupported"), "status %s", r.status);
         kh_record_free(&r);
     }

@@ -11,19 +11,14 @@
 #include <unistd.h>
 
 #include "base/files.h"
+#include "e2e_testlib.h"
 #include "results/results.h"
 #include "testutil.h"
 
 static const char *bin, *ini;
 static char out[1 << 16];
 
-static int khost(const char *args) {
-    char cmd[8192];
-    const char *asan = getenv("ASAN_OPTIONS");
-    snprintf(cmd, sizeof cmd, "ASAN_OPTIONS='handle_segv=0%s%s' KHOST_CONF='%s' KHOST_LIBCUDA=/nonexistent/libcuda.so.1 '%s' %s",
-             asan && *asan ? ":" : "", asan ? asan : "", ini, bin, args);
-    return kh_test_run(cmd, out, sizeof out);
-}
+static int khost(const char *args) { return kh_e2e_khost(bin, ini, NULL, args, out, sizeof out); }
 
 static int rep_record(const char *dir, const char *plugin, int k, kh_cell_record *r) {
     char path[4096], err[4400];

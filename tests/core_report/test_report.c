@@ -15,31 +15,6 @@
 #include "results/report/report.h"
 #include "testutil.h"
 
-static char *slurp(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap + 1);
-    size_t got;
-    while (buf && (got = fread(buf + n, 1, cap - n, f)) > 0) {
-        n += got;
-        if (n == cap) {
-            char *nb = realloc(buf, 2 * cap + 1);
-            if (!nb) {
-                free(buf);
-                buf = NULL;
-                break;
-            }
-            buf = nb;
-            cap *= 2;
-        }
-    }
-    fclose(f);
-    if (buf) buf[n] = 0;
-    if (len) *len = n;
-    return buf;
-}
-
 static int count(const char *hay, const char *needle) {
     int n = 0;
     for (const char *p = hay; (p = strstr(p, needle)); p += strlen(needle)) n++;
@@ -48,7 +23,7 @@ static int count(const char *hay, const char *needle) {
 
 static void copy_file(const char *from, const char *to) {
     size_t n;
-    char *d = slurp(from, &n);
+    char *d = kh_test_slurp(from, &n);
     if (!d) {
         fprintf(stderr, "test setup: cannot read %s\n", from);
         exit(2);
@@ -78,7 +53,7 @@ static void test_helpers(void) {
 /* A copy of record `from` into dir/name with "cpu_isa": isa added to its environment (before cpu_model). */
 static void record_with_isa(const char *from, const char *dir, const char *name, const char *isa) {
     size_t n;
-    char *d = slurp(from, &n), *at = d ? strstr(d, "\"cpu_model\"") : NULL;
+    char *d = kh_test_slurp(from, &n), *at = d ? strstr(d, "\"cpu_model\"") : NULL;
     if (!at) {
         fprintf(stderr, "test setup: no cpu_model in %s\n", from);
         exit(2);
@@ -143,7 +118,7 @@ int main(int argc, char **argv) {
     snprintf(path, sizeof path, "%s/report.md", tmp);
     snprintf(path2, sizeof path2, "%s/expected.md", src);
     size_t n_got = 0, n_want = 0;
-    char *got = slurp(path, &n_got), *want = slurp(path2, &n_want);
+    char *got = kh_test_slurp(path, &n_got), *want = kh_test_slurp(path2, &n_want);
     CHECK(got && want, "cannot read %s or %s", path, path2);
     if (got && want) {
         int same = n_got == n_want && memcmp(got, want, n_got) == 0;
@@ -167,8 +142,8 @@ int main(int argc, char **argv) {
     CHECK(rc == 0 && out[0] == 0, "report data-compile exited %d: %s", rc, out);
     snprintf(path, sizeof path, "%s/compile.md", tmp);
     snprintf(path2, sizeof path2, "%s/expected-compile.md", src);
-    got = slurp(path, &n_got);
-    want = slurp(path2, &n_want);
+    got = kh_test_slurp(path, &n_got);
+    want = kh_test_slurp(path2, &n_want);
     CHECK(got && want, "cannot read %s or %s", path, path2);
     if (got && want) {
         int same = n_got == n_want && memcmp(got, want, n_got) == 0;
@@ -202,7 +177,7 @@ int main(int argc, char **argv) {
     snprintf(path, sizeof path, "%s/reps.html", tmp);
     snprintf(cmd, sizeof cmd, "'%s' report '%s/data-reps' --html '%s' >/dev/null 2>&1", bin, src, path);
     CHECK(kh_test_run(cmd, out, sizeof out) == 0, "report data-reps --html");
-    got = slurp(path, NULL);
+    got = kh_test_slurp(path, NULL);
     CHECK(got && strstr(got, "strip-chart") && count(got, "<title>repetition ") == 9 &&
               strstr(got, "(1.00x [0.99, 1.00] \xe2\x89\x88)"),
           "HTML: a strip plot with each finished repetition's median, and the CIs in the time table");
@@ -215,7 +190,7 @@ int main(int argc, char **argv) {
     free(want);
 
     snprintf(path, sizeof path, "%s/chart.svg", tmp);
-    char *svg = slurp(path, NULL);
+    char *svg = kh_test_slurp(path, NULL);
     CHECK(svg != NULL, "no chart written to %s", path);
     if (svg) {
         CHECK(!strncmp(svg, "<svg", 4), "chart starts with %.20s", svg);

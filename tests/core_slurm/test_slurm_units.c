@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "cell/env.h"
+#include "e2e_testlib.h"
 #include "results/results.h"
 #include "sched/slurm/slurm.h"
 #include "testutil.h"
@@ -21,14 +22,12 @@
 static const char *bin, *ini, *tmp;
 static char out[1 << 16];
 
+/* khost outside any Slurm job, whatever the environment of the test: env's assignments come after. */
 static int khost(const char *env, const char *args) {
-    char cmd[8192];
-    const char *asan = getenv("ASAN_OPTIONS");
-    snprintf(cmd, sizeof cmd,
-             "ASAN_OPTIONS='handle_segv=0%s%s' KHOST_CONF='%s' KHOST_LIBCUDA=/nonexistent/libcuda.so.1 "
-             "SLURM_JOB_ID= SLURM_ARRAY_JOB_ID= SLURM_ARRAY_TASK_ID= SLURMD_NODENAME= %s '%s' %s",
-             asan && *asan ? ":" : "", asan ? asan : "", ini, env ? env : "", bin, args);
-    return kh_test_run(cmd, out, sizeof out);
+    char vars[4096];
+    snprintf(vars, sizeof vars, "SLURM_JOB_ID= SLURM_ARRAY_JOB_ID= SLURM_ARRAY_TASK_ID= SLURMD_NODENAME= %s",
+             env ? env : "");
+    return kh_e2e_khost(bin, ini, vars, args, out, sizeof out);
 }
 
 static char *slurp(const char *path) {
@@ -62,14 +61,6 @@ static int plan_dir(const char *dir, const char *kind, char *buf, size_t n) {
     if (!best[0]) return -1;
     snprintf(buf, n, "%s/%s", sl, best);
     return 0;
-}
-
-static int record(const char *dir, const char *task, const char *plugin, kh_cell_record *r) {
-    char path[4096], err[4400];
-    kh_record_path(path, sizeof path, dir, task, plugin, "cpu", "json");
-    int rc = kh_record_read(path, r, err, sizeof err);
-    CHECK(rc == 0, "%s", err);
-    return rc;
 }
 
 static int env_is(const kh_cell_record *r, const char *key, const char *want) {
@@ -256,7 +247,7 @@ static void test_cell(void) {
     int rc = khost(env, args);
     CHECK(rc == 0 && strstr(out, "fixture x fixture_blobs x cpu ... ok"), "cell 0: %d\n%s", rc, out);
     kh_cell_record r;
-    if (record(dir, "fixture_blobs", "fixture", &r) == 0) {
+    if (kh_e2e_record(dir, "fixture_blobs", "fixture", &r) == 0) {
         CHECK(!strcmp(r.status, "ok") && r.n_rows == 2, "cell 0: %s, %d epochs", r.status, r.n_rows);
         CHECK(env_is(&r, "slurm_job_id", "78") && env_is(&r, "slurm_array_job_id", "77") &&
                   env_is(&r, "slurm_array_task_id", "0") && env_is(&r, "slurm_node", "nodeX"), "cell 0: Slurm env");
@@ -265,7 +256,7 @@ static void test_cell(void) {
     snprintf(args, sizeof args, "matrix --slurm-cell 1 --slurm-plan '%s'", plan);
     rc = khost("SLURM_ARRAY_JOB_ID=77 SLURM_ARRAY_TASK_ID=1 SLURMD_NODENAME=nodeX", args);
     CHECK(rc == 1 && strstr(out, "crashed: signal 11"), "cell 1: %d\n%s", rc, out);
-    if (record(dir, "fixture_blobs", "fixture_segv", &r) == 0) {
+    if (kh_e2e_record(dir, "fixture_blobs", "fixture_segv", &r) == 0) {
         CHECK(!strcmp(r.status, "crashed") && env_is(&r, "slurm_array_task_id", "1") &&
                   env_is(&r, "slurm_node", "nodeX") && r.epochs_requested == 2, "cell 1: %s", r.status);
         kh_record_free(&r);
@@ -294,7 +285,7 @@ static void test_cell(void) {
     double t0 = kh_now();
     rc = khost("SLURM_ARRAY_JOB_ID=55 SLURM_ARRAY_TASK_ID=0", args);
     CHECK(rc == 1 && kh_now() - t0 < 15, "SIGTERM: %d after %.1f s\n%s", rc, kh_now() - t0, out);
-    if (record(dir, "fixture_blobs", "fixture_hang", &r) == 0) {
+    if (kh_e2e_record(dir, "fixture_blobs", "fixture_hang", &r) == 0) {
         CHECK(!strcmp(r.status, "timeout") &&
                   !strcmp(r.reason, "Slurm: JOB 56 ON nodeX CANCELLED AT 2026-01-01T00:00:00 DUE TO TIME LIMIT "
                                     "(array task 55_0)"), "time limit: %s: %s", r.status, r.reason);
@@ -303,7 +294,7 @@ static void test_cell(void) {
     }
     rc = khost("SLURM_ARRAY_JOB_ID=57 SLURM_ARRAY_TASK_ID=0", args);
     CHECK(rc == 1, "SIGTERM without a reason: %d\n%s", rc, out);
-    if (record(dir, "fixture_blobs", "fixture_hang", &r) == 0) {
+    if (kh_e2e_record(dir, "fixture_blobs", "fixture_hang", &r) == 0) {
         CHECK(!strcmp(r.status, "killed") && strstr(r.reason, "SIGTERM from Slurm (array task 57_0)"), "%s: %s",
               r.status, r.reason);
         kh_record_free(&r);
@@ -354,11 +345,11 @@ static void test_collect(void) {
     CHECK(rc == 0 && strstr(out, "4 cell(s): 1 recorded by their array task, 2 recorded here (states from scontrol)") &&
               strstr(out, "is still RUNNING"), "collect (scontrol): %d\n%s", rc, out);
     kh_cell_record r;
-    if (record(dir, "fixture_blobs", "fixture", &r) == 0) {
+    if (kh_e2e_record(dir, "fixture_blobs", "fixture", &r) == 0) {
         CHECK(!strcmp(r.status, "ok") && env_is(&r, "slurm_array_job_id", "90"), "cell 0 kept: %s", r.status);
         kh_record_free(&r);
     }
-    if (record(dir, "fixture_blobs", "fixture_nan", &r) == 0) {
+    if (kh_e2e_record(dir, "fixture_blobs", "fixture_nan", &r) == 0) {
         CHECK(!strcmp(r.status, "cancelled") &&
                   !strcmp(r.reason, "Slurm state CANCELLED (array task 90_1, from scontrol)") &&
                   env_is(&r, "slurm_job_id", "92") && env_is(&r, "slurm_node", "n2") &&
@@ -366,12 +357,12 @@ static void test_collect(void) {
               r.reason);
         kh_record_free(&r);
     }
-    if (record(dir, "fixture_conv", "fixture", &r) == 0) {
+    if (kh_e2e_record(dir, "fixture_conv", "fixture", &r) == 0) {
         CHECK(!strcmp(r.status, "cancelled") && strstr(r.reason, "never started (no 90_2.out)") &&
                   !kh_record_get_env(&r, "slurm_node"), "cell 2: %s: %s", r.status, r.reason);
         kh_record_free(&r);
     }
-    if (record(dir, "fixture_conv", "fixture_nan", &r) == 0) { /* still running: left alone */
+    if (kh_e2e_record(dir, "fixture_conv", "fixture_nan", &r) == 0) { /* still running: left alone */
         CHECK(env_is(&r, "slurm_array_job_id", "50"), "cell 3 was touched: %s", r.status);
         kh_record_free(&r);
     }
@@ -393,7 +384,7 @@ static void test_collect(void) {
                                            {"fixture_conv", "fixture", "node_fail"},
                                            {"fixture_conv", "fixture_nan", "timeout"}};
     for (int i = 0; i < 4; i++)
-        if (record(dir, want[i][0], want[i][1], &r) == 0) {
+        if (kh_e2e_record(dir, want[i][0], want[i][1], &r) == 0) {
             CHECK(!strcmp(r.status, want[i][2]) && env_is(&r, "slurm_array_job_id", "95"), "sacct cell %d: %s: %s", i,
                   r.status, r.reason);
             if (i == 3)
@@ -410,7 +401,7 @@ static void test_collect(void) {
         rc = khost(env, args);
         CHECK(rc == 0 && strstr(out, "0 recorded by their array task, 1 recorded here (states from scontrol)"),
               "collect job 57: %d\n%s", rc, out);
-        if (record(hdir, "fixture_blobs", "fixture_hang", &r) == 0) {
+        if (kh_e2e_record(hdir, "fixture_blobs", "fixture_hang", &r) == 0) {
             CHECK(!strcmp(r.status, "cancelled") && strstr(r.reason, "CANCELLED (array task 57_0, from scontrol)"),
                   "killed refined: %s: %s", r.status, r.reason);
             kh_record_free(&r);
@@ -466,11 +457,7 @@ static void test_submit(void) {
 }
 
 int main(int argc, char **argv) {
-    bin = getenv("KHOST_BIN");
-    ini = argc > 1 ? argv[1] : NULL;
-    struct stat st;
-    if (!bin || stat(bin, &st) != 0) kh_test_skip("the khost binary is not built");
-    if (!ini || stat(ini, &st) != 0) kh_test_skip("the fixture registry is not generated");
+    kh_e2e_args(argc, argv, &bin, &ini);
     tmp = kh_test_tmpdir("slurm-units");
     test_plan();
     test_states_and_exec();

@@ -14,17 +14,6 @@
 
 static char err[1024];
 
-static double now_s(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-static int exists(const char *p) {
-    struct stat st;
-    return stat(p, &st) == 0;
-}
-
 static void check_balance(const kh_images *im, int64_t n, int32_t classes, int64_t per_class, const char *what) {
     CHECK(im->n == n, "%s: %lld samples, expected %lld", what, (long long)im->n, (long long)n);
     CHECK(im->n_classes == classes, "%s: %d classes, expected %d", what, im->n_classes, classes);
@@ -60,9 +49,9 @@ static int test_idx_set(const char *data, const char *name) {
         snprintf(base, sizeof base, "%s-labels-idx1-ubyte.gz", split[s]);
         CHECK(kh_idx_find(dir, base, lp, sizeof lp) == KH_OK, "%s", lp);
         kh_images im = {0};
-        double t0 = now_s();
+        double t0 = kh_test_now();
         kh_status st = kh_idx_read(ip, lp, 0, &im, err, sizeof err);
-        double t1 = now_s();
+        double t1 = kh_test_now();
         CHECK(st == KH_OK, "%s", err);
         if (st != KH_OK) continue;
         char what[64];
@@ -90,13 +79,13 @@ static int test_cifar(const char *data) {
     snprintf(bin, sizeof bin, "%s/cifar10/cifar-10-batches-bin", data);
     snprintf(jpg, sizeof jpg, "%s/cifar10/cifar-10-jpg", data);
     int found = 0;
-    if (exists(bin)) {
+    if (kh_test_exists(bin)) {
         found = 1;
         for (int train = 1; train >= 0; train--) {
             kh_images im = {0};
-            double t0 = now_s();
+            double t0 = kh_test_now();
             kh_status st = kh_cifar_bin_read_dir(bin, train, 0, &im, err, sizeof err);
-            double t1 = now_s();
+            double t1 = kh_test_now();
             CHECK(st == KH_OK, "%s", err);
             if (st != KH_OK) continue;
             check_balance(&im, train ? 50000 : 10000, 10, train ? 5000 : 1000, train ? "cifar10 bin train" : "cifar10 bin test");
@@ -104,7 +93,7 @@ static int test_cifar(const char *data) {
             kh_images_free(&im);
         }
     }
-    if (exists(jpg)) {
+    if (kh_test_exists(jpg)) {
         found = 1;
         const char *split[2] = {"train", "test"};
         for (int s = 0; s < 2; s++) {
@@ -113,9 +102,9 @@ static int test_cifar(const char *data) {
             int64_t last = 0;
             kh_image_folder_opts o = {.width = 32, .height = 32, .channels = 3, .progress = progress, .progress_ctx = &last};
             kh_images im = {0};
-            double t0 = now_s();
+            double t0 = kh_test_now();
             kh_status st = kh_image_folder_read(root, &o, &im, err, sizeof err);
-            double t1 = now_s();
+            double t1 = kh_test_now();
             CHECK(st == KH_OK, "%s", err);
             if (st != KH_OK) continue;
             char what[64];
@@ -134,9 +123,9 @@ static int test_cifar(const char *data) {
         snprintf(root, sizeof root, "%s/train", jpg);
         kh_image_folder_opts o1 = {.width = 32, .height = 32, .channels = 3, .threads = 1};
         kh_images im = {0};
-        double t0 = now_s();
+        double t0 = kh_test_now();
         kh_status st = kh_image_folder_read(root, &o1, &im, err, sizeof err);
-        printf("cifar10 jpg train, 1 thread: %.3f s\n", now_s() - t0);
+        printf("cifar10 jpg train, 1 thread: %.3f s\n", kh_test_now() - t0);
         CHECK(st == KH_OK && im.n == 50000, "%s", err);
         kh_images_free(&im);
     }

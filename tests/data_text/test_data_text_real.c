@@ -15,17 +15,6 @@
 #include "task_host.h"
 #include "testutil.h"
 
-static double now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-static int exists(const char *p) {
-    struct stat st;
-    return stat(p, &st) == 0;
-}
-
 static void count_labels(const kh_seqset *s, int64_t *pos, int64_t *neg) {
     *pos = *neg = 0;
     for (int64_t i = 0; i < s->n; i++) {
@@ -60,9 +49,9 @@ static void test_imdb(const char *data, const char *dump_path) {
     kh_imdb_opts o;
     kh_imdb_opts_default(&o);
     kh_imdb d;
-    double t0 = now();
+    double t0 = kh_test_now();
     kh_status st = kh_imdb_load(root, &o, &d, err, sizeof err);
-    double t1 = now();
+    double t1 = kh_test_now();
     CHECK(st == KH_OK, "imdb: %s", err);
     if (st != KH_OK) return;
     printf("imdb: read and indexed %lld + %lld reviews in %.2f s\n", (long long)d.train_files, (long long)d.test_files,
@@ -90,9 +79,9 @@ static void test_imdb(const char *data, const char *dump_path) {
     printf("imdb: train length mean %.2f, median %.1f (tokens incl. start marker)\n", mean, median);
 
     kh_bigram_info bi;
-    t0 = now();
+    t0 = kh_test_now();
     st = kh_fasttext_bigrams(&d.train, &d.test, 20001, &bi, err, sizeof err);
-    t1 = now();
+    t1 = kh_test_now();
     CHECK(st == KH_OK, "bigrams: %s", err);
     if (st == KH_OK) {
         printf("imdb: %lld bigrams, max_features %lld, in %.2f s\n", (long long)bi.n_bigrams, (long long)bi.max_features,
@@ -106,9 +95,9 @@ static void test_imdb(const char *data, const char *dump_path) {
 static void test_nietzsche(const char *path) {
     kh_charwin c;
     char err[1024];
-    double t0 = now();
+    double t0 = kh_test_now();
     kh_status st = kh_charwin_load(path, 40, 3, &c, err, sizeof err);
-    double t1 = now();
+    double t1 = kh_test_now();
     CHECK(st == KH_OK, "nietzsche: %s", err);
     if (st != KH_OK) return;
     printf("nietzsche: %lld characters, %d distinct, %lld windows in %.3f s\n", (long long)c.n_chars, c.n_distinct,
@@ -127,9 +116,9 @@ static void describe_task(const char *name, const char *data) {
     kh_load_opts o = {.struct_size = sizeof o, .data_dir = data, .seed = 1};
     kh_tdata *d = NULL;
     char err[1024];
-    double t0 = now();
+    double t0 = kh_test_now();
     kh_status st = t->load(&th_host, &o, &d, err, sizeof err);
-    double t1 = now();
+    double t1 = kh_test_now();
     CHECK(st == KH_OK, "%s: load: %s", name, err);
     if (st != KH_OK) return;
     printf("%s: load %.2f s; describe:\n", name, t1 - t0);
@@ -151,7 +140,7 @@ int main(int argc, char **argv) {
     char imdb[4200], nietzsche[4200];
     snprintf(imdb, sizeof imdb, "%s/imdb/aclImdb", data);
     snprintf(nietzsche, sizeof nietzsche, "%s/nietzsche/nietzsche.txt", data);
-    int have_imdb = exists(imdb), have_n = exists(nietzsche);
+    int have_imdb = kh_test_exists(imdb), have_n = kh_test_exists(nietzsche);
     printf("data directory: %s (imdb %s, nietzsche %s)\n", data, have_imdb ? "present" : "absent",
            have_n ? "present" : "absent");
     if (!have_imdb && !have_n) kh_test_skip("no text data sets installed; run: tools/fetch-datasets imdb nietzsche");

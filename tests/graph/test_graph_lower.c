@@ -33,22 +33,12 @@ typedef struct model_case {
 } model_case;
 
 static kh_model_spec spec_of(const model_case *c) {
-    kh_model_spec s;
-    memset(&s, 0, sizeof s);
-    s.struct_size = sizeof s;
-    s.name = c->name;
-    s.input_dtype = c->input_dtype;
-    s.input_rank = c->rank;
-    memcpy(s.input_shape, c->shape, sizeof s.input_shape);
-    s.input_onehot = c->onehot;
-    s.n_layers = c->n_layers;
-    s.layers = c->layers;
-    s.loss = c->loss;
+    kh_model_spec s = kh_test_spec(c->name, c->input_dtype, c->rank, c->shape[0], c->shape[1], c->shape[2], c->onehot,
+                                   c->layers, c->n_layers, c->loss, c->classes);
     /* explicit Keras values, as the tasks give them (the reference kit takes a spec's values as they are) */
     s.optimizer = (kh_optimizer_spec){.kind = c->opt, .lr = c->opt == KH_OPT_ADADELTA ? 1.0f : 0.001f,
                                       .rho = c->opt == KH_OPT_ADADELTA ? 0.95f : 0.9f, .beta_1 = 0.9f,
                                       .beta_2 = 0.999f, .epsilon = 1e-7f, .decay = 0.0f};
-    s.n_classes = c->classes;
     return s;
 }
 
@@ -92,16 +82,25 @@ static void ref_forward(kh_ref_model *rm, const model_case *c, const double *xd,
     }
 }
 
-static void check_probe(const model_case *c, int scan) {
-    kh_model_spec spec = spec_of(c);
+/* Lower case c (scan: recurrent layers as a scan) into mg, its weights in s drawn from store_seed; 0 when
+ * lowering failed (a failed check), and then nothing to free. */
+static int lower_case(const model_case *c, int scan, uint64_t store_seed, kh_model_spec *spec, kh_model_graphs *mg,
+                      gt_store *s) {
+    *spec = spec_of(c);
     kh_graph_lower_opts o = {.max_batch = 5, .deterministic = 1, .rnn_scan = scan};
-    kh_model_graphs mg;
     char err[256];
-    kh_status st = kh_graph_lower(&spec, &o, &mg, err, sizeof err);
+    kh_status st = kh_graph_lower(spec, &o, mg, err, sizeof err);
     CHECK(st == KH_OK, "%s: lower: %s", c->name, err);
-    if (st != KH_OK) return;
+    if (st != KH_OK) return 0;
+    CHECK(gt_store_init(s, mg, store_seed), "store");
+    return 1;
+}
+
+static void check_probe(const model_case *c, int scan) {
+    kh_model_spec spec;
+    kh_model_graphs mg;
     gt_store s;
-    CHECK(gt_store_init(&s, &mg, 7), "store");
+    if (!lower_case(c, scan, 7, &spec, &mg, &s)) return;
     kh_rng r;
     kh_rng_seed(&r, 11);
     int64_t nin = BATCH * mg.input_numel, nout = BATCH * mg.out_numel;
@@ -149,15 +148,10 @@ static void check_probe(const model_case *c, int scan) {
 }
 
 static void check_train(const model_case *c, int scan) {
-    kh_model_spec spec = spec_of(c);
-    kh_graph_lower_opts o = {.max_batch = 5, .deterministic = 1, .rnn_scan = scan};
+    kh_model_spec spec;
     kh_model_graphs mg;
-    char err[256];
-    kh_status st = kh_graph_lower(&spec, &o, &mg, err, sizeof err);
-    CHECK(st == KH_OK, "%s: lower: %s", c->name, err);
-    if (st != KH_OK) return;
     gt_store s;
-    CHECK(gt_store_init(&s, &mg, 3), "store");
+    if (!lower_case(c, scan, 3, &spec, &mg, &s)) return;
     kh_rng r;
     kh_rng_seed(&r, 5);
     int64_t nin = BATCH * mg.input_numel;

@@ -163,19 +163,8 @@ static void check_fn(const char *model, const char *fn, const kh_graph *g, int p
 
 static void check_model(const char *name, uint32_t dtype, int rank, int a, int b, int c, int onehot,
                         const kh_layer_spec *layers, int n, uint32_t loss, uint32_t opt, int classes, int *inplace_seen) {
-    kh_model_spec s;
-    memset(&s, 0, sizeof s);
-    s.struct_size = sizeof s;
-    s.name = name;
-    s.input_dtype = dtype;
-    s.input_rank = rank;
-    s.input_shape[0] = a, s.input_shape[1] = b, s.input_shape[2] = c;
-    s.input_onehot = onehot;
-    s.n_layers = n;
-    s.layers = layers;
-    s.loss = loss;
+    kh_model_spec s = kh_test_spec(name, dtype, rank, a, b, c, onehot, layers, n, loss, classes);
     s.optimizer.kind = opt;
-    s.n_classes = classes;
     int recurrent = 0;
     for (int l = 0; l < n; l++) recurrent |= layers[l].kind == KH_LAYER_LSTM || layers[l].kind == KH_LAYER_BILSTM;
     for (int k = 0; k < (recurrent ? 4 : 2); k++) { /* deterministic or not; recurrent models also as scans */

@@ -8,7 +8,6 @@
  *   KHOST_REFBACKEND_PERTURB=lr      train with lr * 1.01
  *   KHOST_REFBACKEND_PERTURB=layout  claim NCHW but read images as if NHWC (a transposition bug)
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,14 +32,6 @@ struct kh_bmodel {
     float *xbuf;          // NHWC copy of an NCHW batch
     kh_metrics met[2];
 };
-
-static kh_status fail(kh_bsession *s, kh_status st, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(s->err, sizeof s->err, fmt, ap);
-    va_end(ap);
-    return st;
-}
 
 static int env_is(const char *name, const char *value) {
     const char *v = getenv(name);
@@ -97,13 +88,13 @@ static void model_free(kh_bmodel *m) {
 static kh_status compile(kh_bsession *s, const kh_model_spec *spec, const kh_compile_opts *opts, kh_bmodel **out) {
     *out = NULL;
     kh_bmodel *m = calloc(1, sizeof *m);
-    if (!m) return fail(s, KH_ERR_NOMEM, "refbackend compile: out of memory");
+    if (!m) return KH_ERRF_TO(s, KH_ERR_NOMEM, "refbackend compile: out of memory");
     m->s = s;
     m->spec = *spec;
     m->layers = malloc((size_t)spec->n_layers * sizeof *m->layers + 1);
     if (!m->layers) {
         model_free(m);
-        return fail(s, KH_ERR_NOMEM, "refbackend compile: out of memory");
+        return KH_ERRF_TO(s, KH_ERR_NOMEM, "refbackend compile: out of memory");
     }
     memcpy(m->layers, spec->layers, (size_t)spec->n_layers * sizeof *m->layers);
     m->spec.layers = m->layers;
@@ -122,13 +113,13 @@ static kh_status compile(kh_bsession *s, const kh_model_spec *spec, const kh_com
     char err[256];
     if (kh_ref_model_create(&m->spec, &m->ref, err, sizeof err) != KH_OK) {
         model_free(m);
-        return fail(s, KH_ERR_INVALID, "refbackend compile: %s", err);
+        return KH_ERRF_TO(s, KH_ERR_INVALID, "refbackend compile: %s", err);
     }
     int64_t maxb = opts->max_batch > 0 ? opts->max_batch : 1;
     m->xbuf = malloc((size_t)(maxb * m->in_per) * sizeof(float) + 1);
     if (!m->xbuf) {
         model_free(m);
-        return fail(s, KH_ERR_NOMEM, "refbackend compile: out of memory");
+        return KH_ERRF_TO(s, KH_ERR_NOMEM, "refbackend compile: out of memory");
     }
     kh_ref_model_set_dropout(m->ref, !opts->deterministic, opts->seed);
     *out = m;
@@ -141,14 +132,14 @@ static kh_status compile(kh_bsession *s, const kh_model_spec *spec, const kh_com
 static kh_status copy_slot(kh_bmodel *m, int32_t layer, int32_t slot, const kh_tensor *t, int64_t *n) {
     const kh_model_shapes *sh = kh_ref_model_shapes(m->ref);
     if (layer < 0 || layer >= sh->n_layers || slot < 0 || slot >= sh->layers[layer].n_params)
-        return fail(m->s, KH_ERR_INVALID, "refbackend: no weight (layer %d, slot %d)", layer, slot);
+        return KH_ERRF_TO(m->s, KH_ERR_INVALID, "refbackend: no weight (layer %d, slot %d)", layer, slot);
     const kh_param_shape *p = &sh->layers[layer].params[slot];
     if (t->dtype != KH_F32 || t->rank != p->rank)
-        return fail(m->s, KH_ERR_INVALID, "refbackend: layer %d slot %d: wrong dtype or rank", layer, slot);
+        return KH_ERRF_TO(m->s, KH_ERR_INVALID, "refbackend: layer %d slot %d: wrong dtype or rank", layer, slot);
     for (int d = 0; d < p->rank; d++) {
         if (t->dims[d] != p->dims[d])
-            return fail(m->s, KH_ERR_INVALID, "refbackend: layer %d slot %d: dimension %d is %lld, want %lld", layer,
-                        slot, d, (long long)t->dims[d], (long long)p->dims[d]);
+            return KH_ERRF_TO(m->s, KH_ERR_INVALID, "refbackend: layer %d slot %d: dimension %d is %lld, want %lld",
+                              layer, slot, d, (long long)t->dims[d], (long long)p->dims[d]);
     }
     *n = p->numel;
     return KH_OK;
@@ -187,7 +178,7 @@ static kh_status get_grad(kh_bmodel *m, int32_t layer, int32_t slot, kh_tensor *
 static kh_status ref_input(kh_bmodel *m, const kh_tensor *x, kh_tensor *view) {
     *view = *x;
     if (x->rank != m->spec.input_rank + 1 || x->dims[0] < 1)
-        return fail(m->s, KH_ERR_INVALID, "refbackend: input rank %d, want %d", x->rank, m->spec.input_rank + 1);
+        return KH_ERRF_TO(m->s, KH_ERR_INVALID, "refbackend: input rank %d, want %d", x->rank, m->spec.input_rank + 1);
     if (m->nchw && x->rank == 4 && x->dtype == KH_F32) {
         int64_t n = x->dims[0], c = x->dims[1], h = x->dims[2], w = x->dims[3];
         const float *src = x->data;
@@ -212,7 +203,7 @@ static kh_status forward_run(kh_bmodel *m, const kh_tensor *x, int training) {
     kh_status st = ref_input(m, x, &view);
     if (st != KH_OK) return st;
     if (kh_ref_model_forward(m->ref, &view, training) != KH_OK)
-        return fail(m->s, KH_ERR_INVALID, "refbackend forward: %s", kh_ref_model_last_error(m->ref));
+        return KH_ERRF_TO(m->s, KH_ERR_INVALID, "refbackend forward: %s", kh_ref_model_last_error(m->ref));
     return KH_OK;
 }
 
@@ -236,7 +227,7 @@ static kh_status probe_forward(kh_bmodel *m, const kh_tensor *x, kh_tensor *out)
     if (st != KH_OK) return st;
     int64_t n = 0;
     const double *y = kh_ref_model_output(m->ref, &n);
-    if (kh_tensor_numel(out) != n) return fail(m->s, KH_ERR_INVALID, "refbackend forward: output size mismatch");
+    if (kh_tensor_numel(out) != n) return KH_ERRF_TO(m->s, KH_ERR_INVALID, "refbackend forward: output size mismatch");
     write_out(out, y);
     return KH_OK;
 }
@@ -244,9 +235,9 @@ static kh_status probe_forward(kh_bmodel *m, const kh_tensor *x, kh_tensor *out)
 static kh_status probe_backward(kh_bmodel *m, const kh_tensor *dy, kh_tensor *dx) {
     int64_t n = 0;
     if (!kh_ref_model_output(m->ref, &n) || kh_tensor_numel(dy) != n)
-        return fail(m->s, KH_ERR_INVALID, "refbackend backward: no forward, or dy size mismatch");
+        return KH_ERRF_TO(m->s, KH_ERR_INVALID, "refbackend backward: no forward, or dy size mismatch");
     double *d = malloc((size_t)n * sizeof *d + 1);
-    if (!d) return fail(m->s, KH_ERR_NOMEM, "refbackend backward: out of memory");
+    if (!d) return KH_ERRF_TO(m->s, KH_ERR_NOMEM, "refbackend backward: out of memory");
     const float *src = dy->data;
     if (dy->layout == KH_LAYOUT_NCHW && dy->rank == 4) {
         int64_t b0 = dy->dims[0], c = dy->dims[1], h = dy->dims[2], w = dy->dims[3];
@@ -259,7 +250,7 @@ static kh_status probe_backward(kh_bmodel *m, const kh_tensor *dy, kh_tensor *dx
     }
     kh_status st = kh_ref_model_backward(m->ref, d);
     free(d);
-    if (st != KH_OK) return fail(m->s, st, "refbackend backward: %s", kh_ref_model_last_error(m->ref));
+    if (st != KH_OK) return KH_ERRF_TO(m->s, st, "refbackend backward: %s", kh_ref_model_last_error(m->ref));
     const double *g = kh_ref_model_input_grad(m->ref);
     if (dx && g) write_out(dx, g);
     return KH_OK;
@@ -272,7 +263,7 @@ static kh_status train_batch(kh_bmodel *m, const kh_tensor *x, const kh_tensor *
     double loss;
     int64_t correct;
     if (kh_ref_model_train_step(m->ref, &view, y->data, &loss, &correct) != KH_OK)
-        return fail(m->s, KH_ERR_INVALID, "refbackend train: %s", kh_ref_model_last_error(m->ref));
+        return KH_ERRF_TO(m->s, KH_ERR_INVALID, "refbackend train: %s", kh_ref_model_last_error(m->ref));
     m->met[KH_PHASE_TRAIN].loss_sum += loss * (double)x->dims[0];
     m->met[KH_PHASE_TRAIN].correct += (double)correct;
     m->met[KH_PHASE_TRAIN].samples += x->dims[0];
@@ -285,7 +276,7 @@ static kh_status eval_batch(kh_bmodel *m, const kh_tensor *x, const kh_tensor *y
     double loss;
     int64_t correct;
     if (kh_ref_model_loss(m->ref, y->data, &loss, &correct) != KH_OK)
-        return fail(m->s, KH_ERR_INVALID, "refbackend eval: %s", kh_ref_model_last_error(m->ref));
+        return KH_ERRF_TO(m->s, KH_ERR_INVALID, "refbackend eval: %s", kh_ref_model_last_error(m->ref));
     m->met[KH_PHASE_EVAL].loss_sum += loss * (double)x->dims[0];
     m->met[KH_PHASE_EVAL].correct += (double)correct;
     m->met[KH_PHASE_EVAL].samples += x->dims[0];
@@ -300,7 +291,7 @@ static kh_status predict(kh_bmodel *m, const kh_tensor *x, kh_tensor *out) {
 }
 
 static kh_status read_metrics(kh_bmodel *m, uint32_t phase, kh_metrics *out, int32_t reset) {
-    if (phase > KH_PHASE_EVAL) return fail(m->s, KH_ERR_INVALID, "refbackend: bad phase %u", phase);
+    if (phase > KH_PHASE_EVAL) return KH_ERRF_TO(m->s, KH_ERR_INVALID, "refbackend: bad phase %u", phase);
     *out = m->met[phase];
     if (reset) memset(&m->met[phase], 0, sizeof m->met[phase]);
     return KH_OK;

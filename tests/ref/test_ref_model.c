@@ -44,19 +44,8 @@ static double objective(void *v) {
 
 static kh_model_spec make_spec(const char *name, uint32_t dtype, int rank, int s0, int s1, int s2, int onehot,
                                const kh_layer_spec *layers, int n, uint32_t loss, int classes) {
-    kh_model_spec s;
-    memset(&s, 0, sizeof s);
-    s.struct_size = sizeof s;
-    s.name = name;
-    s.input_dtype = dtype;
-    s.input_rank = rank;
-    s.input_shape[0] = s0, s.input_shape[1] = s1, s.input_shape[2] = s2;
-    s.input_onehot = onehot;
-    s.n_layers = n;
-    s.layers = layers;
-    s.loss = loss;
+    kh_model_spec s = kh_test_spec(name, dtype, rank, s0, s1, s2, onehot, layers, n, loss, classes);
     s.optimizer = (kh_optimizer_spec){KH_OPT_SGD, 0.1f, 0.9f, 0.9f, 0.999f, 1e-7f, 0.0f};
-    s.n_classes = classes;
     return s;
 }
 

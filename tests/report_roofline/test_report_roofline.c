@@ -9,21 +9,11 @@
 
 #include "testutil.h"
 
-static char *slurp(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    char *buf = malloc(1 << 20);
-    size_t n = buf ? fread(buf, 1, (1 << 20) - 1, f) : 0;
-    fclose(f);
-    if (buf) buf[n] = 0;
-    return buf;
-}
-
 /* the record with its roofline_fraction replaced by `value`, in DIR/mnist_cnn/cntk__cpu.json */
 static void write_record(const char *src, const char *dir, const char *value) {
     char path[4096];
     snprintf(path, sizeof path, "%s/tests/report_html/data/mnist_cnn/cntk__cpu.json", src);
-    char *rec = slurp(path);
+    char *rec = kh_test_slurp(path, NULL);
     const char *key = "\"roofline_fraction\": ";
     char *at = rec ? strstr(rec, key) : NULL;
     if (!at) {

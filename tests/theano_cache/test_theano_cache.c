@@ -32,22 +32,6 @@
 #include "th_cache.h"
 #include "th_toolchain.h"
 
-/* Temporary folders, removed at the end when everything passed (kept for inspection otherwise). */
-static char made[8][600];
-static int n_made;
-static const char *tmpdir(const char *tag) {
-    const char *d = kh_test_tmpdir(tag);
-    if (n_made < 8) snprintf(made[n_made++], sizeof made[0], "%s", d);
-    return d;
-}
-static void remove_tmpdirs(void) {
-    for (int i = 0; i < n_made; i++) {
-        char cmd[700], out[256];
-        snprintf(cmd, sizeof cmd, "chmod -R u+w '%s'; rm -rf '%s'", made[i], made[i]);
-        kh_test_run(cmd, out, sizeof out);
-    }
-}
-
 static const char SRC[] = "int th_test_fn(int x) { return x * x + 7; }\n";
 
 static const th_toolchain *toolchain(const char *flags) {
@@ -123,21 +107,10 @@ static th_cache *open_cache(const char *dir) {
     return c;
 }
 
-static char *slurp(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    char *buf = malloc(1 << 20);
-    size_t n = buf ? fread(buf, 1, (1 << 20) - 1, f) : 0;
-    fclose(f);
-    if (buf) buf[n] = 0;
-    if (len) *len = n;
-    return buf;
-}
-
 /* --- 1. concurrent ------------------------------------------------------------------------------------------ */
 static void part_concurrent(void) {
     enum { N = 6 };
-    const char *tmp = tmpdir("thc-conc");
+    const char *tmp = kh_test_tmpdir_kept("thc-conc");
     char dir[512], log[512];
     snprintf(dir, sizeof dir, "%s/cache", tmp);
     snprintf(log, sizeof log, "%s/builds.log", tmp);
@@ -189,7 +162,7 @@ static void part_concurrent(void) {
         CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child %d status 0x%x", i, st);
         char out[600];
         snprintf(out, sizeof out, "%s/child-%d", tmp, i);
-        char *s = slurp(out, NULL);
+        char *s = kh_test_slurp(out, NULL);
         int hit = -1, v = 0;
         if (s && sscanf(s, "%d %d", &hit, &v) == 2) {
             hits += hit;
@@ -231,7 +204,7 @@ static void d_other_key(const char *entry, const char *artifact) {
     char p[TH_CACHE_PATH_MAX + 8];
     snprintf(p, sizeof p, "%s/meta", entry);
     size_t n;
-    char *m = slurp(p, &n);
+    char *m = kh_test_slurp(p, &n);
     char *at = m ? strstr(m, "x * x") : NULL;
     if (!at) exit(2);
     at[4] = 'y'; /* the key text of another source, same length, same artifact size and checksum */
@@ -244,14 +217,14 @@ static void d_trailer(const char *entry, const char *artifact) {
     char p[TH_CACHE_PATH_MAX + 8];
     snprintf(p, sizeof p, "%s/meta", entry);
     size_t n;
-    char *m = slurp(p, &n);
+    char *m = kh_test_slurp(p, &n);
     if (!m || n < 20) exit(2);
     write_meta(entry, m, n - 20); /* key intact, checksum line cut */
     free(m);
 }
 
 static void part_corrupt(void) {
-    const char *tmp = tmpdir("thc-corrupt");
+    const char *tmp = kh_test_tmpdir_kept("thc-corrupt");
     char dir[512], log[512];
     snprintf(dir, sizeof dir, "%s/cache", tmp);
     snprintf(log, sizeof log, "%s/builds.log", tmp);
@@ -344,7 +317,7 @@ static int expect_fallback(const char *dir, const char *why_part, const char *tm
 }
 
 static void part_unwritable(void) {
-    const char *tmp = tmpdir("thc-unwr");
+    const char *tmp = kh_test_tmpdir_kept("thc-unwr");
     char file[512], dir[600], base[512];
     snprintf(file, sizeof file, "%s/not-a-dir", tmp);
     kh_test_write_file(file, "x", 1);
@@ -359,7 +332,7 @@ static void part_unwritable(void) {
 
 /* --- 3b. a folder above the cache that another user may write to -> private temporary cache ---------------- */
 static void part_ancestors(void) {
-    const char *tmp = tmpdir("thc-anc");
+    const char *tmp = kh_test_tmpdir_kept("thc-anc");
     char open_dir[512], sticky[512], dir[600], sdir[600], base[512], warn[2048], err[1024];
     snprintf(open_dir, sizeof open_dir, "%s/open", tmp);
     snprintf(sticky, sizeof sticky, "%s/sticky", tmp);
@@ -404,7 +377,7 @@ static int eacces_checks(const char *tmp) {
 
 static void part_eacces(void) {
     if (geteuid() != 0) {
-        const char *tmp = tmpdir("thc-eacces");
+        const char *tmp = kh_test_tmpdir_kept("thc-eacces");
         eacces_checks(tmp);
         return;
     }
@@ -447,7 +420,7 @@ static void expect_refusal(const char *dir, const char *what) {
 }
 
 static void part_refuse(void) {
-    const char *tmp = tmpdir("thc-refuse");
+    const char *tmp = kh_test_tmpdir_kept("thc-refuse");
     char g[512], w[512];
     snprintf(g, sizeof g, "%s/group", tmp);
     snprintf(w, sizeof w, "%s/world", tmp);
@@ -463,7 +436,7 @@ static void part_refuse(void) {
 static void part_owner(void) {
     if (geteuid() != 0)
         kh_test_skip("not root: cannot make a folder owned by another user; the owner check is NOT exercised");
-    const char *tmp = tmpdir("thc-owner");
+    const char *tmp = kh_test_tmpdir_kept("thc-owner");
     char d[512];
     snprintf(d, sizeof d, "%s/foreign", tmp);
     if (mkdir(d, 0700) != 0 || chown(d, 65534, 65534) != 0) exit(2);
@@ -494,7 +467,7 @@ static void part_compiler(void) {
     why = strstr(err, "): ");
     CHECK(why && strstr(why, "khostbogus") && !strstr(why, "Configured with"), "reason: '%s'", why ? why : err);
 
-    const char *tmp = tmpdir("thc-cc");
+    const char *tmp = kh_test_tmpdir_kept("thc-cc");
     char dir[512];
     snprintf(dir, sizeof dir, "%s/cache", tmp);
     th_cache *c = open_cache(dir);
@@ -527,7 +500,7 @@ static void part_key(void) {
           o1->identity);
     CHECK(strcmp(o1->resolved_flags, o0->resolved_flags) != 0, "flags differ");
 
-    const char *tmp = tmpdir("thc-key");
+    const char *tmp = kh_test_tmpdir_kept("thc-key");
     char dir[512];
     snprintf(dir, sizeof dir, "%s/cache", tmp);
     th_cache *c = open_cache(dir);
@@ -558,7 +531,7 @@ static void part_key(void) {
     char mp[TH_CACHE_PATH_MAX + 8];
     snprintf(mp, sizeof mp, "%s/meta", a.entry_dir);
     size_t mlen;
-    char *meta = slurp(mp, &mlen);
+    char *meta = kh_test_slurp(mp, &mlen);
     CHECK(text && meta && mlen > klen && !memcmp(meta, text, klen) && !strcmp(key, a.key),
           "meta starts with the full key text, whose SHA-256 is the key");
     CHECK(text && strstr(text, o1->identity) && strstr(text, o1->resolved_flags) && strstr(text, "generator 1") &&
@@ -591,7 +564,7 @@ static void part_key(void) {
 
 /* --- location -------------------------------------------------------------------------------------------------- */
 static void part_location(void) {
-    const char *tmp = tmpdir("thc-loc");
+    const char *tmp = kh_test_tmpdir_kept("thc-loc");
     char xdg[512], home[512], want[600], p[600];
     snprintf(xdg, sizeof xdg, "%s/xdg", tmp);
     snprintf(home, sizeof home, "%s/home", tmp);
@@ -686,7 +659,7 @@ static void prune_race(const char *dir) {
 }
 
 static void part_prune(const char *bin) {
-    const char *tmp = tmpdir("thc-prune");
+    const char *tmp = kh_test_tmpdir_kept("thc-prune");
     char dir[512], args[1024], out[16384], err[1024];
     snprintf(dir, sizeof dir, "%s/cache", tmp);
     th_cache *c = open_cache(dir);
@@ -772,6 +745,6 @@ int main(int argc, char **argv) {
                         "location|prune TOOL\n");
         return 2;
     }
-    if (!kh_test_failed) remove_tmpdirs();
+    if (!kh_test_failed) kh_test_remove_tmpdirs();
     return kh_test_finish(name);
 }

@@ -18,6 +18,9 @@ kh_status kh_errf(char *buf, size_t n, kh_status status, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)))
 #endif
     ;
+/* kh_errf into an object's own `char err[N]` member: `return KH_ERRF_TO(d, KH_ERR_DATA, "%s: short", path);`.
+ * A macro because sizeof must see the array itself; passed to a function it would be only a pointer. */
+#define KH_ERRF_TO(obj, status, ...) kh_errf((obj)->err, sizeof (obj)->err, (status), __VA_ARGS__)
 const char *kh_status_name(kh_status s);
 const char *kh_layer_kind_name(uint32_t kind);   /* "dense", "conv2d", ... ("?" when unknown) */
 const char *kh_activation_name(uint32_t act);    /* "relu", ... */
