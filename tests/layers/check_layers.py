@@ -26,6 +26,8 @@ INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
 DEFINITION = re.compile(r"^(?!static\b)(?!typedef\b)(?!extern\b)[A-Za-z_][\w \t*]*?\b([A-Za-z_]\w*)\s*"
                         r"\(([^;{}()]|\([^()]*\))*\)\s*(?:__attribute__\s*\(\(.*?\)\)\s*)?\{", re.M)
 IDENT = re.compile(r"\b[A-Za-z_]\w*\b")
+# A prototype on one line ("void f(int);"): a declaration, not a use.
+PROTOTYPE = re.compile(r"^[A-Za-z_][\w \t*]*\b[A-Za-z_]\w*\s*\([^;{}]*\)\s*;\s*$")
 ROOT_FOLDER = "(root)"
 problems = []
 
@@ -108,6 +110,8 @@ def call_edges():
     edges = collections.defaultdict(dict)
     for p, t in text.items():
         for n, line in enumerate(t.split("\n"), 1):
+            if PROTOTYPE.match(line):
+                continue
             for name in IDENT.findall(line):
                 target = single.get(name)
                 if target and target != p and target not in edges[p]:
