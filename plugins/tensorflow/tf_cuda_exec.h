@@ -4,9 +4,11 @@
  * Execution model (TensorFlow's GPU path with its single-threaded executor): one stream per session, cuBLAS
  * and cuDNN bound to it; a function runs by launching its nodes in graph order (a valid topological order
  * that already includes the memory plan's control edges) on that stream, one kernel or library call per op.
- * Device memory mirrors the CPU model: one arena sized by the largest function plan (offsets from the same
- * plans), variables with their optimizer slots, the GatherGrad accumulators, device copies of the feeds, and
- * two doubles per phase for the metrics. Everything is allocated at compile time. */
+ * Device memory mirrors the CPU model and is the graph runtime's device storage (khost/kit/graph_runtime_cuda.h,
+ * through the driver table): one arena sized by the largest function plan (offsets from the same plans),
+ * variables with their optimizer slots, the GatherGrad accumulators, device copies of the feeds, and two doubles
+ * per phase for the metrics; the kernels take its addresses as pointers (one address space with the runtime
+ * API). Everything is allocated at compile time. */
 #ifndef KHOST_TF_CUDA_EXEC_H
 #define KHOST_TF_CUDA_EXEC_H
 
@@ -16,6 +18,7 @@
 
 #include "tf.h"
 #include "khost/kit/cuda.h"
+#include "khost/kit/graph_runtime_cuda.h"
 #include "tf_cuda.h"
 #include "tf_cuda_kernels.h"
 #include "tf_cuda_plan.h"
@@ -43,32 +46,19 @@ typedef struct tfc_fn {
     void **ptr;          /* per node: device storage (NULL: none) */
     uint8_t *part;       /* per node: bit p set when the node belongs to part p */
     tfc_conv **conv;     /* per node: cuDNN state of a convolution, else NULL */
-    void **pers;         /* persistent GatherGrad accumulators */
-    int32_t n_pers;
     double *met;         /* this function's metric slot (train, eval), else NULL */
 } tfc_fn;
 
 struct tf_cuda_model {
     tf_cuda_session *cs;
     tf_cu_layout lay;
-    void *arena;
-    float **w, **s1, **s2;   /* per variable */
-    void *d_feed[3];         /* x, labels, dy */
-    size_t feed_bytes[3];    /* at max_batch */
-    void *pin[2];            /* pinned staging, alternating: x | labels | dy */
-    cudaEvent_t staged[2];   /* the upload from pin[k] has finished */
-    int next_pin;
-    double *d_met;           /* (4): train loss, correct; eval loss, correct */
-    double *h_met;           /* pinned (4) */
-    int64_t samples[2];
+    kh_grt_dev dev;          /* the graph runtime's device storage: arena, variables, feeds, metrics */
     float *wt;               /* a convolution's filter in cuDNN's NHWC filter layout (F, KH, KW, C) */
     int64_t wt_floats;
     float *xpad;             /* an explicitly padded convolution input (or its gradient) */
     int64_t xpad_floats;
     void *ws;                /* the shared cuDNN workspace */
     size_t ws_bytes;
-    int32_t idx_bound;       /* index input must lie in [0, idx_bound) (the smallest Gather table); 0: none */
-    int32_t label_bound;     /* labels in [0, label_bound); 0: no labels */
     int sync_each;           /* TF_CUDA_SYNC_EACH_OP=1 */
     tfc_fn fn[KH_GFN_COUNT];
 };
@@ -103,7 +93,8 @@ kh_status tfc_fail(tf_model *m, const kh_graph *g, int32_t node, const char *wha
         if (e_ != CUBLAS_STATUS_SUCCESS) return tfc_err_blas((m), (g), (i), (what), e_, #call); \
     } while (0)
 
-/* cudaMalloc with an out-of-memory message naming the buffer, its size and the device's free memory. */
+/* A device buffer of the storage layer (kh_grt_dev_alloc: zeroed, counted, an out-of-memory message naming the
+ * buffer, its size and the device's free memory), as a pointer. */
 kh_status tfc_malloc(tf_model *m, void **p, size_t bytes, const char *what);
 void tfc_free_dev(void *p);
 

@@ -276,7 +276,8 @@ static kh_status run_apply(tf_model *m, int f, int32_t i, int64_t n, double lr) 
     const kh_optimizer_spec *o = &m->rt.mg.opt;
     tfk_opt k = {opt_code(nd->op), (float)lr, o->rho, o->beta_1, o->beta_2, o->epsilon};
     float *grad = din(m, f, i, 1);
-    TFC_CUDA(m, g, i, "run", tfk_apply(STREAM(m), k, cm->w[v], cm->s1[v], cm->s2[v], grad, m->rt.mg.vars[v].numel));
+    TFC_CUDA(m, g, i, "run", tfk_apply(STREAM(m), k, KH_DEVPTR(cm->dev.w[v]), KH_DEVPTR(cm->dev.s1[v]),
+                                       KH_DEVPTR(cm->dev.s2[v]), grad, m->rt.mg.vars[v].numel));
     int32_t gnode = kh_graph_inputs(g, i)[1];
     const kh_gnode *gn = &g->nodes[gnode];
     if (gn->op == KH_GOP_GATHER_GRAD) { /* leave the accumulator zero for the next step */

@@ -119,24 +119,10 @@ kh_status tfc_err_blas(tf_model *m, const kh_graph *g, int32_t node, const char 
 
 // --- memory ----------------------------------------------------------------------------------------------
 kh_status tfc_malloc(tf_model *m, void **p, size_t bytes, const char *what) {
-    *p = NULL;
-    if (bytes == 0) bytes = 256;
-    cudaError_t e = cudaMalloc(p, bytes);
-    if (e == cudaSuccess) {
-        kh_mem_count_add(&m->rt.dev_mem, (int64_t)bytes);
-        return KH_OK;
-    }
-    *p = NULL;
-    cudaGetLastError();
-    size_t fr = 0, tot = 0;
-    cudaMemGetInfo(&fr, &tot);
-    double mb = 1.0 / (1024.0 * 1024.0);
-    return tf_fail(m->s, e == cudaErrorMemoryAllocation ? KH_ERR_NOMEM : KH_ERR_DEVICE, "compile",
-                   "%s for %s (%.1f MiB; %.0f of %.0f MiB free)",
-                   e == cudaErrorMemoryAllocation ? "out of device memory" : cudaGetErrorName(e), what,
-                   (double)bytes * mb, (double)fr * mb, (double)tot * mb);
+    CUdeviceptr d = 0;
+    kh_status st = kh_grt_dev_alloc(&m->rt, &m->cuda->dev, &d, bytes, what);
+    *p = KH_DEVPTR(d);
+    return st;
 }
 
-void tfc_free_dev(void *p) {
-    if (p) cudaFree(p);
-}
+void tfc_free_dev(void *p) { kh_grt_dev_free((CUdeviceptr)(uintptr_t)p); }

@@ -16,6 +16,7 @@
 
 #include "khost/kit/cuda.h"
 #include "khost/kit/cuda_driver.h"
+#include "khost/kit/graph_runtime_cuda.h"
 #include "th_cuda.h"
 #include "th_cuda_plan.h"
 
@@ -42,24 +43,14 @@ typedef struct thc_fn {
     CUfunction *func;    /* per plan entry: the kernel (kernel entries) */
     CUdeviceptr *argp;   /* per plan entry: TH_CU_MAX_ARGS resolved pointer arguments */
     thc_conv **conv;     /* per plan entry: cuDNN state (convolution entries) */
-    CUdeviceptr *pers;   /* the function's accumulators */
-    int32_t n_pers;
 } thc_fn;
 
 struct th_cuda_model {
     th_cuda_session *cs;
-    CUdeviceptr arena, scratch, met, ws;
-    int64_t arena_bytes, scratch_bytes;
+    kh_grt_dev dev;              /* the graph runtime's device storage: arena, variables, feeds, metrics */
+    CUdeviceptr scratch, ws;
+    int64_t scratch_bytes;
     size_t ws_bytes;
-    CUdeviceptr *w, *s1, *s2;    /* per variable */
-    CUdeviceptr feed[3];         /* x, labels, dy */
-    size_t feed_bytes[3];        /* at max_batch */
-    void *pin[2];                /* pinned staging, alternating: x | labels | dy */
-    CUevent staged[2];           /* the upload from pin[k] has finished */
-    int next_pin;
-    double *h_met;               /* pinned (4) */
-    int64_t samples[2];
-    int32_t idx_bound, label_bound;
     int sync_each;               /* TH_CUDA_SYNC_EACH_OP=1: synchronise after every plan entry */
     double nvrtc_s, load_s;
     int32_t kernels;

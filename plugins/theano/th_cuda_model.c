@@ -4,8 +4,9 @@
  * (kernel names and parameter layouts, th_cubin.c) and loaded with cuModuleLoadData; then the device memory,
  * all of it allocated here and none during a step: one arena of the largest function plan (the same offsets
  * the CPU path uses), the scratch the plans ask for (convolution filters in cuDNN's layout, padded inputs, scan
- * carries), variables with their optimizer slots, the GatherGrad accumulators, device feeds with two pinned
- * staging buffers, the metric doubles, the cuDNN workspace. Weights, node values and metrics are read back
+ * carries), and the graph runtime's device storage (khost/kit/graph_runtime_cuda.h: variables with their
+ * optimizer slots, the GatherGrad accumulators, device feeds with two pinned staging buffers, the metric doubles),
+ * the cuDNN workspace. Weights, node values and metrics are read back
  * synchronously; everything else is enqueued on the session's stream. */
 #include <stdlib.h>
 #include <string.h>
@@ -37,28 +38,11 @@ void th_cuda_free(kh_grt_model *rtm) {
         free(fn->func);
         free(fn->argp);
         if (fn->mod) kh_cu.ModuleUnload(fn->mod);
-        for (int32_t k = 0; fn->pers && k < fn->n_pers; k++) thc_free(fn->pers[k]);
-        free(fn->pers);
         th_cu_plan_free(&fn->plan);
     }
-    for (int32_t v = 0; v < m->rt.mg.n_vars; v++) {
-        if (cm->w) thc_free(cm->w[v]);
-        if (cm->s1) thc_free(cm->s1[v]);
-        if (cm->s2) thc_free(cm->s2[v]);
-    }
-    free(cm->w);
-    free(cm->s1);
-    free(cm->s2);
-    for (int k = 0; k < 3; k++) thc_free(cm->feed[k]);
-    for (int k = 0; k < 2; k++) {
-        if (cm->pin[k]) kh_cu.MemFreeHost(cm->pin[k]);
-        if (cm->staged[k]) kh_cu.EventDestroy(cm->staged[k]);
-    }
-    if (cm->h_met) kh_cu.MemFreeHost(cm->h_met);
-    thc_free(cm->met);
+    kh_grt_dev_release(&m->rt, &cm->dev);
     thc_free(cm->ws);
     thc_free(cm->scratch);
-    thc_free(cm->arena);
     free(cm);
     m->cuda = NULL;
 }
@@ -178,62 +162,9 @@ static kh_status build_module(th_model *m, int f) {
 }
 
 // --- memory ---------------------------------------------------------------------------------------------------------
-static kh_status alloc_vars(th_model *m) {
-    th_cuda_model *cm = m->cuda;
-    int32_t nv = m->rt.mg.n_vars;
-    cm->w = calloc((size_t)nv + 1, sizeof *cm->w);
-    cm->s1 = calloc((size_t)nv + 1, sizeof *cm->s1);
-    cm->s2 = calloc((size_t)nv + 1, sizeof *cm->s2);
-    if (!cm->w || !cm->s1 || !cm->s2) return th_fail(m->s, KH_ERR_NOMEM, "compile", "out of host memory");
-    int slots = kh_optimizer_slots(m->rt.mg.opt.kind);
-    for (int32_t v = 0; v < nv; v++) {
-        size_t b = (size_t)m->rt.mg.vars[v].numel * sizeof(float);
-        kh_status st = thc_alloc(m, &cm->w[v], b, m->rt.mg.vars[v].name);
-        if (st == KH_OK && slots >= 1) st = thc_alloc(m, &cm->s1[v], b, "an optimizer slot");
-        if (st == KH_OK && slots >= 2) st = thc_alloc(m, &cm->s2[v], b, "an optimizer slot");
-        if (st != KH_OK) return st;
-    }
-    return KH_OK;
-}
-
-static kh_status alloc_feeds(th_model *m) {
-    th_cuda_model *cm = m->cuda;
-    int64_t N = m->rt.max_batch;
-    cm->feed_bytes[KH_GIN_X] = (size_t)(N * m->rt.mg.input_numel) * 4u;
-    cm->feed_bytes[KH_GIN_LABELS] = (size_t)N * 4u;
-    cm->feed_bytes[KH_GIN_DY] = (size_t)(N * m->rt.mg.out_numel) * 4u;
-    const char *names[3] = {"the staged input", "the staged labels", "the staged output gradient"};
-    size_t total = 0;
-    for (int k = 0; k < 3; k++) {
-        kh_status st = thc_alloc(m, &cm->feed[k], cm->feed_bytes[k], names[k]);
-        if (st != KH_OK) return st;
-        total += cm->feed_bytes[k];
-    }
-    for (int k = 0; k < 2; k++) {
-        THC_CU(m, -1, -1, "compile", kh_cu.MemAllocHost(&cm->pin[k], total));
-        THC_CU(m, -1, -1, "compile", kh_cu.EventCreate(&cm->staged[k], CU_EVENT_DISABLE_TIMING));
-        THC_CU(m, -1, -1, "compile", kh_cu.EventRecord(cm->staged[k], cm->cs->k.stream));
-    }
-    kh_status st = thc_alloc(m, &cm->met, 4 * sizeof(double), "the metrics");
-    if (st != KH_OK) return st;
-    THC_CU(m, -1, -1, "compile", kh_cu.MemAllocHost((void **)&cm->h_met, 4 * sizeof(double)));
-    return KH_OK;
-}
-
-/* accumulators, resolved kernel arguments, cuDNN state of function f */
+/* resolved kernel arguments (the storage is the graph runtime's, kh_grt_dev), cuDNN state of function f */
 static kh_status prepare_fn(th_model *m, int f) {
-    th_cuda_model *cm = m->cuda;
-    thc_fn *fn = &cm->fn[f];
-    const kh_gplan *p = &m->fn[f].plan;
-    if (p->n_persistent > 0) {
-        fn->pers = calloc((size_t)p->n_persistent, sizeof *fn->pers);
-        if (!fn->pers) return th_fail(m->s, KH_ERR_NOMEM, "compile", "out of host memory");
-        fn->n_pers = p->n_persistent;
-        for (int32_t k = 0; k < p->n_persistent; k++) { /* zeroed: each Apply clears what it consumed */
-            kh_status st = thc_alloc(m, &fn->pers[k], (size_t)p->persistent_bytes[k], "an embedding gradient");
-            if (st != KH_OK) return st;
-        }
-    }
+    thc_fn *fn = &m->cuda->fn[f];
     for (int32_t k = 0; k < fn->plan.n; k++) {
         const th_cu_launch *e = &fn->plan.v[k];
         for (int j = 0; e->kind == TH_CUL_KERNEL && j < e->n_args; j++)
@@ -245,7 +176,6 @@ static kh_status prepare_fn(th_model *m, int f) {
                 fn->argp[(size_t)k * TH_CU_MAX_ARGS + j] = a;
             }
     }
-    kh_graph_feed_bounds(&m->fn[f].g, &m->cuda->idx_bound, &m->cuda->label_bound);
     return thc_prepare_convs(m, f);
 }
 
@@ -260,6 +190,8 @@ kh_status th_cuda_compile(kh_grt_model *rtm) {
     cm->cs->conv_algos[0] = 0;
     const char *se = getenv("TH_CUDA_SYNC_EACH_OP");
     cm->sync_each = se && *se && *se != '0';
+    cm->dev.ctx = cm->cs->k.ctx;
+    cm->dev.stream = cm->cs->k.stream;
     kh_status st = thc_bind(m, "compile");
     for (int f = 0; f < KH_GFN_COUNT && st == KH_OK; f++)
         if (m->rt.mg.fn[f].n_nodes > 0) {
@@ -268,40 +200,27 @@ kh_status th_cuda_compile(kh_grt_model *rtm) {
                 cm->scratch_bytes = cm->fn[f].plan.scratch_bytes;
         }
     if (st != KH_OK) return st;
-    cm->arena_bytes = m->rt.arena_bytes; /* the largest function plan: one function runs at a time */
-    if ((st = thc_alloc(m, &cm->arena, (size_t)cm->arena_bytes, "the arena")) != KH_OK) return st;
+    /* the arena of the largest function plan (one function runs at a time), variables, feeds, accumulators */
+    if ((st = kh_grt_dev_prepare(&m->rt, &cm->dev, cm->cs->k.ctx, cm->cs->k.stream)) != KH_OK) return st;
     if (cm->scratch_bytes > 0 && (st = thc_alloc(m, &cm->scratch, (size_t)cm->scratch_bytes, "the scratch")) != KH_OK)
         return st;
-    if ((st = alloc_vars(m)) != KH_OK || (st = alloc_feeds(m)) != KH_OK) return st;
     for (int f = 0; f < KH_GFN_COUNT && st == KH_OK; f++)
         if (cm->fn[f].mod) st = prepare_fn(m, f);
     if (st == KH_OK && cm->ws_bytes > 0) st = thc_alloc(m, &cm->ws, cm->ws_bytes, "the cuDNN workspace");
     if (st != KH_OK) return st;
     THC_CU(m, -1, -1, "compile", kh_cu.StreamSynchronize(cm->cs->k.stream));
     th_log(s, KH_LOG_INFO, "CUDA: %d kernels for %s, NVRTC %.2f s, module load %.3f s, device arena %.1f MiB, scratch %.1f MiB",
-           cm->kernels, cm->cs->k.arch, cm->nvrtc_s, cm->load_s, cm->arena_bytes / 1048576.0, cm->scratch_bytes / 1048576.0);
+           cm->kernels, cm->cs->k.arch, cm->nvrtc_s, cm->load_s, m->rt.arena_bytes / 1048576.0, cm->scratch_bytes / 1048576.0);
     return KH_OK;
 }
 
 // --- weights, values, metrics -----------------------------------------------------------------------------------------
 kh_status th_cuda_set_var(kh_grt_model *rtm, int32_t v, const float *w) {
-    th_model *m = (th_model *)rtm;
-    kh_status st = thc_bind(m, "set_weight");
-    if (st != KH_OK) return st;
-    size_t b = (size_t)m->rt.mg.vars[v].numel * sizeof(float);
-    THC_CU(m, -1, -1, "set_weight", kh_cu.MemcpyHtoDAsync(m->cuda->w[v], w, b, m->cuda->cs->k.stream));
-    THC_CU(m, -1, -1, "set_weight", kh_cu.StreamSynchronize(m->cuda->cs->k.stream));
-    return KH_OK;
+    return kh_grt_dev_set_var(rtm, &((th_model *)rtm)->cuda->dev, v, w);
 }
 
 kh_status th_cuda_get_var(kh_grt_model *rtm, int32_t v, float *w) {
-    th_model *m = (th_model *)rtm;
-    kh_status st = thc_bind(m, "get_weight");
-    if (st != KH_OK) return st;
-    size_t b = (size_t)m->rt.mg.vars[v].numel * sizeof(float);
-    THC_CU(m, -1, -1, "get_weight", kh_cu.MemcpyDtoHAsync(w, m->cuda->w[v], b, m->cuda->cs->k.stream));
-    THC_CU(m, -1, -1, "get_weight", kh_cu.StreamSynchronize(m->cuda->cs->k.stream));
-    return KH_OK;
+    return kh_grt_dev_get_var(rtm, &((th_model *)rtm)->cuda->dev, v, w);
 }
 
 kh_status th_cuda_read_node(kh_grt_model *rtm, kh_gfn f, int32_t node, int64_t n, float *dst) {
@@ -310,36 +229,12 @@ kh_status th_cuda_read_node(kh_grt_model *rtm, kh_gfn f, int32_t node, int64_t n
     th_cu_ref r;
     if (node < 0 || node >= m->fn[f].g.n_nodes || th_cu_value(&env, node, &r) != KH_OK)
         return th_fail(m->s, KH_ERR_INTERNAL, "read", "node %d of the %s function has no storage", node, g_fn_names[f]);
-    kh_status st = thc_bind(m, "read");
-    if (st != KH_OK) return st;
     size_t b = (size_t)kh_graph_numel(&m->fn[f].g, node, n) * sizeof(float);
-    THC_CU(m, f, node, "read", kh_cu.MemcpyDtoHAsync(dst, thc_addr(m, f, &r), b, m->cuda->cs->k.stream));
-    THC_CU(m, f, node, "read", kh_cu.StreamSynchronize(m->cuda->cs->k.stream));
-    return KH_OK;
+    return kh_grt_dev_read(rtm, &m->cuda->dev, dst, thc_addr(m, f, &r), b, "read");
 }
 
 kh_status th_cuda_read_metrics(kh_grt_model *rtm, uint32_t phase, kh_metrics *out, int32_t reset) {
-    th_model *m = (th_model *)rtm;
-    th_cuda_model *cm = m->cuda;
-    kh_status st = thc_bind(m, "read_metrics");
-    if (st != KH_OK) return st;
-    THC_CU(m, -1, -1, "read_metrics", kh_cu.MemcpyDtoHAsync(cm->h_met, cm->met, 4 * sizeof(double), cm->cs->k.stream));
-    THC_CU(m, -1, -1, "read_metrics", kh_cu.StreamSynchronize(cm->cs->k.stream));
-    out->loss_sum = cm->h_met[2 * phase];
-    out->correct = cm->h_met[2 * phase + 1];
-    out->samples = cm->samples[phase];
-    if (reset) {
-        THC_CU(m, -1, -1, "read_metrics",
-               kh_cu.MemsetD8Async(cm->met + 2 * phase * sizeof(double), 0, 2 * sizeof(double), cm->cs->k.stream));
-        cm->samples[phase] = 0;
-    }
-    return KH_OK;
+    return kh_grt_dev_read_metrics(rtm, &((th_model *)rtm)->cuda->dev, phase, out, reset);
 }
 
-kh_status th_cuda_sync(kh_grt_model *rtm) {
-    th_model *m = (th_model *)rtm;
-    kh_status st = thc_bind(m, "sync");
-    if (st != KH_OK) return st;
-    THC_CU(m, -1, -1, "sync", kh_cu.StreamSynchronize(m->cuda->cs->k.stream));
-    return KH_OK;
-}
+kh_status th_cuda_sync(kh_grt_model *rtm) { return kh_grt_dev_sync(rtm, &((th_model *)rtm)->cuda->dev, "sync"); }

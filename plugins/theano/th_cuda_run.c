@@ -1,5 +1,6 @@
-/* th_cuda_run.c — running a function's launch plan on the session's stream: staging the batch through pinned
- * buffers (indices and labels validated on the host), then each entry in order: a generated kernel with
+/* th_cuda_run.c — running a function's launch plan on the session's stream: the batch staged by the graph
+ * runtime's device storage (khost/kit/graph_runtime_cuda.h: pinned buffers, indices and labels validated on the
+ * host), then each entry in order: a generated kernel with
  * cuLaunchKernel, a cuBLAS SGEMM (row-major through the column-major API by swapping the operands:
  * C^T = op(B)^T op(A)^T), a cuDNN NHWC convolution (one algorithm per entry chosen at compile by the *_v7
  * heuristics, deterministic first, in the session's math: kh_cudnn_conv_choose, as tensorflow's GPU path
@@ -21,14 +22,14 @@ CUdeviceptr thc_addr(th_model *m, int f, const th_cu_ref *r) {
     th_cuda_model *cm = m->cuda;
     CUdeviceptr b = 0;
     switch (r->base) {
-    case TH_CU_ARENA: b = cm->arena; break;
-    case TH_CU_VAR: b = cm->w[r->index]; break;
-    case TH_CU_SLOT1: b = cm->s1[r->index]; break;
-    case TH_CU_SLOT2: b = cm->s2[r->index]; break;
-    case TH_CU_FEED: b = cm->feed[r->index]; break;
-    case TH_CU_PERSISTENT: b = r->index < cm->fn[f].n_pers ? cm->fn[f].pers[r->index] : 0; break;
+    case TH_CU_ARENA: b = cm->dev.arena; break;
+    case TH_CU_VAR: b = cm->dev.w[r->index]; break;
+    case TH_CU_SLOT1: b = cm->dev.s1[r->index]; break;
+    case TH_CU_SLOT2: b = cm->dev.s2[r->index]; break;
+    case TH_CU_FEED: b = cm->dev.feed[r->index]; break;
+    case TH_CU_PERSISTENT: b = r->index < cm->dev.n_pers[f] ? cm->dev.pers[f][r->index] : 0; break;
     case TH_CU_SCRATCH: b = cm->scratch; break;
-    case TH_CU_METRICS: b = cm->met; break;
+    case TH_CU_METRICS: b = cm->dev.met; break;
     default: return 0;
     }
     return b ? b + (CUdeviceptr)r->offset : 0; /* an offset may be negative (h_{t-1} of a scan): modulo 2^64 */
@@ -247,55 +248,17 @@ static kh_status run_entry(th_model *m, int f, int32_t k, const run_args *a) {
     return st;
 }
 
-// --- staging and the run ---------------------------------------------------------------------------------------------
-static kh_status stage(th_model *m, int64_t n, const void *x, const int32_t *labels, const float *dy) {
-    th_cuda_model *cm = m->cuda;
-    CUstream s = cm->cs->k.stream;
-    int k = cm->next_pin;
-    /* pin[k] was last uploaded two calls ago: wait for that copy before overwriting it */
-    THC_CU(m, -1, -1, "run", kh_cu.EventSynchronize(cm->staged[k]));
-    char *pin = cm->pin[k];
-    char *at[3] = {pin, pin + cm->feed_bytes[0], pin + cm->feed_bytes[0] + cm->feed_bytes[1]};
-    size_t bytes[3] = {x ? (size_t)(n * m->rt.mg.input_numel) * 4u : 0, labels ? (size_t)n * 4u : 0,
-                       dy ? (size_t)(n * m->rt.mg.out_numel) * 4u : 0};
-    if (x) {
-        memcpy(at[0], x, bytes[0]);
-        if (m->rt.mg.input_dtype == KH_I32 && cm->idx_bound > 0) {
-            const int32_t *idx = (const int32_t *)at[0];
-            for (int64_t j = 0; j < n * m->rt.mg.input_numel; j++)
-                if (idx[j] < 0 || idx[j] >= cm->idx_bound)
-                    return th_fail(m->s, KH_ERR_INVALID, "run", "embedding index %d at position %lld outside [0, %d)",
-                                   idx[j], (long long)j, cm->idx_bound);
-        }
-    }
-    if (labels) {
-        for (int64_t j = 0; cm->label_bound > 0 && j < n; j++)
-            if (labels[j] < 0 || labels[j] >= cm->label_bound)
-                return th_fail(m->s, KH_ERR_INVALID, "run", "label %d of sample %lld outside [0, %d)", labels[j],
-                               (long long)j, cm->label_bound);
-        memcpy(at[1], labels, bytes[1]);
-    }
-    if (dy) memcpy(at[2], dy, bytes[2]);
-    for (int q = 0; q < 3; q++)
-        if (bytes[q] > 0) THC_CU(m, -1, -1, "run", kh_cu.MemcpyHtoDAsync(cm->feed[q], at[q], bytes[q], s));
-    THC_CU(m, -1, -1, "run", kh_cu.EventRecord(cm->staged[k], s));
-    cm->next_pin = k ^ 1;
-    return KH_OK;
-}
-
+// --- the run -------------------------------------------------------------------------------------------------------
 kh_status th_cuda_run(kh_grt_model *rtm, kh_gfn f, int part, int64_t n, double lr, uint64_t counter, const void *x,
                       const int32_t *labels, const float *dy) {
     th_model *m = (th_model *)rtm;
     th_cuda_model *cm = m->cuda;
     thc_fn *fn = &cm->fn[f];
     if (!fn->mod) return th_fail(m->s, KH_ERR_UNSUPPORTED, "run", "the model has no such function (no loss?)");
-    kh_status st = thc_bind(m, "run");
-    if (st == KH_OK) st = stage(m, n, x, labels, dy);
+    kh_status st = kh_grt_dev_stage(&m->rt, &cm->dev, n, x, labels, dy);
+    if (st == KH_OK && f == KH_GFN_PROBE && part == 1) /* accumulators of a probe start from zero at every backward */
+        st = kh_grt_dev_clear_accumulators(&m->rt, &cm->dev, f);
     if (st != KH_OK) return st;
-    if (f == KH_GFN_PROBE && part == 1) /* accumulators of a probe start from zero at every backward */
-        for (int32_t k = 0; k < fn->n_pers; k++)
-            THC_CU(m, f, -1, "backward", kh_cu.MemsetD8Async(fn->pers[k], 0, (size_t)m->fn[f].plan.persistent_bytes[k],
-                                                             cm->cs->k.stream));
     run_args a = {n, (float)lr, m->rt.seed, counter, 0};
     const th_cu_plan *p = &fn->plan;
     for (int32_t k = 0; k < p->n && st == KH_OK; k++) {
@@ -318,7 +281,6 @@ kh_status th_cuda_run(kh_grt_model *rtm, kh_gfn f, int part, int64_t n, double l
         k += body;
     }
     if (st != KH_OK) return st;
-    if (f == KH_GFN_TRAIN) cm->samples[KH_PHASE_TRAIN] += n;
-    else if (f == KH_GFN_EVAL) cm->samples[KH_PHASE_EVAL] += n;
+    kh_grt_dev_count(&cm->dev, f, n);
     return KH_OK;
 }

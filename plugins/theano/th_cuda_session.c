@@ -121,29 +121,10 @@ kh_status thc_err_dnn(th_model *m, int f, int32_t node, const char *what, cudnnS
 
 // --- memory ------------------------------------------------------------------------------------------------------
 kh_status thc_alloc(th_model *m, CUdeviceptr *p, size_t bytes, const char *what) {
-    *p = 0;
-    if (bytes == 0) bytes = 256;
-    CUresult r = kh_cu.MemAlloc(p, bytes);
-    if (r == CUDA_SUCCESS) r = kh_cu.MemsetD8Async(*p, 0, bytes, m->s->cuda->k.stream);
-    if (r == CUDA_SUCCESS) {
-        kh_mem_count_add(&m->rt.dev_mem, (int64_t)bytes);
-        return KH_OK;
-    }
-    if (*p) kh_cu.MemFree(*p);
-    *p = 0;
-    size_t fr = 0, tot = 0;
-    kh_cu.MemGetInfo(&fr, &tot);
-    char t[160];
-    double mb = 1.0 / (1024.0 * 1024.0);
-    return th_fail(m->s, r == CUDA_ERROR_OUT_OF_MEMORY ? KH_ERR_NOMEM : KH_ERR_DEVICE, "compile",
-                   "%s for %s (%.1f MiB; %.0f of %.0f MiB free)",
-                   r == CUDA_ERROR_OUT_OF_MEMORY ? "out of device memory" : kh_cu_result_text(r, t, sizeof t), what,
-                   (double)bytes * mb, (double)fr * mb, (double)tot * mb);
+    return kh_grt_dev_alloc(&m->rt, &m->cuda->dev, p, bytes, what);
 }
 
-void thc_free(CUdeviceptr p) {
-    if (p) kh_cu.MemFree(p);
-}
+void thc_free(CUdeviceptr p) { kh_grt_dev_free(p); }
 
 kh_status thc_bind(th_model *m, const char *what) {
     THC_CU(m, -1, -1, what, kh_cu.CtxSetCurrent(m->s->cuda->k.ctx));

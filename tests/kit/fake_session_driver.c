@@ -1,9 +1,12 @@
 /* tests/kit/fake_session_driver.c — a stand-in for libcuda.so.1 with every entry point of the kit's driver table
  * (khost/kit/cuda_driver.h), so kh_cuda_session_open can be tested without a GPU. Two devices: 0 is compute
  * capability 9.0, 1 is 8.0. Contexts, primary-context retains and streams are counted; fake_session_state()
- * lets the test see them (a real driver does not expose them). Entry points a session never calls fail loudly.
+ * lets the test see them (a real driver does not expose them). Memory is host memory (see below); the code
+ * runner's entry points fail loudly.
  */
 #include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define API __attribute__((visibility("default")))
@@ -11,10 +14,11 @@
 typedef int CUresult;
 typedef int CUdevice;
 typedef struct fake_ctx { int device; } *CUcontext;
-typedef struct fake_stream { int live; } *CUstream;
+struct fake_obj { int live; };
+typedef struct fake_obj *CUstream;
 
 static struct fake_ctx ctxs[2] = {{0}, {1}};
-static struct fake_stream streams[8];
+static struct fake_obj streams[8];
 static int retained[2], streams_live, initialised;
 static _Thread_local CUcontext current;
 
@@ -98,17 +102,22 @@ E(cuCtxGetDevice, CUdevice *d) {
     *d = current->device;
     return 0;
 }
+/* The first free object of a pool of 8, counted in *live; NULL when all are taken. */
+static struct fake_obj *take(struct fake_obj *pool, int *live) {
+    for (int i = 0; i < 8; i++)
+        if (!pool[i].live) {
+            pool[i].live = 1;
+            ++*live;
+            return &pool[i];
+        }
+    return NULL;
+}
+
 E(cuStreamCreate, CUstream *s, unsigned int flags) {
     (void)flags;
     if (!current) return 201;
-    for (int i = 0; i < 8; i++)
-        if (!streams[i].live) {
-            streams[i].live = 1;
-            streams_live++;
-            *s = &streams[i];
-            return 0;
-        }
-    return 2;
+    *s = take(streams, &streams_live);
+    return *s ? 0 : 2;
 }
 E(cuStreamDestroy_v2, CUstream s) {
     if (!s || !s->live) return 400; /* CUDA_ERROR_INVALID_HANDLE */
@@ -118,19 +127,79 @@ E(cuStreamDestroy_v2, CUstream s) {
 }
 E(cuStreamSynchronize, CUstream s) { return s && s->live ? 0 : 400; }
 
-/* The runner's entry points: present (the table needs them), never called by a session. */
-E(cuMemGetInfo_v2, size_t *a, size_t *b) { (void)a, (void)b; return NOT_USED; }
-E(cuMemAlloc_v2, void *p, size_t n) { (void)p, (void)n; return NOT_USED; }
-E(cuMemFree_v2, void *p) { (void)p; return NOT_USED; }
-E(cuMemAllocHost_v2, void **p, size_t n) { (void)p, (void)n; return NOT_USED; }
-E(cuMemFreeHost, void *p) { (void)p; return NOT_USED; }
-E(cuMemcpyHtoDAsync_v2, void *d, const void *h, size_t n, CUstream s) { (void)d, (void)h, (void)n, (void)s; return NOT_USED; }
-E(cuMemcpyDtoHAsync_v2, void *h, void *d, size_t n, CUstream s) { (void)d, (void)h, (void)n, (void)s; return NOT_USED; }
-E(cuMemsetD8Async, void *d, unsigned char c, size_t n, CUstream s) { (void)d, (void)c, (void)n, (void)s; return NOT_USED; }
-E(cuEventCreate, void **e, unsigned f) { (void)e, (void)f; return NOT_USED; }
-E(cuEventDestroy_v2, void *e) { (void)e; return NOT_USED; }
-E(cuEventRecord, void *e, CUstream s) { (void)e, (void)s; return NOT_USED; }
-E(cuEventSynchronize, void *e) { (void)e; return NOT_USED; }
+/* Memory, copies and events, for the graph runtime's device storage (test_grt_device.c): "device" memory is host
+ * memory here, so a test can read what was uploaded. Live buffers and events are counted, and
+ * fake_memory_fail_at(k) makes the k-th cuMemAlloc from now fail as out of memory (CUDA_ERROR_OUT_OF_MEMORY). */
+static int dev_live, host_live, events_live, fail_at;
+API void fake_memory_state(int *dev, int *host, int *events);
+API void fake_memory_state(int *dev, int *host, int *events) {
+    *dev = dev_live;
+    *host = host_live;
+    *events = events_live;
+}
+API void fake_memory_fail_at(int k);
+API void fake_memory_fail_at(int k) { fail_at = k; }
+
+E(cuMemGetInfo_v2, size_t *fr, size_t *tot) {
+    *fr = (size_t)1 << 30;
+    *tot = (size_t)80 << 30;
+    return 0;
+}
+E(cuMemAlloc_v2, unsigned long long *p, size_t n) {
+    if (fail_at > 0 && --fail_at == 0) return 2;
+    void *q = malloc(n);
+    if (!q) return 2;
+    memset(q, 0xA5, n); /* not zero: the storage must clear what it allocates */
+    *p = (unsigned long long)(uintptr_t)q;
+    dev_live++;
+    return 0;
+}
+E(cuMemFree_v2, unsigned long long p) {
+    if (!p) return 1;
+    free((void *)(uintptr_t)p);
+    dev_live--;
+    return 0;
+}
+E(cuMemAllocHost_v2, void **p, size_t n) {
+    if (!(*p = malloc(n))) return 2;
+    host_live++;
+    return 0;
+}
+E(cuMemFreeHost, void *p) {
+    free(p);
+    host_live--;
+    return 0;
+}
+E(cuMemcpyHtoDAsync_v2, unsigned long long d, const void *h, size_t n, CUstream s) {
+    if (!s || !s->live) return 400;
+    memcpy((void *)(uintptr_t)d, h, n);
+    return 0;
+}
+E(cuMemcpyDtoHAsync_v2, void *h, unsigned long long d, size_t n, CUstream s) {
+    if (!s || !s->live) return 400;
+    memcpy(h, (const void *)(uintptr_t)d, n);
+    return 0;
+}
+E(cuMemsetD8Async, unsigned long long d, unsigned char c, size_t n, CUstream s) {
+    if (!s || !s->live) return 400;
+    memset((void *)(uintptr_t)d, c, n);
+    return 0;
+}
+static struct fake_obj events[8];
+E(cuEventCreate, struct fake_obj **e, unsigned f) {
+    (void)f;
+    *e = take(events, &events_live);
+    return *e ? 0 : 2;
+}
+E(cuEventDestroy_v2, struct fake_obj *e) {
+    if (!e || !e->live) return 400;
+    e->live = 0;
+    events_live--;
+    return 0;
+}
+E(cuEventRecord, struct fake_obj *e, CUstream s) { return e && e->live && s && s->live ? 0 : 400; }
+E(cuEventSynchronize, struct fake_obj *e) { return e && e->live ? 0 : 400; }
+/* The code runner's entry points: present (the table needs them), never called in these tests. */
 E(cuModuleLoadData, void **m, const void *img) { (void)m, (void)img; return NOT_USED; }
 E(cuModuleUnload, void *m) { (void)m; return NOT_USED; }
 E(cuModuleGetFunction, void **f, void *m, const char *n) { (void)f, (void)m, (void)n; return NOT_USED; }
