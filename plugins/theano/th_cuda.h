@@ -18,28 +18,11 @@
 typedef struct th_cuda_session th_cuda_session; /* th_cuda_exec.h */
 typedef struct th_cuda_model th_cuda_model;
 
-/* The GPU path as a graph-runtime executor (kh_grt_exec; th_cuda_half.c puts these into the half's table). */
-/* Capabilities of the CUDA device kind: available only with a driver, a device, NVRTC and cuDNN. */
-void th_cuda_caps(kh_caps *c);
-kh_status th_cuda_open(kh_grt_session *s, char *err, size_t errlen);
-void th_cuda_close(kh_grt_session *s);
-kh_status th_cuda_environment(kh_grt_session *s, char *buf, size_t n);
-
-/* After lowering, passes and plans (m->rt.mg, m->fn[f].g and .plan): code, modules, device memory. */
-kh_status th_cuda_compile(kh_grt_model *m);
-void th_cuda_free(kh_grt_model *m);
-/* Variable v (index into m->rt.mg.vars), canonical layout, host <-> device (synchronous). */
-kh_status th_cuda_set_var(kh_grt_model *m, int32_t v, const float *w);
-kh_status th_cuda_get_var(kh_grt_model *m, int32_t v, float *w);
-/* Stage the feeds (x: n rows of the model input; labels: n i32 or NULL; dy: the probe's output gradient or
- * NULL; indices and labels validated on the host) and enqueue part `part` of function fn. Metrics of train and
- * eval accumulate on the device. */
-kh_status th_cuda_run(kh_grt_model *m, kh_gfn fn, int part, int64_t n, double lr, uint64_t counter, const void *x,
-                      const int32_t *labels, const float *dy);
-/* Node `node` of the optimised function fn (n rows when batched) into host memory; synchronises. */
-kh_status th_cuda_read_node(kh_grt_model *m, kh_gfn fn, int32_t node, int64_t n, float *dst);
-kh_status th_cuda_read_metrics(kh_grt_model *m, uint32_t phase, kh_metrics *out, int32_t reset);
-kh_status th_cuda_sync(kh_grt_model *m);
+/* The GPU path as a graph-runtime executor (kh_grt_exec; th_cuda_half.c exports it as the half's table): caps
+ * (available only with a driver, a device, NVRTC and cuDNN), sessions, compile (after lowering, passes and plans:
+ * code, modules, device memory), variables (synchronous), runs (indices and labels validated on the host; metrics
+ * of train and eval accumulate on the device), read-backs (synchronous). */
+KH_GRT_EXEC_DECLARE(th_cuda);
 
 /* The half's one exported symbol (TH_CUDA_HALF_ENTRY) returns a kh_grt_half; version and sizes are checked by
  * the loader (the graph runtime, through th_entry.c's kh_half). */

@@ -71,6 +71,37 @@ typedef struct kh_grt_half {
     kh_grt_exec exec;
 } kh_grt_half;
 
+/* A GPU half's executor, written as functions <prefix>_caps, _open, _close, _environment, _compile (the exec's
+ * prepare), _free (release), _set_var, _get_var, _run, _read_node, _read_metrics, _sync with kh_grt_exec's
+ * signatures: KH_GRT_EXEC_DECLARE(prefix) declares them, KH_GRT_HALF_EXPORT(entry, version, prefix, session
+ * type, model type) defines the half's one exported symbol, returning its kh_grt_half (head: the version and
+ * the two structure sizes the loader checks). */
+#define KH_GRT_EXEC_DECLARE(prefix)                                                                            \
+    void prefix##_caps(kh_caps *c);                                                                            \
+    kh_status prefix##_open(kh_grt_session *s, char *err, size_t errlen);                                      \
+    void prefix##_close(kh_grt_session *s);                                                                    \
+    kh_status prefix##_environment(kh_grt_session *s, char *buf, size_t n);                                    \
+    kh_status prefix##_compile(kh_grt_model *m);                                                               \
+    void prefix##_free(kh_grt_model *m);                                                                       \
+    kh_status prefix##_set_var(kh_grt_model *m, int32_t v, const float *w);                                    \
+    kh_status prefix##_get_var(kh_grt_model *m, int32_t v, float *w);                                          \
+    kh_status prefix##_run(kh_grt_model *m, kh_gfn fn, int part, int64_t n, double lr, uint64_t counter,       \
+                           const void *x, const int32_t *labels, const float *dy);                             \
+    kh_status prefix##_read_node(kh_grt_model *m, kh_gfn fn, int32_t node, int64_t n, float *dst);             \
+    kh_status prefix##_read_metrics(kh_grt_model *m, uint32_t phase, kh_metrics *out, int32_t reset);          \
+    kh_status prefix##_sync(kh_grt_model *m)
+
+#define KH_GRT_HALF_EXPORT(entry, version_, prefix, session_t, model_t)                                        \
+    static const kh_grt_half prefix##_half_table = {                                                           \
+        .head = {.version = (version_), .n_sizes = 2, .sizes = {sizeof(session_t), sizeof(model_t)}},          \
+        .exec = {.caps = prefix##_caps, .open = prefix##_open, .close = prefix##_close,                        \
+                 .environment = prefix##_environment, .prepare = prefix##_compile, .release = prefix##_free,   \
+                 .set_var = prefix##_set_var, .get_var = prefix##_get_var, .run = prefix##_run,                \
+                 .read_node = prefix##_read_node, .read_metrics = prefix##_read_metrics,                       \
+                 .sync = prefix##_sync}};                                                                      \
+    KH_EXPORT const kh_half_header *entry(void);                                                               \
+    KH_EXPORT const kh_half_header *entry(void) { return &prefix##_half_table.head; }
+
 /* A graph backend: one static object per module. */
 typedef struct kh_grt_backend {
     const char *name;        /* "tensorflow": module name and the first word of every error */
