@@ -3,6 +3,7 @@
 #include "khost/kit/cuda.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "khost/kit/cuda_driver.h"
@@ -112,4 +113,29 @@ void kh_cuda_session_env(const kh_cuda_session *cs, const kh_device *dev, char *
     int drv = kh_cu.ready ? kh_cu.version : dev->driver_version;
     snprintf(buf, n, "driver=%d.%d %s device=\"%s\" cc=%d.%d math=%s", drv / 1000, (drv % 1000) / 10, libs, dev->name,
              dev->cc_major, dev->cc_minor, cs && cs->tf32 ? "tf32" : "fp32");
+}
+
+kh_status kh_cuda_session_new(const kh_device *dev, const kh_cuda_open_opts *o, void (*caps)(kh_caps *c), size_t size,
+                              void **out, char *err, size_t errlen) {
+    *out = NULL;
+    kh_caps c;
+    memset(&c, 0, sizeof c);
+    c.struct_size = sizeof c;
+    caps(&c);
+    if (!c.available) return kh_errf(err, errlen, KH_ERR_UNSUPPORTED, "%s open on %s: %s", o->plugin, dev->id, c.note);
+    kh_cuda_session *cs = calloc(1, size);
+    if (!cs) return kh_errf(err, errlen, KH_ERR_NOMEM, "%s open on %s: out of host memory", o->plugin, dev->id);
+    kh_status st = kh_cuda_session_open(dev, o, cs, err, errlen);
+    if (st != KH_OK) {
+        free(cs);
+        return st;
+    }
+    *out = cs;
+    return KH_OK;
+}
+
+void kh_cuda_session_free(void *state) {
+    if (!state) return;
+    kh_cuda_session_close(state);
+    free(state);
 }

@@ -9,19 +9,14 @@
 #ifdef TF_HAVE_BLAS
 #include <cblas.h>
 #include "khost/kit/blas.h"
+#include "khost/kit/cblas_sgemm.h"
 
 int tf_blas_available(void) { return 1; }
-
-static void openblas_sgemm(int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
-                           const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
-    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (blasint)m,
-                (blasint)n, (blasint)k, alpha, a, (blasint)lda, b, (blasint)ldb, beta, c, (blasint)ldc);
-}
 
 /* OpenBLAS's small-matrix path allocates on its AVX-512 kernels: those shapes' last columns take the kit's loop */
 void tf_sgemm(int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
               const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
-    kh_sgemm_routed(openblas_sgemm, kh_openblas_small_nn_cached(openblas_get_corename), ta, tb, m, n, k, alpha,
+    kh_sgemm_routed(kh_cblas_sgemm, kh_openblas_small_nn_cached(openblas_get_corename), ta, tb, m, n, k, alpha,
                     a, lda, b, ldb, beta, c, ldc);
 }
 

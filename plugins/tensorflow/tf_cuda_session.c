@@ -32,29 +32,15 @@ void tf_cuda_caps(kh_caps *c) {
 
 // --- sessions --------------------------------------------------------------------------------------------
 kh_status tf_cuda_open(kh_grt_session *rts, char *err, size_t errlen) {
-    tf_session *s = (tf_session *)rts;
-    const char *id = s->rt.dev.id;
-    kh_caps c;
-    memset(&c, 0, sizeof c);
-    tf_cuda_caps(&c);
-    if (!c.available) return kh_errf(err, errlen, KH_ERR_UNSUPPORTED, "tensorflow open on %s: %s", id, c.note);
-    tf_cuda_session *cs = calloc(1, sizeof *cs);
-    if (!cs) return kh_errf(err, errlen, KH_ERR_NOMEM, "tensorflow open on %s: out of host memory", id);
     const kh_cuda_open_opts o = {.plugin = "tensorflow", .min_arch = TF_CUDA_MIN_ARCH};
-    kh_status st = kh_cuda_session_open(&s->rt.dev, &o, &cs->k, err, errlen);
-    if (st != KH_OK) {
-        free(cs);
-        return st;
-    }
-    s->cuda = cs;
-    return KH_OK;
+    return kh_cuda_session_new(&rts->dev, &o, tf_cuda_caps, sizeof(tf_cuda_session), (void **)&((tf_session *)rts)->cuda,
+                               err, errlen);
 }
 
 void tf_cuda_close(kh_grt_session *rts) {
     tf_session *s = (tf_session *)rts;
-    if (s->cuda) kh_cuda_session_close(&s->cuda->k);
+    kh_cuda_session_free(s->cuda);
     cudaGetLastError(); /* the runtime's sticky error must not reach the next session */
-    free(s->cuda);
     s->cuda = NULL;
 }
 

@@ -172,10 +172,6 @@ const kh_grt_exec tf_cpu_exec = {
     .environment = cpu_environment,
     .prepare = cpu_prepare,
     .release = cpu_release,
-    .set_var = kh_grt_host_set_var,
-    .get_var = kh_grt_host_get_var,
     .run = cpu_run,
-    .read_node = kh_grt_host_read_node,
-    .read_metrics = kh_grt_host_read_metrics,
-    .sync = kh_grt_host_sync,
+    KH_GRT_HOST_STORAGE,
 };

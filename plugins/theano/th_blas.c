@@ -8,14 +8,9 @@
 #ifdef TH_HAVE_BLAS
 #include <cblas.h>
 #include "khost/kit/blas.h"
+#include "khost/kit/cblas_sgemm.h"
 
 int th_blas_available(void) { return 1; }
-
-static void openblas_sgemm(int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
-                           const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
-    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (blasint)m,
-                (blasint)n, (blasint)k, alpha, a, (blasint)lda, b, (blasint)ldb, beta, c, (blasint)ldc);
-}
 
 /* The generated code's calls, row-major (101) as it emits them; column-major (102) is the transposed product.
  * OpenBLAS's small-matrix path allocates on its AVX-512 kernels: those shapes' last columns take the kit's loop. */
@@ -23,10 +18,10 @@ static void sgemm(int order, int ta, int tb, int m, int n, int k, float alpha, c
                   int ldb, float beta, float *c, int ldc) {
     int small = kh_openblas_small_nn_cached(openblas_get_corename);
     if (order == CblasColMajor)
-        kh_sgemm_routed(openblas_sgemm, small, tb != CblasNoTrans, ta != CblasNoTrans, n, m, k, alpha, b, ldb, a, lda,
+        kh_sgemm_routed(kh_cblas_sgemm, small, tb != CblasNoTrans, ta != CblasNoTrans, n, m, k, alpha, b, ldb, a, lda,
                         beta, c, ldc);
     else
-        kh_sgemm_routed(openblas_sgemm, small, ta != CblasNoTrans, tb != CblasNoTrans, m, n, k, alpha, a, lda, b, ldb,
+        kh_sgemm_routed(kh_cblas_sgemm, small, ta != CblasNoTrans, tb != CblasNoTrans, m, n, k, alpha, a, lda, b, ldb,
                         beta, c, ldc);
 }
 

@@ -44,29 +44,15 @@ void th_cuda_caps(kh_caps *c) {
 
 // --- sessions ----------------------------------------------------------------------------------------------------
 kh_status th_cuda_open(kh_grt_session *rts, char *err, size_t errlen) {
-    th_session *s = (th_session *)rts;
-    const char *id = s->rt.dev.id;
-    kh_caps c;
-    memset(&c, 0, sizeof c);
-    th_cuda_caps(&c);
-    if (!c.available) return kh_errf(err, errlen, KH_ERR_UNSUPPORTED, "theano open on %s: %s", id, c.note);
-    th_cuda_session *cs = calloc(1, sizeof *cs);
-    if (!cs) return kh_errf(err, errlen, KH_ERR_NOMEM, "theano open on %s: out of host memory", id);
     /* any architecture: NVRTC compiles the generated code for the device's own (cs->k.arch) */
     const kh_cuda_open_opts o = {.plugin = "theano", .min_arch = 0};
-    kh_status st = kh_cuda_session_open(&s->rt.dev, &o, &cs->k, err, errlen);
-    if (st != KH_OK) {
-        free(cs);
-        return st;
-    }
-    s->cuda = cs;
-    return KH_OK;
+    return kh_cuda_session_new(&rts->dev, &o, th_cuda_caps, sizeof(th_cuda_session), (void **)&((th_session *)rts)->cuda,
+                               err, errlen);
 }
 
 void th_cuda_close(kh_grt_session *rts) {
     th_session *s = (th_session *)rts;
-    if (s->cuda) kh_cuda_session_close(&s->cuda->k);
-    free(s->cuda);
+    kh_cuda_session_free(s->cuda);
     s->cuda = NULL;
 }
 

@@ -114,12 +114,8 @@ const kh_grt_exec th_cpu_exec = {
     .environment = cpu_environment,
     .prepare = th_cpu_prepare,
     .release = th_cpu_release,
-    .set_var = kh_grt_host_set_var,
-    .get_var = kh_grt_host_get_var,
     .run = th_cpu_run,
-    .read_node = kh_grt_host_read_node,
-    .read_metrics = kh_grt_host_read_metrics,
-    .sync = kh_grt_host_sync,
+    KH_GRT_HOST_STORAGE,
 };
 
 static const kh_grt_backend g_backend = {

@@ -32,6 +32,30 @@ static kh_device device(int ordinal) {
     return d;
 }
 
+static void caps_unusable(kh_caps *c) {
+    c->available = 0;
+    snprintf(c->note, sizeof c->note, "no usable device here");
+}
+static void caps_usable(kh_caps *c) { c->available = 1; }
+
+/* A backend's session state through kh_cuda_session_new: refused by its caps before anything is opened, or opened
+ * (or failed at the libraries) with *out set only on success and nothing held after a failure. */
+static void session_state(kh_device d) {
+    const kh_cuda_open_opts o = {.plugin = "p", .min_arch = 90};
+    void *state = (void *)&o;
+    char err[512] = "";
+    kh_status st = kh_cuda_session_new(&d, &o, caps_unusable, 2 * sizeof(kh_cuda_session), &state, err, sizeof err);
+    CHECK(st == KH_ERR_UNSUPPORTED && state == NULL && !strcmp(err, "p open on cuda:0: no usable device here"),
+          "state refused by the caps: %d '%s'", st, err);
+    st = kh_cuda_session_new(&d, &o, caps_usable, 2 * sizeof(kh_cuda_session), &state, err, sizeof err);
+    int r, cur, live;
+    fake_state(d.ordinal, &r, &cur, &live);
+    CHECK(st == KH_OK ? state != NULL : state == NULL && live == 0, "state opened, or nothing held: %d '%s'", st, err);
+    kh_cuda_session_free(state);
+    fake_state(d.ordinal, &r, &cur, &live);
+    CHECK(live == 0, "freeing the state closes its streams (%d live)", live);
+}
+
 static void expect_refused(const char *what, kh_device d, int min_arch, kh_status want, const char *text) {
     kh_cuda_session cs;
     char err[512] = "";
@@ -146,6 +170,9 @@ int main(int argc, char **argv) {
     CHECK(host_ctx_retains == 1 && cur == 0, "the test holds device 0's context like the host");
     expect_opened_or_clean("host context", d, 1, 0);
     kh_cu.DevicePrimaryCtxRelease(0);
+
+    kh_cu.CtxSetCurrent(NULL);
+    session_state(device(0));
 
     char env[400];
     d = device(0);

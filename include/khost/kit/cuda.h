@@ -80,6 +80,13 @@ kh_status kh_cuda_session_open(const kh_device *dev, const kh_cuda_open_opts *o,
 /* Synchronise, then release what open made (safe on a zeroed or half-opened session); a context retained at
  * open is made not current again before it is released. */
 void kh_cuda_session_close(kh_cuda_session *cs);
+/* A backend's CUDA session state: size zeroed bytes whose first member is a kh_cuda_session, opened on dev after
+ * the device kind's capabilities say it is usable (caps(c) fills c->available and c->note; unusable is
+ * KH_ERR_UNSUPPORTED "<plugin> open on <device>: <note>"). *out is NULL after a failure, with nothing held.
+ * kh_cuda_session_free closes and frees one (NULL is fine). */
+kh_status kh_cuda_session_new(const kh_device *dev, const kh_cuda_open_opts *o, void (*caps)(kh_caps *c), size_t size,
+                              void **out, char *err, size_t errlen);
+void kh_cuda_session_free(void *state);
 /* The environment words every GPU record carries: "driver=13.0 cudnn=9.10.2 cublas=13.0.0 device=\"NVIDIA
  * H200\" cc=9.0 math=fp32" (driver and libraries as loaded; cs may be NULL before open). */
 void kh_cuda_session_env(const kh_cuda_session *cs, const kh_device *dev, char *buf, size_t n);

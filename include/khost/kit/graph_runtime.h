@@ -186,6 +186,11 @@ kh_status kh_grt_host_get_var(kh_grt_model *m, int32_t v, float *w);
 kh_status kh_grt_host_read_node(kh_grt_model *m, kh_gfn fn, int32_t node, int64_t n, float *dst);
 kh_status kh_grt_host_read_metrics(kh_grt_model *m, uint32_t phase, kh_metrics *out, int32_t reset);
 kh_status kh_grt_host_sync(kh_grt_model *m); /* a synchronous executor: nothing to wait for */
+/* The kh_grt_exec members of an executor that keeps everything in host storage, in a designated initializer:
+ * const kh_grt_exec e = {.caps = ..., .open = ..., ..., .run = my_run, KH_GRT_HOST_STORAGE}; */
+#define KH_GRT_HOST_STORAGE                                                                                    \
+    .set_var = kh_grt_host_set_var, .get_var = kh_grt_host_get_var, .read_node = kh_grt_host_read_node,        \
+    .read_metrics = kh_grt_host_read_metrics, .sync = kh_grt_host_sync
 
 #ifdef __cplusplus
 }

@@ -11,20 +11,14 @@
 #ifdef CNTK_HAVE_BLAS
 #include <cblas.h>
 #include "khost/kit/blas.h"
+#include "khost/kit/cblas_sgemm.h"
 
 int cntk_blas_available(void) { return 1; }
-
-static void openblas_sgemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
-                           int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
-    cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
-                (blasint)m, (blasint)n, (blasint)k, alpha, a, (blasint)lda, b, (blasint)ldb, beta, c,
-                (blasint)ldc);
-}
 
 /* OpenBLAS's small-matrix path allocates on its AVX-512 kernels: those shapes' last columns take the kit's loop */
 void cntk_sgemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
                 int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
-    kh_sgemm_routed(openblas_sgemm, kh_openblas_small_nn_cached(openblas_get_corename), trans_a, trans_b, m, n,
+    kh_sgemm_routed(kh_cblas_sgemm, kh_openblas_small_nn_cached(openblas_get_corename), trans_a, trans_b, m, n,
                     k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 

@@ -30,27 +30,13 @@ void cntk_cuda_caps(kh_caps *c) {
 
 // --- sessions --------------------------------------------------------------------------------------------
 kh_status cntk_cuda_open(cntk_session *s, char *err, size_t errlen) {
-    const char *id = s->base.dev.id;
-    kh_caps c;
-    memset(&c, 0, sizeof c);
-    cntk_cuda_caps(&c);
-    if (!c.available) return kh_errf(err, errlen, KH_ERR_UNSUPPORTED, "cntk open on %s: %s", id, c.note);
-    cntk_cuda_sess *cs = calloc(1, sizeof *cs);
-    if (!cs) return kh_errf(err, errlen, KH_ERR_NOMEM, "cntk open on %s: out of host memory", id);
     const kh_cuda_open_opts o = {.plugin = "cntk", .min_arch = CNTK_CUDA_MIN_ARCH, .copy_stream = 1};
-    kh_status st = kh_cuda_session_open(&s->base.dev, &o, &cs->k, err, errlen);
-    if (st != KH_OK) {
-        free(cs);
-        return st;
-    }
-    s->cuda = cs;
-    return KH_OK;
+    return kh_cuda_session_new(&s->base.dev, &o, cntk_cuda_caps, sizeof(cntk_cuda_sess), (void **)&s->cuda, err, errlen);
 }
 
 void cntk_cuda_close(cntk_session *s) {
-    if (s->cuda) kh_cuda_session_close(&s->cuda->k);
+    kh_cuda_session_free(s->cuda);
     cudaGetLastError(); /* the runtime's sticky error must not reach the next session */
-    free(s->cuda);
     s->cuda = NULL;
 }
 
