@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "khost/kit/cuda.h"
 #include "khost/kit/optimizer.h"
 
 /* The driver's status as the session's error: out-of-memory is KH_ERR_NOMEM, the rest KH_ERR_DEVICE. */
@@ -26,29 +27,12 @@ static kh_status bind(kh_grt_model *m, const kh_grt_dev *d, const char *what) {
 }
 
 kh_status kh_grt_dev_alloc(kh_grt_model *m, kh_grt_dev *d, CUdeviceptr *p, size_t bytes, const char *what) {
-    *p = 0;
-    if (bytes == 0) bytes = 256;
-    CUresult r = kh_cu.MemAlloc(p, bytes);
-    if (r == CUDA_SUCCESS) r = kh_cu.MemsetD8Async(*p, 0, bytes, d->stream);
-    if (r == CUDA_SUCCESS) {
-        kh_mem_count_add(&m->dev_mem, (int64_t)bytes);
-        return KH_OK;
-    }
-    if (*p) kh_cu.MemFree(*p);
-    *p = 0;
-    size_t fr = 0, tot = 0;
-    if (kh_cu.MemGetInfo) kh_cu.MemGetInfo(&fr, &tot);
-    char t[160];
-    double mb = 1.0 / (1024.0 * 1024.0);
-    return kh_grt_fail(m->s, r == CUDA_ERROR_OUT_OF_MEMORY ? KH_ERR_NOMEM : KH_ERR_DEVICE, "compile",
-                       "%s for %s (%.1f MiB; %.0f of %.0f MiB free)",
-                       r == CUDA_ERROR_OUT_OF_MEMORY ? "out of device memory" : kh_cu_result_text(r, t, sizeof t), what,
-                       (double)bytes * mb, (double)fr * mb, (double)tot * mb);
+    char why[300];
+    kh_status st = kh_cuda_buffer_alloc(&m->dev_mem, d->stream, p, bytes, what, why, sizeof why);
+    return st == KH_OK ? st : kh_grt_fail(m->s, st, "compile", "%s", why);
 }
 
-void kh_grt_dev_free(CUdeviceptr p) {
-    if (p) kh_cu.MemFree(p);
-}
+void kh_grt_dev_free(CUdeviceptr p) { kh_cuda_buffer_free(p); }
 
 static kh_status host_oom(kh_grt_model *m, const char *what) {
     return kh_grt_fail(m->s, KH_ERR_NOMEM, "compile", "out of host memory for %s", what);

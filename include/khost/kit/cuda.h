@@ -18,6 +18,7 @@
 
 #include "khost/abi.h"
 #include "khost/backend.h"
+#include "khost/kit/alloc.h"
 #include "khost/kit/cuda_pick.h"
 
 #ifdef __cplusplus
@@ -80,6 +81,12 @@ kh_status kh_cuda_session_open(const kh_device *dev, const kh_cuda_open_opts *o,
 /* Synchronise, then release what open made (safe on a zeroed or half-opened session); a context retained at
  * open is made not current again before it is released. */
 void kh_cuda_session_close(kh_cuda_session *cs);
+/* A device buffer of every GPU half, through the driver table: at least 256 bytes, zeroed on stream, its size
+ * added to count; an out-of-memory (KH_ERR_NOMEM) or other failure (KH_ERR_DEVICE) writes "out of device memory
+ * for <what> (x MiB; y of z MiB free)" into why, with *p 0. kh_cuda_buffer_free takes 0. */
+kh_status kh_cuda_buffer_alloc(kh_mem_count *count, CUstream stream, CUdeviceptr *p, size_t bytes, const char *what,
+                               char *why, size_t n);
+void kh_cuda_buffer_free(CUdeviceptr p);
 /* A backend's CUDA session state: size zeroed bytes whose first member is a kh_cuda_session, opened on dev after
  * the device kind's capabilities say it is usable (caps(c) fills c->available and c->note; unusable is
  * KH_ERR_UNSUPPORTED "<plugin> open on <device>: <note>"). *out is NULL after a failure, with nothing held.

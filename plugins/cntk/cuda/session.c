@@ -86,31 +86,16 @@ kh_status ccu_err_blas(ccu_model *m, const ccu_layer *L, const char *op, cublasS
 
 // --- memory ----------------------------------------------------------------------------------------------
 kh_status ccu_malloc(ccu_model *m, const ccu_layer *L, void **p, size_t bytes, const char *what) {
-    *p = NULL;
-    if (bytes == 0) bytes = 256;
-    cudaError_t e = cudaMalloc(p, bytes);
-    if (e == cudaSuccess) {
-        kh_mem_count_add(m->dev_mem, (int64_t)bytes);
-        return KH_OK;
-    }
-    *p = NULL;
-    cudaGetLastError();
-    size_t fr = 0, tot = 0;
-    cudaMemGetInfo(&fr, &tot);
-    kh_status st = e == cudaErrorMemoryAllocation ? KH_ERR_NOMEM : KH_ERR_DEVICE;
-    const char *why = e == cudaErrorMemoryAllocation ? "out of device memory" : cudaGetErrorName(e);
-    double mb = 1.0 / (1024.0 * 1024.0);
-    if (L)
-        return cntk_layer_fail(m->s, st, L->p->spec.kind, L->p->index, "compile",
-                               "%s for %s (%.1f MiB; %.0f of %.0f MiB free)", why, what, (double)bytes * mb,
-                               (double)fr * mb, (double)tot * mb);
-    return cntk_fail(m->s, st, "compile", "%s for %s (%.1f MiB; %.0f of %.0f MiB free)", why, what, (double)bytes * mb,
-                     (double)fr * mb, (double)tot * mb);
+    CUdeviceptr d = 0;
+    char why[300];
+    kh_status st = kh_cuda_buffer_alloc(m->dev_mem, m->cs->k.stream, &d, bytes, what, why, sizeof why);
+    *p = (void *)(uintptr_t)d;
+    if (st == KH_OK) return st;
+    if (L) return cntk_layer_fail(m->s, st, L->p->spec.kind, L->p->index, "compile", "%s", why);
+    return cntk_fail(m->s, st, "compile", "%s", why);
 }
 
-void ccu_free_dev(void *p) {
-    if (p) cudaFree(p);
-}
+void ccu_free_dev(void *p) { kh_cuda_buffer_free((CUdeviceptr)(uintptr_t)p); }
 
 void ccu_need_ws(ccu_model *m, size_t bytes) {
     if (bytes > m->ws_bytes) m->ws_bytes = bytes;
