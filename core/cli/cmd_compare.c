@@ -26,6 +26,7 @@
 #include <cjson/cJSON.h>
 
 #include "base/files.h"
+#include "base/grow.h"
 #include "results/cellstats.h"
 #include "cli/commands.h"
 #include "results/report/report.h"
@@ -73,15 +74,13 @@ static int side_scan_folder(side *s, const char *folder, const char *task, char 
         for (int i = 0; i < s->n && !seen; i++) seen = !strcmp(s->c[i].task, task) && !strcmp(s->c[i].base, base);
         if (seen) continue;
         if (s->n == s->cap) {
-            int cap = s->cap ? s->cap * 2 : 32;
-            side_cell *nc = realloc(s->c, (size_t)cap * sizeof *nc);
+            side_cell *nc = kh_grow(s->c, &s->cap, sizeof *nc, 32);
             if (!nc) {
                 snprintf(err, errlen, "%s: out of memory", folder);
                 rc = -1;
                 break;
             }
             s->c = nc;
-            s->cap = cap;
         }
         side_cell *c = &s->c[s->n];
         snprintf(c->task, sizeof c->task, "%s", task);
