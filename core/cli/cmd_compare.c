@@ -14,7 +14,6 @@
  * same build calls any cell faster or slower with at most 5 % probability; the tables show the 95 % CI.
  * Exit status: 0; KH_EXIT_TRAIN (1) when --fail-above PCT is given and a cell is "slower" by more than PCT;
  * KH_EXIT_USAGE; KH_EXIT_IO when a folder or record cannot be read or the HTML cannot be written. */
-#define _GNU_SOURCE /* open_memstream */
 #include <dirent.h>
 #include <errno.h>
 #include <math.h>
@@ -340,13 +339,9 @@ static char *to_json(const char *bdir, const char *ndir, const row *rows, int nr
 
 static int write_html(const char *path, const char *bdir, const char *ndir, const row *rows, int nr, const rule *ru,
                       const int *count, char *err, size_t errlen) {
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);
-    if (!f) {
-        snprintf(err, errlen, "%s: out of memory", path);
-        return -1;
-    }
+    kh_memfile m;
+    FILE *f = kh_memfile_open(&m, path, err, errlen);
+    if (!f) return -1;
     fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"/><title>khost compare</title>\n"
           "<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}"
           "td,th{border:1px solid #ccc;padding:.3em .6em}td.n{text-align:right}"
@@ -384,14 +379,7 @@ static int write_html(const char *path, const char *bdir, const char *ndir, cons
         fprintf(f, "\">%s%s</td></tr>\n", verdict_name[r->v], r->fails ? " (fails)" : "");
     }
     fputs("</tbody></table>\n</body></html>\n", f);
-    if (fclose(f) != 0 || !buf) {
-        free(buf);
-        snprintf(err, errlen, "%s: out of memory", path);
-        return -1;
-    }
-    int rc = kh_write_atomic(path, buf, len, err, errlen);
-    free(buf);
-    return rc;
+    return kh_memfile_write(&m, f, path, err, errlen);
 }
 
 static void compare_usage(FILE *f) {

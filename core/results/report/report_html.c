@@ -8,7 +8,6 @@
  * environment of every cell, and the cells that did not finish with their reasons. Reference rows
  * (tools/reference's PyTorch / Keras 3 records) are marked as such. The markup is well-formed XML as well as
  * HTML, so both an HTML parser and an XML parser can check it (tests/report_html). */
-#define _GNU_SOURCE /* open_memstream */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -425,13 +424,9 @@ static const char script[] =
 
 int kh_report_html(const kh_report *rep, kh_report_info_fn info_of, void *ctx, const char *path, char *err,
                    size_t errlen) {
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);
-    if (!f) {
-        snprintf(err, errlen, "%s: out of memory", path);
-        return -1;
-    }
+    kh_memfile m;
+    FILE *f = kh_memfile_open(&m, path, err, errlen);
+    if (!f) return -1;
     fprintf(f, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"/><title>khost benchmark report</title>"
                "<style>%s</style></head>\n<body>\n<h1>khost benchmark report</h1>\n<nav><ul>", css);
     for (int i = 0; i < rep->n_tasks; i++) {
@@ -467,12 +462,5 @@ int kh_report_html(const kh_report *rep, kh_report_info_fn info_of, void *ctx, c
         fputs("</section>\n", f);
     }
     fprintf(f, "<script>%s</script>\n</body></html>\n", script);
-    if (fclose(f) != 0 || !buf) {
-        free(buf);
-        snprintf(err, errlen, "%s: out of memory", path);
-        return -1;
-    }
-    int rc = kh_write_atomic(path, buf, len, err, errlen);
-    free(buf);
-    return rc;
+    return kh_memfile_write(&m, f, path, err, errlen);
 }

@@ -46,13 +46,9 @@ static void put(FILE *f, const kh_slurm_plan *p, size_t i) {
 }
 
 int kh_slurm_plan_write(const char *path, const kh_slurm_plan *p, char *err, size_t errlen) {
-    char *text = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&text, &len);
-    if (!f) {
-        snprintf(err, errlen, "%s: out of memory", path);
-        return -1;
-    }
+    kh_memfile m;
+    FILE *f = kh_memfile_open(&m, path, err, errlen);
+    if (!f) return -1;
     fprintf(f, PLAN_MAGIC "\n# written by khost matrix --slurm; cell line K (from 0) is array task K\n");
     for (size_t i = 0; i < N_SETTINGS; i++) {
         if (settings[i].at == TIMEOUT_SETTING) fprintf(f, "timeout\t%.17g\n", p->timeout_s);
@@ -63,14 +59,7 @@ int kh_slurm_plan_write(const char *path, const kh_slurm_plan *p, char *err, siz
         fprintf(f, "cell\t%s\t%s\t%s\t%s\t%s\t%s\n", c->plugin, c->plugin_arg, c->task, c->task_arg, c->device,
                 c->dataset ? c->dataset : "");
     }
-    if (fclose(f) != 0 || !text) {
-        free(text);
-        snprintf(err, errlen, "%s: out of memory", path);
-        return -1;
-    }
-    int rc = kh_write_atomic(path, text, len, err, errlen);
-    free(text);
-    return rc;
+    return kh_memfile_write(&m, f, path, err, errlen);
 }
 
 static int read_all(const char *path, char **out, char *err, size_t errlen) {
