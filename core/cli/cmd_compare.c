@@ -253,6 +253,18 @@ static void verdict_note(const rule *ru, char *buf, size_t n) {
              ru->noise, 100 * ru->level, ru->m, ru->m == 1 ? "" : "s");
 }
 
+/* A row's cells as text, the same in the Markdown and the HTML table. */
+typedef struct row_text {
+    char plugin[256], device[64], tb[32], tn[32], chg[32], ci[64];
+} row_text;
+
+static void row_texts(const row *r, row_text *t) {
+    split_base(r->base, t->plugin, sizeof t->plugin, t->device, sizeof t->device);
+    fmt_time(r->mb, t->tb, sizeof t->tb);
+    fmt_time(r->mn, t->tn, sizeof t->tn);
+    fmt_change(r, t->chg, sizeof t->chg, t->ci, sizeof t->ci);
+}
+
 static void print_markdown(FILE *f, const char *bdir, const char *ndir, const row *rows, int nr, const rule *ru,
                            const int *count) {
     char vn[400];
@@ -264,14 +276,12 @@ static void print_markdown(FILE *f, const char *bdir, const char *ndir, const ro
     fprintf(f, "|---|---|---|---|---:|---:|---:|---:|---|\n");
     for (int i = 0; i < nr; i++) {
         const row *r = &rows[i];
-        char plugin[256], device[64], tb[32], tn[32], chg[32], ci[64];
-        split_base(r->base, plugin, sizeof plugin, device, sizeof device);
-        fmt_time(r->mb, tb, sizeof tb);
-        fmt_time(r->mn, tn, sizeof tn);
-        fmt_change(r, chg, sizeof chg, ci, sizeof ci);
+        row_text t;
+        row_texts(r, &t);
         fprintf(f, "| %s | %s | %s | %s | %s (n=%d) | %s (n=%d) | %s | %s | %s%s%s |\n", r->task[0] ? r->task : "-",
-                plugin, device, r->v == V_MISSING && !isfinite(r->mb) && !isfinite(r->mn) ? "—" : r->kind ? "step" : "epoch",
-                tb, r->nb, tn, r->nn, chg, ci, r->fails ? "**" : "", verdict_name[r->v], r->fails ? "**" : "");
+                t.plugin, t.device,
+                r->v == V_MISSING && !isfinite(r->mb) && !isfinite(r->mn) ? "—" : r->kind ? "step" : "epoch", t.tb, r->nb,
+                t.tn, r->nn, t.chg, t.ci, r->fails ? "**" : "", verdict_name[r->v], r->fails ? "**" : "");
     }
     fprintf(f, "\n");
     for (int v = 0; v < V_N; v++) fprintf(f, "%s%s %d", v ? ", " : "", verdict_name[v], count[v]);
@@ -362,19 +372,16 @@ static int write_html(const char *path, const char *bdir, const char *ndir, cons
           "<th>NEW</th><th>change</th><th>95 % CI</th><th>verdict</th></tr></thead><tbody>\n", f);
     for (int i = 0; i < nr; i++) {
         const row *r = &rows[i];
-        char plugin[256], device[64], tb[32], tn[32], chg[32], ci[64];
-        split_base(r->base, plugin, sizeof plugin, device, sizeof device);
-        fmt_time(r->mb, tb, sizeof tb);
-        fmt_time(r->mn, tn, sizeof tn);
-        fmt_change(r, chg, sizeof chg, ci, sizeof ci);
+        row_text t;
+        row_texts(r, &t);
         fprintf(f, "<tr class=\"%s\"><td>", verdict_name[r->v]);
         kh_report_esc(f, r->task);
         fputs("</td><td>", f);
-        kh_report_esc(f, plugin);
+        kh_report_esc(f, t.plugin);
         fputs("</td><td>", f);
-        kh_report_esc(f, device);
+        kh_report_esc(f, t.device);
         fprintf(f, "</td><td>%s</td><td class=\"n\">%s (n=%d)</td><td class=\"n\">%s (n=%d)</td><td class=\"n\">%s</td>"
-                   "<td class=\"n\">%s</td><td title=\"", r->kind ? "step" : "epoch", tb, r->nb, tn, r->nn, chg, ci);
+                   "<td class=\"n\">%s</td><td title=\"", r->kind ? "step" : "epoch", t.tb, r->nb, t.tn, r->nn, t.chg, t.ci);
         kh_report_esc(f, r->why);
         fprintf(f, "\">%s%s</td></tr>\n", verdict_name[r->v], r->fails ? " (fails)" : "");
     }
