@@ -22,11 +22,21 @@ static const char *const palette[] = {"#0072b2", "#e69f00", "#009e73", "#cc79a7"
 
 static int is_ok(const kh_cell_record *r) { return r && !strcmp(r->status, "ok"); }
 
-static void row_label(FILE *f, const kh_report_task *t, int p) {
+/* A table row up to its header cell: the backend, marked when its records are a reference run's. */
+static void row_start(FILE *f, const kh_report_task *t, int p) {
     const kh_cell_record *any = NULL;
     for (int d = 0; d < t->nd && !any; d++) any = t->cells[p * t->nd + d];
+    fputs("<tr><th>", f);
     kh_report_esc(f, t->plugins[p]);
     if (any && kh_report_is_reference(any)) fputs(" <span class=\"ref\">(reference)</span>", f);
+    fputs("</th>", f);
+}
+
+/* A cell without a figure: the run's status when it failed, "n/a" when it ran, empty where there was none. */
+static void dnf_cell(FILE *f, const kh_cell_record *r) {
+    fputs("<td class=\"dnf\">", f);
+    kh_report_esc(f, r ? (is_ok(r) ? "n/a" : r->status) : "");
+    fputs("</td>", f);
 }
 
 /* How a compile time splits (the backend's compile_info), for a cell's tooltip and the environment table;
@@ -68,17 +78,11 @@ static void tables(FILE *f, const kh_report_task *t) {
     kh_report_html_head(f, t, "backend");
     fputs("<tbody>\n", f);
     for (int p = 0; p < t->np; p++) {
-        fputs("<tr><th>", f);
-        row_label(f, t, p);
-        fputs("</th>", f);
+        row_start(f, t, p);
         for (int d = 0; d < t->nd; d++) {
             const kh_cell_record *r = t->cells[p * t->nd + d];
             if (is_ok(r) && isfinite(r->metric_value)) fprintf(f, "<td>%.4f</td>", r->metric_value);
-            else {
-                fputs("<td class=\"dnf\">", f);
-                kh_report_esc(f, r ? (is_ok(r) ? "n/a" : r->status) : "");
-                fputs("</td>", f);
-            }
+            else dnf_cell(f, r);
         }
         fputs("</tr>\n", f);
     }
@@ -118,15 +122,11 @@ static void tables(FILE *f, const kh_report_task *t) {
     }
     fputs("</tr></thead>\n<tbody>\n", f);
     for (int p = 0; p < t->np; p++) {
-        fputs("<tr><th>", f);
-        row_label(f, t, p);
-        fputs("</th>", f);
+        row_start(f, t, p);
         for (int d = 0; d < t->nd; d++) {
             const kh_cell_record *r = t->cells[p * t->nd + d];
             if (!is_ok(r) || !isfinite(r->mean_epoch_s) || r->mean_epoch_s <= 0) {
-                fputs("<td class=\"dnf\">", f);
-                kh_report_esc(f, r ? (is_ok(r) ? "n/a" : r->status) : "");
-                fputs("</td>", f);
+                dnf_cell(f, r);
                 if (kh_report_has_compile(t, d)) compile_cell(f, r);
                 continue;
             }
