@@ -340,12 +340,7 @@ static void environment(FILE *f, const kh_report_task *t) {
                     (unsigned long long)r->seed);
             if (r->math[0]) {
                 fputs("<tr><th>FP32 math</th><td>", f);
-                kh_report_esc(f, r->math);
-                if (r->math_note[0]) {
-                    fputs(" (", f);
-                    kh_report_esc(f, r->math_note);
-                    fputs(")", f);
-                }
+                kh_report_esc_note(f, r->math, " (", r->math_note, ")");
                 fputs("</td></tr>\n", f);
             }
             if (isfinite(r->flops_per_epoch))

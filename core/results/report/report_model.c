@@ -29,6 +29,14 @@ void kh_report_esc(FILE *f, const char *s) {
     }
 }
 
+void kh_report_esc_note(FILE *f, const char *s, const char *open, const char *note, const char *close) {
+    kh_report_esc(f, s);
+    if (!note || !note[0]) return;
+    fputs(open, f);
+    kh_report_esc(f, note);
+    fputs(close, f);
+}
+
 int kh_report_is_reference(const kh_cell_record *r) {
     const char *v = kh_record_get_env(r, "reference");
     return v && *v;
