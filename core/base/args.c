@@ -36,6 +36,17 @@ const char *kh_args_value(kh_args *a, const char *opt, const char *inline_value)
     return a->argv[a->i++];
 }
 
+int kh_args_unknown(const kh_args *a, const char *opt) {
+    fprintf(stderr, "khost %s: unknown option '%s' (see khost --help)\n", a->cmd, opt);
+    return -1;
+}
+
+int kh_args_need_cell(const kh_args *a, const char *plugin, const char *task) {
+    if (plugin && task) return 0;
+    fprintf(stderr, "khost %s: --plugin and --task are required (see khost --help)\n", a->cmd);
+    return -1;
+}
+
 int64_t kh_args_max(const char *opt) {
     /* counts the host keeps in an int (epochs, batch sizes, steps, cores): larger values must not wrap */
     static const char *const int_opts[] = {"--epochs", "--batch-size", "--batch", "--steps", "--warmup",

@@ -1,11 +1,12 @@
 /* core/base/files.c — the file operations every part of the host shares: a folder made with its parents, a file
- * replaced atomically (records, caches, reports, Slurm plans). */
+ * replaced atomically (records, caches, reports, Slurm plans), a text file composed in memory first. */
 #define _POSIX_C_SOURCE 200809L /* O_CLOEXEC */
 #include "base/files.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -61,4 +62,21 @@ int kh_write_atomic(const char *path, const void *data, size_t n, char *err, siz
         return -1;
     }
     return 0;
+}
+
+FILE *kh_memfile_open(kh_memfile *m, const char *name, char *err, size_t errlen) {
+    m->text = NULL;
+    m->len = 0;
+    FILE *f = open_memstream(&m->text, &m->len);
+    if (!f) snprintf(err, errlen, "%s: out of memory", name);
+    return f;
+}
+
+int kh_memfile_write(kh_memfile *m, FILE *f, const char *path, char *err, size_t errlen) {
+    int rc = -1;
+    if (fclose(f) != 0 || !m->text) snprintf(err, errlen, "%s: out of memory", path);
+    else rc = kh_write_atomic(path, m->text, m->len, err, errlen);
+    free(m->text);
+    m->text = NULL;
+    return rc;
 }

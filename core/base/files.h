@@ -3,9 +3,21 @@
 #define KHOST_CORE_FILES_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 /* Atomically replace path with data (temp + fsync + rename). 0 ok; else err names path and why. */
 int kh_write_atomic(const char *path, const void *data, size_t n, char *err, size_t errlen);
+/* A text file composed in memory and then put in place by kh_write_atomic, so that a reader never sees half of
+ * it and a failure leaves the previous version. */
+typedef struct kh_memfile {
+    char *text;
+    size_t len;
+} kh_memfile;
+/* The stream to compose m in; NULL when out of memory, err then "<name>: out of memory". */
+FILE *kh_memfile_open(kh_memfile *m, const char *name, char *err, size_t errlen);
+/* Closes f (from kh_memfile_open) and replaces path with what it holds; frees the text either way. 0 ok, else
+ * err says why ("<path>: out of memory" when the stream could not hold it all). */
+int kh_memfile_write(kh_memfile *m, FILE *f, const char *path, char *err, size_t errlen);
 /* mkdir -p; 0 ok. */
 int kh_mkdirs(const char *path);
 #endif

@@ -3,24 +3,23 @@
 
 #include <string.h>
 
-void kh_layout_nhwc_to_nchw(float *dst, const float *src, int64_t n, int64_t h, int64_t w, int64_t c) {
+/* Both layout changes are one transposition per item: NHWC is an (h*w) x c matrix per item, NCHW a c x (h*w)
+ * one. Each of n items, rows x cols, becomes cols x rows; the source is read in order. */
+static void transpose_items(float *dst, const float *src, int64_t n, int64_t rows, int64_t cols) {
     for (int64_t b = 0; b < n; b++) {
-        const float *s = src + b * h * w * c;
-        float *d = dst + b * c * h * w;
-        for (int64_t y = 0; y < h; y++)
-            for (int64_t x = 0; x < w; x++)
-                for (int64_t k = 0; k < c; k++) d[(k * h + y) * w + x] = s[(y * w + x) * c + k];
+        const float *s = src + b * rows * cols;
+        float *d = dst + b * rows * cols;
+        for (int64_t i = 0; i < rows; i++)
+            for (int64_t j = 0; j < cols; j++) d[j * rows + i] = s[i * cols + j];
     }
 }
 
+void kh_layout_nhwc_to_nchw(float *dst, const float *src, int64_t n, int64_t h, int64_t w, int64_t c) {
+    transpose_items(dst, src, n, h * w, c);
+}
+
 void kh_layout_nchw_to_nhwc(float *dst, const float *src, int64_t n, int64_t c, int64_t h, int64_t w) {
-    for (int64_t b = 0; b < n; b++) {
-        const float *s = src + b * c * h * w;
-        float *d = dst + b * h * w * c;
-        for (int64_t k = 0; k < c; k++)
-            for (int64_t y = 0; y < h; y++)
-                for (int64_t x = 0; x < w; x++) d[(y * w + x) * c + k] = s[(k * h + y) * w + x];
-    }
+    transpose_items(dst, src, n, c, h * w);
 }
 
 int kh_layout_onehot(float *dst, const int32_t *src, int64_t count, int32_t depth) {

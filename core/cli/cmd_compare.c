@@ -14,7 +14,6 @@
  * same build calls any cell faster or slower with at most 5 % probability; the tables show the 95 % CI.
  * Exit status: 0; KH_EXIT_TRAIN (1) when --fail-above PCT is given and a cell is "slower" by more than PCT;
  * KH_EXIT_USAGE; KH_EXIT_IO when a folder or record cannot be read or the HTML cannot be written. */
-#define _GNU_SOURCE /* open_memstream */
 #include <dirent.h>
 #include <errno.h>
 #include <math.h>
@@ -26,6 +25,7 @@
 #include <cjson/cJSON.h>
 
 #include "base/files.h"
+#include "base/grow.h"
 #include "results/cellstats.h"
 #include "cli/commands.h"
 #include "results/report/report.h"
@@ -73,15 +73,13 @@ static int side_scan_folder(side *s, const char *folder, const char *task, char 
         for (int i = 0; i < s->n && !seen; i++) seen = !strcmp(s->c[i].task, task) && !strcmp(s->c[i].base, base);
         if (seen) continue;
         if (s->n == s->cap) {
-            int cap = s->cap ? s->cap * 2 : 32;
-            side_cell *nc = realloc(s->c, (size_t)cap * sizeof *nc);
+            side_cell *nc = kh_grow(s->c, &s->cap, sizeof *nc, 32);
             if (!nc) {
                 snprintf(err, errlen, "%s: out of memory", folder);
                 rc = -1;
                 break;
             }
             s->c = nc;
-            s->cap = cap;
         }
         side_cell *c = &s->c[s->n];
         snprintf(c->task, sizeof c->task, "%s", task);
@@ -255,6 +253,18 @@ static void verdict_note(const rule *ru, char *buf, size_t n) {
              ru->noise, 100 * ru->level, ru->m, ru->m == 1 ? "" : "s");
 }
 
+/* A row's cells as text, the same in the Markdown and the HTML table. */
+typedef struct row_text {
+    char plugin[256], device[64], tb[32], tn[32], chg[32], ci[64];
+} row_text;
+
+static void row_texts(const row *r, row_text *t) {
+    split_base(r->base, t->plugin, sizeof t->plugin, t->device, sizeof t->device);
+    fmt_time(r->mb, t->tb, sizeof t->tb);
+    fmt_time(r->mn, t->tn, sizeof t->tn);
+    fmt_change(r, t->chg, sizeof t->chg, t->ci, sizeof t->ci);
+}
+
 static void print_markdown(FILE *f, const char *bdir, const char *ndir, const row *rows, int nr, const rule *ru,
                            const int *count) {
     char vn[400];
@@ -266,14 +276,12 @@ static void print_markdown(FILE *f, const char *bdir, const char *ndir, const ro
     fprintf(f, "|---|---|---|---|---:|---:|---:|---:|---|\n");
     for (int i = 0; i < nr; i++) {
         const row *r = &rows[i];
-        char plugin[256], device[64], tb[32], tn[32], chg[32], ci[64];
-        split_base(r->base, plugin, sizeof plugin, device, sizeof device);
-        fmt_time(r->mb, tb, sizeof tb);
-        fmt_time(r->mn, tn, sizeof tn);
-        fmt_change(r, chg, sizeof chg, ci, sizeof ci);
+        row_text t;
+        row_texts(r, &t);
         fprintf(f, "| %s | %s | %s | %s | %s (n=%d) | %s (n=%d) | %s | %s | %s%s%s |\n", r->task[0] ? r->task : "-",
-                plugin, device, r->v == V_MISSING && !isfinite(r->mb) && !isfinite(r->mn) ? "—" : r->kind ? "step" : "epoch",
-                tb, r->nb, tn, r->nn, chg, ci, r->fails ? "**" : "", verdict_name[r->v], r->fails ? "**" : "");
+                t.plugin, t.device,
+                r->v == V_MISSING && !isfinite(r->mb) && !isfinite(r->mn) ? "—" : r->kind ? "step" : "epoch", t.tb, r->nb,
+                t.tn, r->nn, t.chg, t.ci, r->fails ? "**" : "", verdict_name[r->v], r->fails ? "**" : "");
     }
     fprintf(f, "\n");
     for (int v = 0; v < V_N; v++) fprintf(f, "%s%s %d", v ? ", " : "", verdict_name[v], count[v]);
@@ -341,13 +349,9 @@ static char *to_json(const char *bdir, const char *ndir, const row *rows, int nr
 
 static int write_html(const char *path, const char *bdir, const char *ndir, const row *rows, int nr, const rule *ru,
                       const int *count, char *err, size_t errlen) {
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);
-    if (!f) {
-        snprintf(err, errlen, "%s: out of memory", path);
-        return -1;
-    }
+    kh_memfile m;
+    FILE *f = kh_memfile_open(&m, path, err, errlen);
+    if (!f) return -1;
     fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"/><title>khost compare</title>\n"
           "<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}"
           "td,th{border:1px solid #ccc;padding:.3em .6em}td.n{text-align:right}"
@@ -368,31 +372,21 @@ static int write_html(const char *path, const char *bdir, const char *ndir, cons
           "<th>NEW</th><th>change</th><th>95 % CI</th><th>verdict</th></tr></thead><tbody>\n", f);
     for (int i = 0; i < nr; i++) {
         const row *r = &rows[i];
-        char plugin[256], device[64], tb[32], tn[32], chg[32], ci[64];
-        split_base(r->base, plugin, sizeof plugin, device, sizeof device);
-        fmt_time(r->mb, tb, sizeof tb);
-        fmt_time(r->mn, tn, sizeof tn);
-        fmt_change(r, chg, sizeof chg, ci, sizeof ci);
+        row_text t;
+        row_texts(r, &t);
         fprintf(f, "<tr class=\"%s\"><td>", verdict_name[r->v]);
         kh_report_esc(f, r->task);
         fputs("</td><td>", f);
-        kh_report_esc(f, plugin);
+        kh_report_esc(f, t.plugin);
         fputs("</td><td>", f);
-        kh_report_esc(f, device);
+        kh_report_esc(f, t.device);
         fprintf(f, "</td><td>%s</td><td class=\"n\">%s (n=%d)</td><td class=\"n\">%s (n=%d)</td><td class=\"n\">%s</td>"
-                   "<td class=\"n\">%s</td><td title=\"", r->kind ? "step" : "epoch", tb, r->nb, tn, r->nn, chg, ci);
+                   "<td class=\"n\">%s</td><td title=\"", r->kind ? "step" : "epoch", t.tb, r->nb, t.tn, r->nn, t.chg, t.ci);
         kh_report_esc(f, r->why);
         fprintf(f, "\">%s%s</td></tr>\n", verdict_name[r->v], r->fails ? " (fails)" : "");
     }
     fputs("</tbody></table>\n</body></html>\n", f);
-    if (fclose(f) != 0 || !buf) {
-        free(buf);
-        snprintf(err, errlen, "%s: out of memory", path);
-        return -1;
-    }
-    int rc = kh_write_atomic(path, buf, len, err, errlen);
-    free(buf);
-    return rc;
+    return kh_memfile_write(&m, f, path, err, errlen);
 }
 
 static void compare_usage(FILE *f) {

@@ -41,15 +41,10 @@ static int parse(int argc, char **argv, prof_args *p) {
             else if (!strcmp(opt, "--warmup")) p->warmup = n;
             else p->batch = n;
         } else {
-            fprintf(stderr, "khost profile: unknown option '%s' (see khost --help)\n", opt);
-            return -1;
+            return kh_args_unknown(&a, opt);
         }
     }
-    if (!p->plugin || !p->task) {
-        fprintf(stderr, "khost profile: --plugin and --task are required (see khost --help)\n");
-        return -1;
-    }
-    return 0;
+    return kh_args_need_cell(&a, p->plugin, p->task);
 }
 
 static void print_profile(const kh_profile *pr, const char *b, const char *t, const char *dev, int64_t batch,
@@ -98,12 +93,8 @@ int kh_cmd_profile(kh_host *h, int argc, char **argv) {
         return KH_EXIT_UNSUPPORTED;
     }
     kh_devices *devs = kh_host_devices(h);
-    const char *dev_spec = p.device ? p.device : h->reg.default_device;
-    kh_device *dev = kh_devices_find(devs, dev_spec ? dev_spec : "auto", err, sizeof err);
-    if (!dev) {
-        kh_logf(KH_LOG_ERROR, "%s", err);
-        return KH_EXIT_DEVICE;
-    }
+    kh_device *dev = kh_host_device(h, p.device);
+    if (!dev) return KH_EXIT_DEVICE;
     if (kh_device_activate(devs, dev, err, sizeof err) != 0) {
         kh_logf(KH_LOG_ERROR, "device %s: %s", dev->id, err);
         return KH_EXIT_DEVICE;

@@ -82,15 +82,10 @@ static int parse(int argc, char **argv, run_args *r) {
             else r->limit_val = n, r->m.limit_val = DEC(6);
 #undef DEC
         } else {
-            fprintf(stderr, "khost run: unknown option '%s' (see khost --help)\n", opt);
-            return -1;
+            return kh_args_unknown(&a, opt);
         }
     }
-    if (!r->plugin || !r->task) {
-        fprintf(stderr, "khost run: --plugin and --task are required (see khost --help)\n");
-        return -1;
-    }
-    return 0;
+    return kh_args_need_cell(&a, r->plugin, r->task);
 }
 
 /* k/N/round/position/seed, as the matrix gives a repetition's child. */
@@ -136,12 +131,8 @@ int kh_cmd_run(kh_host *h, int argc, char **argv) {
         return KH_EXIT_MODULE;
     }
     kh_devices *devs = kh_host_devices(h);
-    const char *dev_spec = r.device ? r.device : h->reg.default_device;
-    kh_device *dev = kh_devices_find(devs, dev_spec ? dev_spec : "auto", err, sizeof err);
-    if (!dev) {
-        kh_logf(KH_LOG_ERROR, "%s", err);
-        return KH_EXIT_DEVICE;
-    }
+    kh_device *dev = kh_host_device(h, r.device);
+    if (!dev) return KH_EXIT_DEVICE;
     const char *out_dir = r.out ? r.out : h->reg.results_dir;
     /* Beside no matrix, and one writer per cell; a matrix cell writes under its parent's lock (lockfile.h). */
     kh_lock dir_lock = {-1, NULL}, cell_lock = {-1, NULL};

@@ -644,8 +644,7 @@ static int parse(int argc, char **argv, const char **plugin, const char **device
             if (!strcmp(opt, "--seed")) v->seed = (uint64_t)nval;
             else v->batch = nval;
         } else {
-            fprintf(stderr, "khost verify: unknown option '%s' (see khost --help)\n", opt);
-            return -1;
+            return kh_args_unknown(&a, opt);
         }
     }
     if (!*plugin) {
@@ -681,12 +680,8 @@ int kh_cmd_verify(kh_host *h, int argc, char **argv) {
     }
     bm = &h->mods.v[bi];
     kh_devices *devs = kh_host_devices(h);
-    const char *dev_spec = device ? device : h->reg.default_device;
-    kh_device *dev = kh_devices_find(devs, dev_spec ? dev_spec : "auto", err, sizeof err);
-    if (!dev) {
-        kh_logf(KH_LOG_ERROR, "%s", err);
-        return KH_EXIT_DEVICE;
-    }
+    kh_device *dev = kh_host_device(h, device);
+    if (!dev) return KH_EXIT_DEVICE;
     v.bm = bm;
     v.b = bm->backend;
     v.plugin = bm->desc->name;

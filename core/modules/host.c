@@ -54,6 +54,14 @@ kh_devices *kh_host_devices(kh_host *h) {
     return &h->devs;
 }
 
+kh_device *kh_host_device(kh_host *h, const char *asked) {
+    const char *spec = asked ? asked : h->reg.default_device;
+    char err[1024];
+    kh_device *dev = kh_devices_find(kh_host_devices(h), spec ? spec : "auto", err, sizeof err);
+    if (!dev) kh_logf(KH_LOG_ERROR, "%s", err);
+    return dev;
+}
+
 const char *kh_host_data_dir(const kh_host *h) {
     const char *env = getenv("KHOST_DATA");
     return env && *env ? env : h->reg.data_dir;

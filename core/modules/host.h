@@ -19,6 +19,9 @@ typedef struct kh_host {
 /* Load the registry and discover modules; devices on demand (kh_host_devices). Returns a KH_EXIT_ code. */
 int kh_host_open(kh_host *h, const char *argv0);
 kh_devices *kh_host_devices(kh_host *h);
+/* The device a one-cell command runs on: asked (--device), else the registry's default_device, else "auto".
+ * NULL, with the reason logged, when there is no such device. */
+kh_device *kh_host_device(kh_host *h, const char *asked);
 void kh_host_close(kh_host *h);
 /* The data directory: $KHOST_DATA, else the registry's data_dir. */
 const char *kh_host_data_dir(const kh_host *h);

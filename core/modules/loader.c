@@ -26,6 +26,7 @@
  *    close; the rule keeps strangers from writing there, which is what makes that race harmless.
  */
 #define _GNU_SOURCE /* dladdr, realpath */
+#include "base/grow.h"
 #include "modules/loader.h"
 #include "modules/layer_abi.h"
 
@@ -203,15 +204,13 @@ static int append(kh_modules *ms, kh_module *m, int may_grow, char *err, size_t 
             kh_module_unload(m);
             return -1;
         }
-        int ncap = ms->cap ? ms->cap * 2 : 16;
-        kh_module *nv = realloc(ms->v, (size_t)ncap * sizeof *nv);
+        kh_module *nv = kh_grow(ms->v, &ms->cap, sizeof *nv, 16);
         if (!nv) {
             snprintf(err, errlen, "%s: out of memory", m->path);
             kh_module_unload(m);
             return -1;
         }
         ms->v = nv;
-        ms->cap = ncap;
     }
     ms->v[ms->n++] = *m;
     return 0;

@@ -16,6 +16,7 @@
 
 #include "khost/abi.h"
 #include "base/files.h"
+#include "base/grow.h"
 
 #define MODCACHE_VERSION 1
 #define MODCACHE_MAX_BYTES (16u << 20) /* thousands of modules fit; anything larger is not our file */
@@ -124,14 +125,12 @@ int kh_modcache_put(kh_modcache *c, const kh_modcache_entry *e) {
         }
     }
     if (c->n == c->cap) {
-        int ncap = c->cap ? c->cap * 2 : 16;
-        kh_modcache_entry *nv = realloc(c->v, (size_t)ncap * sizeof *nv);
+        kh_modcache_entry *nv = kh_grow(c->v, &c->cap, sizeof *nv, 16);
         if (!nv) {
             kh_modcache_entry_free(&copy);
             return -1;
         }
         c->v = nv;
-        c->cap = ncap;
     }
     c->v[c->n++] = copy;
     c->dirty = 1;

@@ -2,6 +2,7 @@
  * warnings (cellstats.h), and the summary file the matrix writes after a cell's last repetition. */
 #define _POSIX_C_SOURCE 200809L
 #include "base/files.h"
+#include "base/grow.h"
 #include "results/cellstats.h"
 
 #include <cjson/cJSON.h>
@@ -172,8 +173,7 @@ int kh_cell_stats_load(const char *dir, const char *base, kh_cell_stats *c, char
             continue;
         }
         if (c->n_reps == cap) {
-            cap = cap ? cap * 2 : 8;
-            kh_rep *nr = realloc(c->reps, (size_t)cap * sizeof *nr);
+            kh_rep *nr = kh_grow(c->reps, &cap, sizeof *nr, 8);
             if (!nr) {
                 snprintf(err, errlen, "%s: out of memory", dir);
                 rc = -1;

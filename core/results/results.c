@@ -3,6 +3,7 @@
 #include "results/results.h"
 
 #include "base/files.h"
+#include "base/grow.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -41,26 +42,16 @@ void kh_record_free(kh_cell_record *r) {
 
 int kh_record_add_step(kh_cell_record *r, double seconds) {
     if (r->n_step_s == r->cap_step_s) {
-        int64_t cap = r->cap_step_s ? r->cap_step_s * 2 : 1024;
-        double *v = realloc(r->step_s, (size_t)cap * sizeof *v);
+        double *v = kh_grow64(r->step_s, &r->cap_step_s, sizeof *v, 1024);
         if (!v) return -1;
         r->step_s = v;
-        r->cap_step_s = cap;
     }
     r->step_s[r->n_step_s++] = seconds;
     return 0;
 }
 
 int kh_record_add_row(kh_cell_record *r, const kh_epoch_row *row) {
-    if (r->n_rows == r->cap_rows) {
-        int cap = r->cap_rows ? r->cap_rows * 2 : 16;
-        kh_epoch_row *v = realloc(r->rows, (size_t)cap * sizeof *v);
-        if (!v) return -1;
-        r->rows = v;
-        r->cap_rows = cap;
-    }
-    r->rows[r->n_rows++] = *row;
-    return 0;
+    return kh_append(&r->rows, &r->n_rows, &r->cap_rows, row, sizeof *row, 16);
 }
 
 void kh_record_set_env(kh_cell_record *r, const char *key, const char *value) {
@@ -146,6 +137,42 @@ static int record_rep(const kh_cell_record *r) { return r->rep_of > 1 ? r->rep_i
 /* JSON numbers cannot be NaN: absent values are null. */
 static cJSON *num_or_null(double v) { return isfinite(v) ? cJSON_CreateNumber(v) : cJSON_CreateNull(); }
 
+/* A double member under its JSON key. The writer and the reader share one table per group of figures, so
+ * they cannot disagree on a name, and the order of the table is the order a record lists them in. */
+typedef struct figure {
+    const char *key;
+    size_t at; /* offsetof the member */
+} figure;
+#define FIGURE(type, member) {#member, offsetof(type, member)}
+#define N_FIGURES(t) (sizeof t / sizeof *t)
+
+/* The record's figures, after "metric". */
+static const figure record_figures[] = {
+    FIGURE(kh_cell_record, metric_value),    FIGURE(kh_cell_record, mean_epoch_s),
+    FIGURE(kh_cell_record, median_epoch_s),  FIGURE(kh_cell_record, time_to_target_s),
+    FIGURE(kh_cell_record, flops_per_epoch), FIGURE(kh_cell_record, bytes_per_epoch),
+    FIGURE(kh_cell_record, gflops),          FIGURE(kh_cell_record, peak_gflops),
+    FIGURE(kh_cell_record, peak_gbps),       FIGURE(kh_cell_record, roofline_gflops),
+    FIGURE(kh_cell_record, roofline_fraction)};
+/* The backend's split of the compile time; a record holds only the known ones. */
+static const figure compile_figures[] = {
+    FIGURE(kh_cell_record, compile_codegen_s), FIGURE(kh_cell_record, compile_cc_s),
+    FIGURE(kh_cell_record, compile_load_s),    FIGURE(kh_cell_record, compile_cold_s),
+    FIGURE(kh_cell_record, compile_warm_s)};
+/* An epoch row's figures, after "epoch". The CSV has all but the last (epoch_s), the columns of the original
+ * benchmark's logger plus the train and validation split. */
+static const figure row_figures[] = {FIGURE(kh_epoch_row, elapsed), FIGURE(kh_epoch_row, loss),
+                                     FIGURE(kh_epoch_row, acc),     FIGURE(kh_epoch_row, val_loss),
+                                     FIGURE(kh_epoch_row, val_acc), FIGURE(kh_epoch_row, train_s),
+                                     FIGURE(kh_epoch_row, val_s),   FIGURE(kh_epoch_row, epoch_s)};
+#define N_CSV_FIGURES (N_FIGURES(row_figures) - 1)
+
+static double figure_of(const void *base, const figure *f) { return *(const double *)((const char *)base + f->at); }
+
+static void add_figures(cJSON *o, const void *base, const figure *f, size_t n) {
+    for (size_t i = 0; i < n; i++) cJSON_AddItemToObject(o, f[i].key, num_or_null(figure_of(base, &f[i])));
+}
+
 /* Six significant digits: a sample's precision is far coarser than a double's, and records stay compact. */
 static cJSON *sample(double v) {
     if (!isfinite(v)) return cJSON_CreateNull();
@@ -211,17 +238,7 @@ char *kh_record_to_json(const kh_cell_record *r, int compact) {
     cJSON_AddNumberToObject(o, "train_samples", (double)r->train_samples);
     cJSON_AddNumberToObject(o, "val_samples", (double)r->val_samples);
     cJSON_AddStringToObject(o, "metric", r->metric);
-    cJSON_AddItemToObject(o, "metric_value", num_or_null(r->metric_value));
-    cJSON_AddItemToObject(o, "mean_epoch_s", num_or_null(r->mean_epoch_s));
-    cJSON_AddItemToObject(o, "median_epoch_s", num_or_null(r->median_epoch_s));
-    cJSON_AddItemToObject(o, "time_to_target_s", num_or_null(r->time_to_target_s));
-    cJSON_AddItemToObject(o, "flops_per_epoch", num_or_null(r->flops_per_epoch));
-    cJSON_AddItemToObject(o, "bytes_per_epoch", num_or_null(r->bytes_per_epoch));
-    cJSON_AddItemToObject(o, "gflops", num_or_null(r->gflops));
-    cJSON_AddItemToObject(o, "peak_gflops", num_or_null(r->peak_gflops));
-    cJSON_AddItemToObject(o, "peak_gbps", num_or_null(r->peak_gbps));
-    cJSON_AddItemToObject(o, "roofline_gflops", num_or_null(r->roofline_gflops));
-    cJSON_AddItemToObject(o, "roofline_fraction", num_or_null(r->roofline_fraction));
+    add_figures(o, r, record_figures, N_FIGURES(record_figures));
     cJSON_AddStringToObject(o, "peak_source", r->peak_source);
     /* the FP32 math the session used (absent in records written before --math) and why an asked mode was not */
     if (r->math[0]) cJSON_AddStringToObject(o, "math", r->math);
@@ -231,26 +248,17 @@ char *kh_record_to_json(const kh_cell_record *r, int compact) {
     cJSON_AddItemToObject(o, "compile_s", num_or_null(r->compile_s));
     if (r->compile_cache[0]) cJSON_AddStringToObject(o, "compile_cache", r->compile_cache);
     if (r->compile_units >= 0) cJSON_AddNumberToObject(o, "compile_units", r->compile_units);
-    const struct { const char *key; double v; } opt[] = {
-        {"compile_codegen_s", r->compile_codegen_s}, {"compile_cc_s", r->compile_cc_s},
-        {"compile_load_s", r->compile_load_s},       {"compile_cold_s", r->compile_cold_s},
-        {"compile_warm_s", r->compile_warm_s}};
-    for (size_t i = 0; i < sizeof opt / sizeof *opt; i++)
-        if (isfinite(opt[i].v)) cJSON_AddNumberToObject(o, opt[i].key, opt[i].v);
+    for (size_t i = 0; i < N_FIGURES(compile_figures); i++) {
+        double v = figure_of(r, &compile_figures[i]);
+        if (isfinite(v)) cJSON_AddNumberToObject(o, compile_figures[i].key, v);
+    }
     cJSON *rows = cJSON_AddArrayToObject(o, "epochs");
     for (int i = 0; rows && i < r->n_rows; i++) {
         const kh_epoch_row *e = &r->rows[i];
         cJSON *x = cJSON_CreateObject();
         if (!x) break;
         cJSON_AddNumberToObject(x, "epoch", e->epoch);
-        cJSON_AddItemToObject(x, "elapsed", num_or_null(e->elapsed));
-        cJSON_AddItemToObject(x, "loss", num_or_null(e->loss));
-        cJSON_AddItemToObject(x, "acc", num_or_null(e->acc));
-        cJSON_AddItemToObject(x, "val_loss", num_or_null(e->val_loss));
-        cJSON_AddItemToObject(x, "val_acc", num_or_null(e->val_acc));
-        cJSON_AddItemToObject(x, "train_s", num_or_null(e->train_s));
-        cJSON_AddItemToObject(x, "val_s", num_or_null(e->val_s));
-        cJSON_AddItemToObject(x, "epoch_s", num_or_null(e->epoch_s));
+        add_figures(x, e, row_figures, N_FIGURES(row_figures));
         cJSON_AddItemToArray(rows, x);
     }
     add_repeat_and_samples(o, r);
@@ -286,13 +294,7 @@ int kh_record_write(const kh_cell_record *r, const char *out_dir, char *err, siz
     for (int i = 0; i < r->n_rows; i++) {
         const kh_epoch_row *e = &r->rows[i];
         fprintf(f, "%d,", e->epoch - 1); /* Keras's CSVLogger counts epochs from 0 */
-        csv_num(f, e->elapsed, 0);
-        csv_num(f, e->loss, 0);
-        csv_num(f, e->acc, 0);
-        csv_num(f, e->val_loss, 0);
-        csv_num(f, e->val_acc, 0);
-        csv_num(f, e->train_s, 0);
-        csv_num(f, e->val_s, 1);
+        for (size_t k = 0; k < N_CSV_FIGURES; k++) csv_num(f, figure_of(e, &row_figures[k]), k + 1 == N_CSV_FIGURES);
     }
     fclose(f);
     kh_record_rep_path(path, sizeof path, out_dir, r->task, r->plugin, r->device, record_rep(r), "csv");
@@ -313,6 +315,10 @@ int kh_record_write(const kh_cell_record *r, const char *out_dir, char *err, siz
 static double get_num(const cJSON *o, const char *key) {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
     return cJSON_IsNumber(v) ? v->valuedouble : NAN;
+}
+
+static void get_figures(const cJSON *o, void *base, const figure *f, size_t n) {
+    for (size_t i = 0; i < n; i++) *(double *)((char *)base + f[i].at) = get_num(o, f[i].key);
 }
 
 static int get_str(const cJSON *o, const char *key, char *dst, size_t n) {
@@ -383,39 +389,22 @@ int kh_record_read(const char *path, kh_cell_record *r, char *err, size_t errlen
     if (isfinite(v = get_num(o, "seed"))) r->seed = (uint64_t)v;
     if (isfinite(v = get_num(o, "train_samples"))) r->train_samples = (int64_t)v;
     if (isfinite(v = get_num(o, "val_samples"))) r->val_samples = (int64_t)v;
-    r->metric_value = get_num(o, "metric_value");
-    r->mean_epoch_s = get_num(o, "mean_epoch_s");
-    r->median_epoch_s = get_num(o, "median_epoch_s");
-    r->time_to_target_s = get_num(o, "time_to_target_s");
-    r->flops_per_epoch = get_num(o, "flops_per_epoch");
-    r->bytes_per_epoch = get_num(o, "bytes_per_epoch");
-    r->gflops = get_num(o, "gflops");
-    r->peak_gflops = get_num(o, "peak_gflops");
-    r->peak_gbps = get_num(o, "peak_gbps");
-    r->roofline_gflops = get_num(o, "roofline_gflops");
-    r->roofline_fraction = get_num(o, "roofline_fraction");
+    get_figures(o, r, record_figures, N_FIGURES(record_figures));
     get_str(o, "peak_source", r->peak_source, sizeof r->peak_source);
     get_str(o, "math", r->math, sizeof r->math);
     get_str(o, "math_note", r->math_note, sizeof r->math_note);
     r->compile_s = get_num(o, "compile_s");
     get_str(o, "compile_cache", r->compile_cache, sizeof r->compile_cache);
     if (isfinite(v = get_num(o, "compile_units")) && v >= 0 && v < 1e9) r->compile_units = (int)v;
-    r->compile_codegen_s = get_num(o, "compile_codegen_s");
-    r->compile_cc_s = get_num(o, "compile_cc_s");
-    r->compile_load_s = get_num(o, "compile_load_s");
-    r->compile_cold_s = get_num(o, "compile_cold_s");
-    r->compile_warm_s = get_num(o, "compile_warm_s");
+    get_figures(o, r, compile_figures, N_FIGURES(compile_figures));
     const cJSON *rows = cJSON_GetObjectItemCaseSensitive(o, "epochs"), *e;
     if (rows && !cJSON_IsArray(rows)) {
         snprintf(err, errlen, "%s: field \"epochs\" is not an array", path);
         goto done;
     }
     cJSON_ArrayForEach(e, rows) {
-        kh_epoch_row row = {.epoch = (int)get_num(e, "epoch"), .elapsed = get_num(e, "elapsed"),
-                            .loss = get_num(e, "loss"), .acc = get_num(e, "acc"),
-                            .val_loss = get_num(e, "val_loss"), .val_acc = get_num(e, "val_acc"),
-                            .train_s = get_num(e, "train_s"), .val_s = get_num(e, "val_s"),
-                            .epoch_s = get_num(e, "epoch_s")};
+        kh_epoch_row row = {.epoch = (int)get_num(e, "epoch")};
+        get_figures(e, &row, row_figures, N_FIGURES(row_figures));
         if (kh_record_add_row(r, &row) != 0) {
             snprintf(err, errlen, "%s: out of memory", path);
             goto done;

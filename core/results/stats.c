@@ -122,77 +122,50 @@ static double resample_median(const double *x, const int *idx, int n, double *tm
     return kh_stats_quantile_sorted(tmp, n, 0.5);
 }
 
-int kh_stats_median_ci(const double *x, int n, int resamples, uint64_t seed, double level, kh_ci *ci) {
-    ci_init(ci, resamples, seed, level);
-    if (n < 2 || resamples < 2) return 0;
-    double *stat = malloc((size_t)resamples * sizeof *stat), *tmp = malloc((size_t)n * sizeof *tmp);
-    int *idx = malloc((size_t)n * sizeof *idx);
-    int rc = -1;
-    if (stat && tmp && idx) {
-        uint64_t st = seed;
-        for (int b = 0; b < resamples; b++) {
-            for (int i = 0; i < n; i++) idx[i] = draw(&st, n);
-            stat[b] = resample_median(x, idx, n, tmp);
-        }
-        ci_from(stat, resamples, ci);
-        rc = 0;
-    }
-    free(stat);
-    free(tmp);
-    free(idx);
-    return rc;
+/* One bootstrap's data (b and nb: the second sample of a ratio) and the scratch and draw state a resample
+ * statistic works with. */
+typedef struct boot {
+    const double *a, *b;
+    int na, nb;
+    int *idx;    /* max(na, nb) resample indices */
+    double *tmp; /* max(na, nb) scratch values */
+    uint64_t st;
+} boot;
+
+/* The statistic of one resample, drawn from bs->st. */
+typedef double (*boot_stat)(boot *bs);
+
+/* The median of a resample of x (n values) drawn with replacement. */
+static double draw_median(boot *bs, const double *x, int n) {
+    for (int i = 0; i < n; i++) bs->idx[i] = draw(&bs->st, n);
+    return resample_median(x, bs->idx, n, bs->tmp);
 }
 
-int kh_stats_ratio_paired(const double *a, const double *b, int n, int resamples, uint64_t seed, double level,
-                          double *ratio, kh_ci *ci) {
-    ci_init(ci, resamples, seed, level);
-    *ratio = NAN;
-    if (n < 1) return 0;
-    double ma = kh_stats_median(a, n), mb = kh_stats_median(b, n);
-    if (isnan(ma) || isnan(mb)) return -1;
-    *ratio = ma / mb;
-    if (n < 2 || resamples < 2) return 0;
-    double *stat = malloc((size_t)resamples * sizeof *stat), *tmp = malloc((size_t)n * sizeof *tmp);
-    int *idx = malloc((size_t)n * sizeof *idx);
-    int rc = -1;
-    if (stat && tmp && idx) {
-        uint64_t st = seed;
-        for (int r = 0; r < resamples; r++) {
-            for (int i = 0; i < n; i++) idx[i] = draw(&st, n);
-            double ra = resample_median(a, idx, n, tmp), rb = resample_median(b, idx, n, tmp);
-            stat[r] = ra / rb;
-        }
-        ci_from(stat, resamples, ci);
-        rc = 0;
-    }
-    free(stat);
-    free(tmp);
-    free(idx);
-    return rc;
+static double median_of_a(boot *bs) { return draw_median(bs, bs->a, bs->na); }
+
+/* Paired samples resample whole pairs: one draw of indices for both. */
+static double paired_ratio(boot *bs) {
+    double ra = draw_median(bs, bs->a, bs->na), rb = resample_median(bs->b, bs->idx, bs->na, bs->tmp);
+    return ra / rb;
 }
 
-int kh_stats_ratio_unpaired(const double *a, int na, const double *b, int nb, int resamples, uint64_t seed,
-                            double level, double *ratio, kh_ci *ci) {
-    ci_init(ci, resamples, seed, level);
-    *ratio = NAN;
-    if (na < 1 || nb < 1) return 0;
-    double ma = kh_stats_median(a, na), mb = kh_stats_median(b, nb);
-    if (isnan(ma) || isnan(mb)) return -1;
-    *ratio = ma / mb;
-    if (na < 2 || nb < 2 || resamples < 2) return 0;
+static double unpaired_ratio(boot *bs) {
+    double ra = draw_median(bs, bs->a, bs->na);
+    double rb = draw_median(bs, bs->b, bs->nb);
+    return ra / rb;
+}
+
+/* The percentile interval of `stat` over `resamples` resamples drawn from seed (ci's level); 0 ok, -1 out of
+ * memory. */
+static int bootstrap(boot_stat stat_of, const double *a, int na, const double *b, int nb, int resamples, uint64_t seed,
+                     kh_ci *ci) {
     int m = na > nb ? na : nb;
     double *stat = malloc((size_t)resamples * sizeof *stat), *tmp = malloc((size_t)m * sizeof *tmp);
     int *idx = malloc((size_t)m * sizeof *idx);
     int rc = -1;
     if (stat && tmp && idx) {
-        uint64_t st = seed;
-        for (int r = 0; r < resamples; r++) {
-            for (int i = 0; i < na; i++) idx[i] = draw(&st, na);
-            double ra = resample_median(a, idx, na, tmp);
-            for (int i = 0; i < nb; i++) idx[i] = draw(&st, nb);
-            double rb = resample_median(b, idx, nb, tmp);
-            stat[r] = ra / rb;
-        }
+        boot bs = {.a = a, .b = b, .na = na, .nb = nb, .idx = idx, .tmp = tmp, .st = seed};
+        for (int r = 0; r < resamples; r++) stat[r] = stat_of(&bs);
         ci_from(stat, resamples, ci);
         rc = 0;
     }
@@ -200,6 +173,38 @@ int kh_stats_ratio_unpaired(const double *a, int na, const double *b, int nb, in
     free(tmp);
     free(idx);
     return rc;
+}
+
+int kh_stats_median_ci(const double *x, int n, int resamples, uint64_t seed, double level, kh_ci *ci) {
+    ci_init(ci, resamples, seed, level);
+    if (n < 2 || resamples < 2) return 0;
+    return bootstrap(median_of_a, x, n, NULL, 0, resamples, seed, ci);
+}
+
+/* The ratio of the medians of a and b into *ratio; 0 when both have one, -1 when a median is NaN. */
+static int median_ratio(const double *a, int na, const double *b, int nb, double *ratio) {
+    *ratio = NAN;
+    if (na < 1 || nb < 1) return 0;
+    double ma = kh_stats_median(a, na), mb = kh_stats_median(b, nb);
+    if (isnan(ma) || isnan(mb)) return -1;
+    *ratio = ma / mb;
+    return 0;
+}
+
+int kh_stats_ratio_paired(const double *a, const double *b, int n, int resamples, uint64_t seed, double level,
+                          double *ratio, kh_ci *ci) {
+    ci_init(ci, resamples, seed, level);
+    if (median_ratio(a, n, b, n, ratio) != 0) return -1;
+    if (n < 2 || resamples < 2) return 0;
+    return bootstrap(paired_ratio, a, n, b, n, resamples, seed, ci);
+}
+
+int kh_stats_ratio_unpaired(const double *a, int na, const double *b, int nb, int resamples, uint64_t seed,
+                            double level, double *ratio, kh_ci *ci) {
+    ci_init(ci, resamples, seed, level);
+    if (median_ratio(a, na, b, nb, ratio) != 0) return -1;
+    if (na < 2 || nb < 2 || resamples < 2) return 0;
+    return bootstrap(unpaired_ratio, a, na, b, nb, resamples, seed, ci);
 }
 
 int kh_stats_warnings(const double *x, int n, double cv_threshold, char *text, size_t textlen) {

@@ -354,9 +354,28 @@ static void report_usage(FILE *f) {
             "cannot be written.\n");
 }
 
+/* An output file option, "NAME FILE" or "NAME=FILE", at argv[*i]: 1 with the file in *out (and *i past it),
+ * 0 when argv[*i] is another option, -1 with a message when the file name is missing. */
+static int file_option(const char *name, int argc, char **argv, int *i, const char **out) {
+    const char *a = argv[*i];
+    size_t n = strlen(name);
+    if (strncmp(a, name, n) != 0) return 0;
+    if (a[n] == '=') {
+        *out = a + n + 1;
+        return 1;
+    }
+    if (a[n]) return 0;
+    if (*i + 1 >= argc) {
+        fprintf(stderr, "khost: report: %s needs a file name\n", name);
+        return -1;
+    }
+    *out = argv[++*i];
+    return 1;
+}
+
 int kh_cmd_report(int argc, char **argv) {
     const char *dir = NULL, *svg = NULL, *html = NULL;
-    int published = 0;
+    int published = 0, got;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -364,22 +383,9 @@ int kh_cmd_report(int argc, char **argv) {
             return KH_EXIT_OK;
         } else if (!strcmp(a, "--published")) {
             published = 1;
-        } else if (!strcmp(a, "--svg")) {
-            if (i + 1 >= argc) {
-                fprintf(stderr, "khost: report: --svg needs a file name\n");
-                return KH_EXIT_USAGE;
-            }
-            svg = argv[++i];
-        } else if (!strncmp(a, "--svg=", 6)) {
-            svg = a + 6;
-        } else if (!strcmp(a, "--html")) {
-            if (i + 1 >= argc) {
-                fprintf(stderr, "khost: report: --html needs a file name\n");
-                return KH_EXIT_USAGE;
-            }
-            html = argv[++i];
-        } else if (!strncmp(a, "--html=", 7)) {
-            html = a + 7;
+        } else if ((got = file_option("--svg", argc, argv, &i, &svg)) ||
+                   (got = file_option("--html", argc, argv, &i, &html))) {
+            if (got < 0) return KH_EXIT_USAGE;
         } else if (a[0] == '-' && a[1]) {
             fprintf(stderr, "khost: report: unknown option '%s' (khost report --help lists them)\n", a);
             return KH_EXIT_USAGE;

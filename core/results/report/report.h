@@ -91,6 +91,8 @@ void kh_report_free(kh_report *rep);
 int kh_report_index(const char **v, int n, const char *x);
 /* s written as XML/HTML text or attribute content (& < > " ' escaped, control characters dropped but tab). */
 void kh_report_esc(FILE *f, const char *s);
+/* s escaped, then its note between open and close when it has one ("fp32 (why)", "error: reason"). */
+void kh_report_esc_note(FILE *f, const char *s, const char *open, const char *note, const char *close);
 /* A row of tools/reference (environment key "reference"), not a khost backend. */
 int kh_report_is_reference(const kh_cell_record *r);
 /* The pieces every per-device table shares. Markdown: the header (a backend column, one per device) and a

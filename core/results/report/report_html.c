@@ -8,7 +8,6 @@
  * environment of every cell, and the cells that did not finish with their reasons. Reference rows
  * (tools/reference's PyTorch / Keras 3 records) are marked as such. The markup is well-formed XML as well as
  * HTML, so both an HTML parser and an XML parser can check it (tests/report_html). */
-#define _GNU_SOURCE /* open_memstream */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,11 +22,21 @@ static const char *const palette[] = {"#0072b2", "#e69f00", "#009e73", "#cc79a7"
 
 static int is_ok(const kh_cell_record *r) { return r && !strcmp(r->status, "ok"); }
 
-static void row_label(FILE *f, const kh_report_task *t, int p) {
+/* A table row up to its header cell: the backend, marked when its records are a reference run's. */
+static void row_start(FILE *f, const kh_report_task *t, int p) {
     const kh_cell_record *any = NULL;
     for (int d = 0; d < t->nd && !any; d++) any = t->cells[p * t->nd + d];
+    fputs("<tr><th>", f);
     kh_report_esc(f, t->plugins[p]);
     if (any && kh_report_is_reference(any)) fputs(" <span class=\"ref\">(reference)</span>", f);
+    fputs("</th>", f);
+}
+
+/* A cell without a figure: the run's status when it failed, "n/a" when it ran, empty where there was none. */
+static void dnf_cell(FILE *f, const kh_cell_record *r) {
+    fputs("<td class=\"dnf\">", f);
+    kh_report_esc(f, r ? (is_ok(r) ? "n/a" : r->status) : "");
+    fputs("</td>", f);
 }
 
 /* How a compile time splits (the backend's compile_info), for a cell's tooltip and the environment table;
@@ -69,17 +78,11 @@ static void tables(FILE *f, const kh_report_task *t) {
     kh_report_html_head(f, t, "backend");
     fputs("<tbody>\n", f);
     for (int p = 0; p < t->np; p++) {
-        fputs("<tr><th>", f);
-        row_label(f, t, p);
-        fputs("</th>", f);
+        row_start(f, t, p);
         for (int d = 0; d < t->nd; d++) {
             const kh_cell_record *r = t->cells[p * t->nd + d];
             if (is_ok(r) && isfinite(r->metric_value)) fprintf(f, "<td>%.4f</td>", r->metric_value);
-            else {
-                fputs("<td class=\"dnf\">", f);
-                kh_report_esc(f, r ? (is_ok(r) ? "n/a" : r->status) : "");
-                fputs("</td>", f);
-            }
+            else dnf_cell(f, r);
         }
         fputs("</tr>\n", f);
     }
@@ -119,15 +122,11 @@ static void tables(FILE *f, const kh_report_task *t) {
     }
     fputs("</tr></thead>\n<tbody>\n", f);
     for (int p = 0; p < t->np; p++) {
-        fputs("<tr><th>", f);
-        row_label(f, t, p);
-        fputs("</th>", f);
+        row_start(f, t, p);
         for (int d = 0; d < t->nd; d++) {
             const kh_cell_record *r = t->cells[p * t->nd + d];
             if (!is_ok(r) || !isfinite(r->mean_epoch_s) || r->mean_epoch_s <= 0) {
-                fputs("<td class=\"dnf\">", f);
-                kh_report_esc(f, r ? (is_ok(r) ? "n/a" : r->status) : "");
-                fputs("</td>", f);
+                dnf_cell(f, r);
                 if (kh_report_has_compile(t, d)) compile_cell(f, r);
                 continue;
             }
@@ -341,12 +340,7 @@ static void environment(FILE *f, const kh_report_task *t) {
                     (unsigned long long)r->seed);
             if (r->math[0]) {
                 fputs("<tr><th>FP32 math</th><td>", f);
-                kh_report_esc(f, r->math);
-                if (r->math_note[0]) {
-                    fputs(" (", f);
-                    kh_report_esc(f, r->math_note);
-                    fputs(")", f);
-                }
+                kh_report_esc_note(f, r->math, " (", r->math_note, ")");
                 fputs("</td></tr>\n", f);
             }
             if (isfinite(r->flops_per_epoch))
@@ -425,13 +419,9 @@ static const char script[] =
 
 int kh_report_html(const kh_report *rep, kh_report_info_fn info_of, void *ctx, const char *path, char *err,
                    size_t errlen) {
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);
-    if (!f) {
-        snprintf(err, errlen, "%s: out of memory", path);
-        return -1;
-    }
+    kh_memfile m;
+    FILE *f = kh_memfile_open(&m, path, err, errlen);
+    if (!f) return -1;
     fprintf(f, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"/><title>khost benchmark report</title>"
                "<style>%s</style></head>\n<body>\n<h1>khost benchmark report</h1>\n<nav><ul>", css);
     for (int i = 0; i < rep->n_tasks; i++) {
@@ -467,12 +457,5 @@ int kh_report_html(const kh_report *rep, kh_report_info_fn info_of, void *ctx, c
         fputs("</section>\n", f);
     }
     fprintf(f, "<script>%s</script>\n</body></html>\n", script);
-    if (fclose(f) != 0 || !buf) {
-        free(buf);
-        snprintf(err, errlen, "%s: out of memory", path);
-        return -1;
-    }
-    int rc = kh_write_atomic(path, buf, len, err, errlen);
-    free(buf);
-    return rc;
+    return kh_memfile_write(&m, f, path, err, errlen);
 }

@@ -2,6 +2,7 @@
  * records read and grouped by task (a cell of repetitions read as one, its statistics beside), the Slurm
  * plans' missing cells, the sort orders, and the formatting of times and compile times (report.h). */
 #define _GNU_SOURCE /* strdup, open_memstream */
+#include "base/grow.h"
 #include "results/report/report.h"
 
 #include <dirent.h>
@@ -26,6 +27,14 @@ void kh_report_esc(FILE *f, const char *s) {
             if ((unsigned char)*s >= 0x20 || *s == '\t') fputc(*s, f);
         }
     }
+}
+
+void kh_report_esc_note(FILE *f, const char *s, const char *open, const char *note, const char *close) {
+    kh_report_esc(f, s);
+    if (!note || !note[0]) return;
+    fputs(open, f);
+    kh_report_esc(f, note);
+    fputs(close, f);
 }
 
 int kh_report_is_reference(const kh_cell_record *r) {
@@ -135,11 +144,9 @@ typedef struct names { char **v; int n, cap; } names;
 
 static int names_add(names *s, const char *x) {
     if (s->n == s->cap) {
-        int cap = s->cap ? s->cap * 2 : 16;
-        char **nv = realloc(s->v, (size_t)cap * sizeof *nv);
+        char **nv = kh_grow(s->v, &s->cap, sizeof *nv, 16);
         if (!nv) return -1;
         s->v = nv;
-        s->cap = cap;
     }
     if (!(s->v[s->n] = strdup(x))) return -1;
     s->n++;
@@ -188,11 +195,9 @@ typedef struct reader {
 
 static int read_one(reader *rd, const char *path) {
     if (rd->n == rd->cap) {
-        int cap = rd->cap ? rd->cap * 2 : 32;
-        kh_cell_record *nv = realloc(rd->recs, (size_t)cap * sizeof *nv);
+        kh_cell_record *nv = kh_grow(rd->recs, &rd->cap, sizeof *nv, 32);
         if (!nv) return -1;
         rd->recs = nv;
-        rd->cap = cap;
     }
     char err[4400];
     if (kh_record_read(path, &rd->recs[rd->n], err, sizeof err) != 0) {
@@ -242,15 +247,13 @@ static int read_folder(reader *rd, const char *dir) {
         rc = read_one(rd, path);
         if (rc == 0 && rd->n > before) {
             if (rd->ncs == rd->capcs) {
-                int cap = rd->capcs ? rd->capcs * 2 : 32;
-                kh_report_cstats *nc = realloc(rd->cs, (size_t)cap * sizeof *nc);
+                kh_report_cstats *nc = kh_grow(rd->cs, &rd->capcs, sizeof *nc, 32);
                 if (!nc) {
                     kh_cell_stats_free(&st);
                     rc = -1;
                     break;
                 }
                 rd->cs = nc;
-                rd->capcs = cap;
             }
             kh_report_cstats *c = &rd->cs[rd->ncs++];
             const kh_cell_record *r = &rd->recs[rd->n - 1];
@@ -298,14 +301,12 @@ static int read_slurm_plans(reader *rd, const char *dir) {
                        !strcmp(rd->recs[j].device, c->device);
             if (have) continue;
             if (rd->n == rd->cap) {
-                int cap = rd->cap ? rd->cap * 2 : 32;
-                kh_cell_record *nv = realloc(rd->recs, (size_t)cap * sizeof *nv);
+                kh_cell_record *nv = kh_grow(rd->recs, &rd->cap, sizeof *nv, 32);
                 if (!nv) {
                     rc = -1;
                     break;
                 }
                 rd->recs = nv;
-                rd->cap = cap;
             }
             kh_cell_record *r = &rd->recs[rd->n++];
             kh_record_init(r);

@@ -15,14 +15,21 @@
 
 static const char *const colour[] = {"#0072b2", "#e69f00", "#009e73", "#cc79a7", "#56b4e9", "#d55e00"};
 
+/* The repetitions' statistics of the cell (backend p, device d) when it finished; NULL for a cell without a
+ * strip (not run, failed, or no statistics). */
+static const kh_cell_stats *ok_stats(const kh_report_task *t, int p, int d) {
+    const kh_cell_stats *s = t->stats ? t->stats[p * t->nd + d] : NULL;
+    const kh_cell_record *r = t->cells[p * t->nd + d];
+    return s && r && !strcmp(r->status, "ok") ? s : NULL;
+}
+
 void kh_report_html_strips(FILE *f, const kh_report_task *t) {
     for (int d = 0; d < t->nd; d++) {
         double lo = INFINITY, hi = 0;
         int rows = 0;
         for (int p = 0; p < t->np; p++) {
-            const kh_cell_stats *s = t->stats ? t->stats[p * t->nd + d] : NULL;
-            const kh_cell_record *r = t->cells[p * t->nd + d];
-            if (!s || !r || strcmp(r->status, "ok")) continue;
+            const kh_cell_stats *s = ok_stats(t, p, d);
+            if (!s) continue;
             int any = 0;
             for (int k = 0; k < s->n_reps; k++) {
                 if (strcmp(s->reps[k].status, "ok")) continue;
@@ -45,9 +52,8 @@ void kh_report_html_strips(FILE *f, const kh_report_task *t) {
         fputs(" (ms), every recorded step</title>\n", f);
         int row = 0;
         for (int p = 0; p < t->np; p++) {
-            const kh_cell_stats *s = t->stats ? t->stats[p * t->nd + d] : NULL;
-            const kh_cell_record *r = t->cells[p * t->nd + d];
-            if (!s || !r || strcmp(r->status, "ok")) continue;
+            const kh_cell_stats *s = ok_stats(t, p, d);
+            if (!s) continue;
             int total = 0;
             for (int k = 0; k < s->n_reps; k++)
                 if (!strcmp(s->reps[k].status, "ok")) total += s->reps[k].n_steps;

@@ -197,11 +197,7 @@ int kh_report_svg(const kh_report *rep, const char *path, char *err, size_t errl
                 fputs(" on ", f);
                 kh_report_esc(f, sv[s].device);
                 fputs(": ", f);
-                kh_report_esc(f, r->status);
-                if (r->reason[0]) {
-                    fputs(": ", f);
-                    kh_report_esc(f, r->reason);
-                }
+                kh_report_esc_note(f, r->status, ": ", r->reason, "");
                 fputs("</title></text>\n", f);
             }
             x += bar_w + bar_gap;

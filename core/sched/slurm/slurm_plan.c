@@ -2,26 +2,20 @@
  * a user can read which array index is which cell, and the array tasks need nothing but this file. */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/files.h"
+#include "base/grow.h"
 #include "results/results.h"
 #include "sched/slurm/slurm.h"
 
 #define PLAN_MAGIC "khost-slurm-plan\t1"
 
 int kh_slurm_plan_add(kh_slurm_plan *p, const kh_slurm_cell *c) {
-    if (p->n == p->cap) {
-        int cap = p->cap ? 2 * p->cap : 16;
-        kh_slurm_cell *v = realloc(p->cells, (size_t)cap * sizeof *v);
-        if (!v) return -1;
-        p->cells = v;
-        p->cap = cap;
-    }
-    p->cells[p->n++] = *c;
-    return 0;
+    return kh_append(&p->cells, &p->n, &p->cap, c, sizeof *c, 16);
 }
 
 void kh_slurm_plan_free(kh_slurm_plan *p) {
@@ -30,42 +24,42 @@ void kh_slurm_plan_free(kh_slurm_plan *p) {
     memset(p, 0, sizeof *p);
 }
 
-static void put(FILE *f, const char *key, const char *v) {
-    if (v) fprintf(f, "%s\t%s\n", key, v);
+/* The plan's settings lines in the order the writer puts them (the reader takes any order): one table, so the
+ * writer and the reader cannot disagree on a key. Every setting is a string but the timeout, a number. */
+#define TIMEOUT_SETTING ((size_t)-1)
+static const struct {
+    const char *key;
+    size_t at; /* offsetof the string in kh_slurm_plan */
+} settings[] = {
+    {"out", offsetof(kh_slurm_plan, out_dir)},        {"data", offsetof(kh_slurm_plan, data_dir)},
+    {"fetch", offsetof(kh_slurm_plan, fetch)},        {"timeout", TIMEOUT_SETTING},
+    {"epochs", offsetof(kh_slurm_plan, epochs)},      {"batch-size", offsetof(kh_slurm_plan, batch_size)},
+    {"seed", offsetof(kh_slurm_plan, seed)},          {"limit-train", offsetof(kh_slurm_plan, limit_train)},
+    {"limit-val", offsetof(kh_slurm_plan, limit_val)}, {"math", offsetof(kh_slurm_plan, math)},
+};
+#define N_SETTINGS (sizeof settings / sizeof *settings)
+
+/* A string setting's line; none when it is not given. */
+static void put(FILE *f, const kh_slurm_plan *p, size_t i) {
+    const char *v = *(const char *const *)((const char *)p + settings[i].at);
+    if (v) fprintf(f, "%s\t%s\n", settings[i].key, v);
 }
 
 int kh_slurm_plan_write(const char *path, const kh_slurm_plan *p, char *err, size_t errlen) {
-    char *text = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&text, &len);
-    if (!f) {
-        snprintf(err, errlen, "%s: out of memory", path);
-        return -1;
-    }
+    kh_memfile m;
+    FILE *f = kh_memfile_open(&m, path, err, errlen);
+    if (!f) return -1;
     fprintf(f, PLAN_MAGIC "\n# written by khost matrix --slurm; cell line K (from 0) is array task K\n");
-    put(f, "out", p->out_dir);
-    put(f, "data", p->data_dir);
-    put(f, "fetch", p->fetch);
-    fprintf(f, "timeout\t%.17g\n", p->timeout_s);
-    put(f, "epochs", p->epochs);
-    put(f, "batch-size", p->batch_size);
-    put(f, "seed", p->seed);
-    put(f, "limit-train", p->limit_train);
-    put(f, "limit-val", p->limit_val);
-    put(f, "math", p->math);
+    for (size_t i = 0; i < N_SETTINGS; i++) {
+        if (settings[i].at == TIMEOUT_SETTING) fprintf(f, "timeout\t%.17g\n", p->timeout_s);
+        else put(f, p, i);
+    }
     for (int i = 0; i < p->n; i++) {
         const kh_slurm_cell *c = &p->cells[i];
         fprintf(f, "cell\t%s\t%s\t%s\t%s\t%s\t%s\n", c->plugin, c->plugin_arg, c->task, c->task_arg, c->device,
                 c->dataset ? c->dataset : "");
     }
-    if (fclose(f) != 0 || !text) {
-        free(text);
-        snprintf(err, errlen, "%s: out of memory", path);
-        return -1;
-    }
-    int rc = kh_write_atomic(path, text, len, err, errlen);
-    free(text);
-    return rc;
+    return kh_memfile_write(&m, f, path, err, errlen);
 }
 
 static int read_all(const char *path, char **out, char *err, size_t errlen) {
@@ -147,24 +141,20 @@ int kh_slurm_plan_read(const char *path, kh_slurm_plan *p, char *err, size_t err
             goto bad;
         }
         const char *v = f[1];
-        if (!strcmp(f[0], "out")) p->out_dir = v;
-        else if (!strcmp(f[0], "data")) p->data_dir = v;
-        else if (!strcmp(f[0], "fetch")) p->fetch = v;
-        else if (!strcmp(f[0], "epochs")) p->epochs = v;
-        else if (!strcmp(f[0], "batch-size")) p->batch_size = v;
-        else if (!strcmp(f[0], "seed")) p->seed = v;
-        else if (!strcmp(f[0], "limit-train")) p->limit_train = v;
-        else if (!strcmp(f[0], "limit-val")) p->limit_val = v;
-        else if (!strcmp(f[0], "math")) p->math = v;
-        else if (!strcmp(f[0], "timeout")) {
-            char *end = NULL;
-            p->timeout_s = strtod(v, &end);
-            if (end == v || *end || !(p->timeout_s >= 0)) {
-                snprintf(err, errlen, "%s:%d: timeout '%s' is not seconds >= 0", path, line, v);
-                goto bad;
-            }
-        } else {
+        size_t k = 0;
+        while (k < N_SETTINGS && strcmp(f[0], settings[k].key)) k++;
+        if (k == N_SETTINGS) {
             snprintf(err, errlen, "%s:%d: unknown key '%s'", path, line, f[0]);
+            goto bad;
+        }
+        if (settings[k].at != TIMEOUT_SETTING) {
+            *(const char **)((char *)p + settings[k].at) = v;
+            continue;
+        }
+        char *end = NULL;
+        p->timeout_s = strtod(v, &end);
+        if (end == v || *end || !(p->timeout_s >= 0)) {
+            snprintf(err, errlen, "%s:%d: timeout '%s' is not seconds >= 0", path, line, v);
             goto bad;
         }
     }

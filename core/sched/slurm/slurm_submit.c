@@ -4,7 +4,7 @@
  * node's cores, so each device kind gets its own array (and plan, and collector). The scripts carry absolute
  * paths only: the array tasks start in whatever folder Slurm gives them, on another machine.
  */
-#define _GNU_SOURCE /* realpath, open_memstream */
+#define _GNU_SOURCE /* realpath */
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -257,17 +257,14 @@ typedef struct sl_ctx {
     const char *out_dir, *data_dir, *fetch, *stamp, *conf;
 } sl_ctx;
 
-static int write_text(const char *path, FILE *mem, char **text, size_t *len, char *err, size_t errlen) {
-    int rc = -1;
-    if (fclose(mem) != 0 || !*text) {
-        snprintf(err, errlen, "%s: out of memory", path);
-    } else if ((rc = kh_write_atomic(path, *text, *len, err, errlen)) == 0 && chmod(path, 0755) != 0) {
+/* A script composed in m put in place, executable. */
+static int write_script(const char *path, kh_memfile *m, FILE *f, char *err, size_t errlen) {
+    if (kh_memfile_write(m, f, path, err, errlen) != 0) return -1;
+    if (chmod(path, 0755) != 0) {
         snprintf(err, errlen, "%s: chmod: %s", path, strerror(errno));
-        rc = -1;
+        return -1;
     }
-    free(*text);
-    *text = NULL;
-    return rc;
+    return 0;
 }
 
 static void env_lines(FILE *f, const sl_ctx *x) {
@@ -283,13 +280,9 @@ static int write_scripts(const sl_ctx *x, const char *dir, const char *kind, int
     const sl_opts *o = x->o;
     char path[4400], plan[4400];
     snprintf(plan, sizeof plan, "%s/cells", dir);
-    char *text = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&text, &len);
-    if (!f) {
-        snprintf(err, errlen, "%s: out of memory", dir);
-        return -1;
-    }
+    kh_memfile m;
+    FILE *f = kh_memfile_open(&m, dir, err, errlen);
+    if (!f) return -1;
     fprintf(f, "#!/bin/bash\n# khost %s matrix on Slurm: array task K runs cell K of %s (written by khost matrix"
                " --slurm)\n", kind, plan);
     fprintf(f, "#SBATCH --job-name=khost-%s\n#SBATCH --array=0-%d\n#SBATCH --output=%s/%%A_%%a.out\n", kind, n - 1,
@@ -310,12 +303,9 @@ static int write_scripts(const sl_ctx *x, const char *dir, const char *kind, int
     shq(f, plan);
     fputc('\n', f);
     snprintf(path, sizeof path, "%s/array.sh", dir);
-    if (write_text(path, f, &text, &len, err, errlen) != 0) return -1;
+    if (write_script(path, &m, f, err, errlen) != 0) return -1;
 
-    if (!(f = open_memstream(&text, &len))) {
-        snprintf(err, errlen, "%s: out of memory", dir);
-        return -1;
-    }
+    if (!(f = kh_memfile_open(&m, dir, err, errlen))) return -1;
     fprintf(f, "#!/bin/bash\n# khost: after the array (argument: its job id), records every cell it left without"
                " a record\n#SBATCH --job-name=khost-%s-collect\n#SBATCH --output=%s/collect-%%j.out\n"
                "#SBATCH --time=10\n", kind, dir);
@@ -328,7 +318,7 @@ static int write_scripts(const sl_ctx *x, const char *dir, const char *kind, int
     shq(f, plan);
     fputc('\n', f);
     snprintf(path, sizeof path, "%s/collect.sh", dir);
-    return write_text(path, f, &text, &len, err, errlen);
+    return write_script(path, &m, f, err, errlen);
 }
 
 /* sbatch --parsable ... -> the job id ("123", from "123;cluster"); 0 ok. */
