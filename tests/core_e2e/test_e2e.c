@@ -9,6 +9,7 @@
 
 #include "khost/abi.h"
 #include "results/results.h"
+#include "e2e_testlib.h"
 #include "testutil.h"
 
 static const char *bin, *ini;
@@ -123,19 +124,16 @@ static void test_same_seed_same_result(const char *dir) {
 
 static void test_steps(const char *dir) {
     /* --steps 5 with batch 64: 320 samples per epoch; --warmup-steps trains untimed batches first */
-    char args[1024], path[2048], err[512];
+    char args[1024];
     snprintf(args, sizeof args, "run --plugin fixture --task fixture_blobs --epochs 2 --steps 5 --warmup-steps 3 "
              "--out '%s/steps' --quiet", dir);
     CHECK(khost(args) == 0, "--steps run failed: %s", out);
     char sub[2048];
     snprintf(sub, sizeof sub, "%s/steps", dir);
-    kh_record_path(path, sizeof path, sub, "fixture_blobs", "fixture", "cpu", "json");
     kh_cell_record r;
-    if (kh_record_read(path, &r, err, sizeof err) == 0) {
+    if (kh_e2e_record(sub, "fixture_blobs", "fixture", &r) == 0) {
         CHECK(!strcmp(r.status, "ok") && r.n_rows == 2, "steps: status %s rows %d", r.status, r.n_rows);
         kh_record_free(&r);
-    } else {
-        CHECK(0, "no record: %s", err);
     }
     /* the progress line shows the samples trained per epoch */
     snprintf(args, sizeof args, "run --plugin fixture --task fixture_blobs --epochs 1 --steps 5 --out '%s/steps'", dir);
@@ -144,18 +142,15 @@ static void test_steps(const char *dir) {
 }
 
 static void test_unsupported(const char *dir) {
-    char args[1024], path[2048], err[512];
+    char args[1024];
     snprintf(args, sizeof args, "run --plugin fixture --task fixture_conv --device cpu --out '%s' --quiet", dir);
     int rc = khost(args);
     CHECK(rc == 6, "unsupported cell exit %d (expected 6): %s", rc, out);
     kh_cell_record r;
-    kh_record_path(path, sizeof path, dir, "fixture_conv", "fixture", "cpu", "json");
-    if (kh_record_read(path, &r, err, sizeof err) == 0) {
+    if (kh_e2e_record(dir, "fixture_conv", "fixture", &r) == 0) {
         CHECK(!strcmp(r.status, "unsupported") && strstr(r.reason, "conv2d"), "status %s reason %s", r.status,
               r.reason);
         kh_record_free(&r);
-    } else {
-        CHECK(0, "no record for the unsupported cell: %s", err);
     }
     snprintf(args, sizeof args, "run --plugin fixture --task fixture_conv --device cpu --out '%s'", dir);
     rc = khost(args);
@@ -164,35 +159,29 @@ static void test_unsupported(const char *dir) {
 }
 
 static void test_diverged(const char *dir) {
-    char args[1024], path[2048], err[512];
+    char args[1024];
     snprintf(args, sizeof args, "run --plugin fixture_nan --task fixture_blobs --device cpu --out '%s' --quiet", dir);
     int rc = khost(args);
     CHECK(rc == 1, "diverging cell exit %d (expected 1): %s", rc, out);
     kh_cell_record r;
-    kh_record_path(path, sizeof path, dir, "fixture_blobs", "fixture_nan", "cpu", "json");
-    if (kh_record_read(path, &r, err, sizeof err) == 0) {
+    if (kh_e2e_record(dir, "fixture_blobs", "fixture_nan", &r) == 0) {
         CHECK(!strcmp(r.status, "diverged") && strstr(r.reason, "NaN"), "status %s reason %s", r.status, r.reason);
         CHECK(r.n_rows == 1, "a diverged cell keeps the epoch it diverged in (%d rows)", r.n_rows);
         kh_record_free(&r);
-    } else {
-        CHECK(0, "no record for the diverged cell: %s", err);
     }
 }
 
 static void test_crash_keeps_finished_epochs(const char *dir) {
     /* fixture_segv crashes in epoch 2: the record checkpointed after epoch 1 must survive */
-    char args[1024], path[2048], err[512];
+    char args[1024];
     snprintf(args, sizeof args, "run --plugin fixture_segv --task fixture_blobs --device cpu --out '%s' --quiet", dir);
     int rc = khost(args);
     CHECK(rc != 0, "a crashing cell exited 0");
     kh_cell_record r;
-    kh_record_path(path, sizeof path, dir, "fixture_blobs", "fixture_segv", "cpu", "json");
-    if (kh_record_read(path, &r, err, sizeof err) == 0) {
+    if (kh_e2e_record(dir, "fixture_blobs", "fixture_segv", &r) == 0) {
         CHECK(!strcmp(r.status, "running") && r.n_rows == 1 && r.rows[0].val_acc > 0.5,
               "checkpoint: status %s, %d rows", r.status, r.n_rows);
         kh_record_free(&r);
-    } else {
-        CHECK(0, "no checkpointed record after a crash: %s", err);
     }
 }
 

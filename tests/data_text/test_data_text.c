@@ -328,6 +328,17 @@ static void test_imdb_unbalanced(void) {
 
 static int has(const char *s, const char *part) { return strstr(s, part) != NULL; }
 
+/* A fresh tree <base>/<name> (the four folders) holding files, NULL-terminated (path, text) pairs, into root. */
+static void tree(const char *base, const char *name, const char *const *files, char *root, size_t n) {
+    snprintf(root, n, "%s/%s", base, name);
+    make_tree(root);
+    for (; files[0]; files += 2) put(root, files[0], files[1]);
+}
+
+/* Every folder with one valid review: what a malformed case adds its one fault to. */
+#define VALID_TRAIN "train/pos/0_9.txt", "x", "train/neg/0_2.txt", "x"
+#define VALID_TEST "test/pos/0_9.txt", "x", "test/neg/0_2.txt", "x"
+
 static void test_imdb_malformed(void) {
     char err[1024];
     kh_imdb_opts o;
@@ -351,68 +362,43 @@ static void test_imdb_malformed(void) {
     st = kh_imdb_load(root, &o, &d, err, sizeof err);
     CHECK(st == KH_ERR_IO && has(err, "test/neg") && has(err, "not found"), "missing test/neg: %d %s", st, err);
 
-    snprintf(root, sizeof root, "%s/empty", base);
-    make_tree(root);
-    put(root, "train/pos/0_9.txt", "x");
-    put(root, "test/pos/0_9.txt", "x");
-    put(root, "test/neg/0_2.txt", "x");
+    tree(base, "empty", (const char *const[]){"train/pos/0_9.txt", "x", VALID_TEST, NULL}, root, sizeof root);
     st = kh_imdb_load(root, &o, &d, err, sizeof err);
     CHECK(st == KH_ERR_DATA && has(err, "train/neg") && has(err, "no reviews"), "empty train/neg: %d %s", st, err);
 
-    snprintf(root, sizeof root, "%s/latin1", base);
-    make_tree(root);
-    put(root, "train/pos/0_9.txt", "fine");
-    put(root, "train/pos/7_8.txt", "caf\xe9 in Latin-1");
-    put(root, "train/neg/0_2.txt", "x");
-    put(root, "test/pos/0_9.txt", "x");
-    put(root, "test/neg/0_2.txt", "x");
+    tree(base, "latin1", (const char *const[]){VALID_TRAIN, "train/pos/7_8.txt", "caf\xe9 in Latin-1", VALID_TEST, NULL},
+         root, sizeof root);
     st = kh_imdb_load(root, &o, &d, err, sizeof err);
     CHECK(st == KH_ERR_DATA && has(err, "train/pos/7_8.txt") && has(err, "UTF-8") && has(err, "byte 3"),
           "non-UTF-8 review: %d %s", st, err);
     CHECK(d.train.n == 0 && d.vocab == NULL, "output zeroed on error");
 
-    snprintf(root, sizeof root, "%s/latin1test", base);
-    make_tree(root);
-    put(root, "train/pos/0_9.txt", "x");
-    put(root, "train/neg/0_2.txt", "x");
-    put(root, "test/pos/0_9.txt", "x");
-    put(root, "test/neg/4_2.txt", "\xc3\x28");
+    tree(base, "latin1test", (const char *const[]){VALID_TRAIN, "test/pos/0_9.txt", "x", "test/neg/4_2.txt", "\xc3\x28", NULL},
+         root, sizeof root);
     st = kh_imdb_load(root, &o, &d, err, sizeof err);
     CHECK(st == KH_ERR_DATA && has(err, "test/neg/4_2.txt") && has(err, "UTF-8"), "non-UTF-8 test review: %s", err);
 
     static const char *const bad_names[] = {"review.txt", "3_11.txt", "3_0.txt", "3_5.txt.bak", "_5.txt", "3_.txt",
                                             "3-5.txt", "x3_5.txt"};
     for (size_t i = 0; i < sizeof bad_names / sizeof bad_names[0]; i++) {
-        snprintf(root, sizeof root, "%s/name%zu", base, i);
-        make_tree(root);
-        put(root, "train/pos/0_9.txt", "x");
-        put(root, "train/neg/0_2.txt", "x");
-        put(root, "test/pos/0_9.txt", "x");
-        char rel[256];
+        char name[32], rel[256];
+        snprintf(name, sizeof name, "name%zu", i);
         snprintf(rel, sizeof rel, "test/neg/%s", bad_names[i]);
-        put(root, rel, "x");
+        tree(base, name, (const char *const[]){VALID_TRAIN, "test/pos/0_9.txt", "x", rel, "x", NULL}, root, sizeof root);
         st = kh_imdb_load(root, &o, &d, err, sizeof err);
         CHECK(st == KH_ERR_DATA && has(err, rel) && has(err, "<id>_<rating>.txt"), "bad name %s: %d %s", bad_names[i],
               st, err);
     }
 
-    snprintf(root, sizeof root, "%s/dup", base);
-    make_tree(root);
-    put(root, "train/pos/4_8.txt", "x");
-    put(root, "train/pos/4_9.txt", "y");
-    put(root, "train/neg/0_2.txt", "x");
-    put(root, "test/pos/0_9.txt", "x");
-    put(root, "test/neg/0_2.txt", "x");
+    tree(base, "dup",
+         (const char *const[]){"train/pos/4_8.txt", "x", "train/pos/4_9.txt", "y", "train/neg/0_2.txt", "x", VALID_TEST,
+                                NULL},
+         root, sizeof root);
     st = kh_imdb_load(root, &o, &d, err, sizeof err);
     CHECK(st == KH_ERR_DATA && has(err, "train/pos") && has(err, "id 4"), "duplicate id: %d %s", st, err);
 
-    snprintf(root, sizeof root, "%s/dir", base);
-    make_tree(root);
-    put(root, "train/pos/0_9.txt", "x");
+    tree(base, "dir", (const char *const[]){VALID_TRAIN, VALID_TEST, NULL}, root, sizeof root);
     mkdirs(root, "train/pos/1_9.txt");
-    put(root, "train/neg/0_2.txt", "x");
-    put(root, "test/pos/0_9.txt", "x");
-    put(root, "test/neg/0_2.txt", "x");
     st = kh_imdb_load(root, &o, &d, err, sizeof err);
     CHECK(st == KH_ERR_IO && has(err, "train/pos/1_9.txt"), "a folder named like a review: %d %s", st, err);
 
