@@ -109,25 +109,28 @@ static kh_status check_xy(kh_grt_model *m, kh_gfn fn, const kh_tensor *x, const 
     return st;
 }
 
-kh_status kh_grt_train_batch(kh_bmodel *b, const kh_tensor *x, const kh_tensor *y) {
+/* Train or eval on a checked batch: training takes the step's learning rate and a dropout counter, and counts an
+ * optimizer step when it ran. */
+static kh_status run_batch(kh_bmodel *b, kh_gfn fn, const kh_tensor *x, const kh_tensor *y, const char *op) {
     if (!b) return KH_ERR_INVALID;
     kh_grt_model *m = M(b);
     int64_t n = 0;
-    kh_status st = check_xy(m, KH_GFN_TRAIN, x, y, "train_batch", &n);
+    kh_status st = check_xy(m, fn, x, y, op, &n);
     if (st != KH_OK) return st;
-    double lr = kh_optimizer_step_lr(&m->mg.opt, m->iterations);
-    uint64_t counter = m->n_forward++;
-    st = kh_grt_ex(m->s)->run(m, KH_GFN_TRAIN, 0, n, lr, counter, x->data, y->data, NULL);
-    if (st == KH_OK) m->iterations++;
+    int train = fn == KH_GFN_TRAIN;
+    double lr = train ? kh_optimizer_step_lr(&m->mg.opt, m->iterations) : 0.0;
+    uint64_t counter = train ? m->n_forward++ : 0;
+    st = kh_grt_ex(m->s)->run(m, fn, 0, n, lr, counter, x->data, y->data, NULL);
+    if (st == KH_OK && train) m->iterations++;
     return st;
 }
 
+kh_status kh_grt_train_batch(kh_bmodel *b, const kh_tensor *x, const kh_tensor *y) {
+    return run_batch(b, KH_GFN_TRAIN, x, y, "train_batch");
+}
+
 kh_status kh_grt_eval_batch(kh_bmodel *b, const kh_tensor *x, const kh_tensor *y) {
-    if (!b) return KH_ERR_INVALID;
-    kh_grt_model *m = M(b);
-    int64_t n = 0;
-    kh_status st = check_xy(m, KH_GFN_EVAL, x, y, "eval_batch", &n);
-    return st == KH_OK ? kh_grt_ex(m->s)->run(m, KH_GFN_EVAL, 0, n, 0.0, 0, x->data, y->data, NULL) : st;
+    return run_batch(b, KH_GFN_EVAL, x, y, "eval_batch");
 }
 
 /* x and out checked for a forward of n rows. */

@@ -43,9 +43,43 @@ static const kh_published *find_pub(const kh_task_info *ti, const char *backend,
     return NULL;
 }
 
-static void check_published(const kh_task_info *ti, const char *backend, const char *device, double metric, double s) {
-    const kh_published *p = find_pub(ti, backend, device);
-    CHECK(p && p->metric == metric && p->s_per_epoch == s, "published %s/%s", backend, device);
+/* Published rows of the original benchmark the task must carry, exactly (metric -1: the cell has none). */
+typedef struct pub_row {
+    const char *backend, *device;
+    double metric, s_per_epoch;
+} pub_row;
+
+static void check_published(const kh_task_info *ti, const pub_row *want, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        const kh_published *p = find_pub(ti, want[i].backend, want[i].device);
+        CHECK(p && p->metric == want[i].metric && p->s_per_epoch == want[i].s_per_epoch, "published %s/%s",
+              want[i].backend, want[i].device);
+    }
+}
+
+/* What a task module must say about itself: its info (12 published rows each) and some of those rows. */
+typedef struct task_expect {
+    const char *name, *dataset, *metric;
+    int32_t epochs, batch_size, has_validation, target_is_max;
+    double target;
+    pub_row pubs[4];
+    size_t n_pubs;
+} task_expect;
+
+/* The task module e->name with its descriptor and info checked against e; NULL (a failed check) when it does not
+ * open. */
+static const kh_task_api *open_task(const task_expect *e) {
+    const kh_module_desc *desc;
+    const kh_task_api *t = th_open_task(e->name, &desc);
+    CHECK(t && !strcmp(desc->name, e->name) && desc->abi_major == KH_ABI_MAJOR, "open %s", e->name);
+    if (!t) return NULL;
+    const kh_task_info *ti = t->info();
+    CHECK(!strcmp(ti->dataset, e->dataset) && ti->epochs == e->epochs && ti->batch_size == e->batch_size &&
+              ti->has_validation == e->has_validation && !strcmp(ti->metric, e->metric) && ti->target == e->target &&
+              ti->target_is_max == e->target_is_max && ti->n_published == 12,
+          "%s info", e->name);
+    check_published(ti, e->pubs, e->n_pubs);
+    return t;
 }
 
 static kh_status load(const kh_task_api *t, const char *data, int64_t lt, int64_t lv, kh_tdata **d, char *err,
@@ -70,19 +104,11 @@ static void tensors(kh_tensor *x, kh_tensor *y, int32_t *xb, int32_t *yb, int32_
 }
 
 static void test_bilstm(const char *data, const char *empty) {
-    const kh_module_desc *desc;
-    const kh_task_api *t = th_open_task("imdb_bidirectional_lstm", &desc);
-    CHECK(t != NULL, "open imdb_bidirectional_lstm");
+    static const task_expect e = {"imdb_bidirectional_lstm", "imdb", "val_acc", 4, 32, 1, 0, 0.82,
+                                  {{"theano", "K80", -1, -1}, {"theano", "Titan X", 0.8310, 310.3},
+                                   {"tensorflow", "M60", 0.8301, 244.3}, {"cntk", "1080 Ti", 0.8388, 94.3}}, 4};
+    const kh_task_api *t = open_task(&e);
     if (!t) return;
-    CHECK(!strcmp(desc->name, "imdb_bidirectional_lstm") && desc->abi_major == KH_ABI_MAJOR, "descriptor");
-    const kh_task_info *ti = t->info();
-    CHECK(!strcmp(ti->dataset, "imdb") && ti->epochs == 4 && ti->batch_size == 32 && ti->has_validation == 1 &&
-              !strcmp(ti->metric, "val_acc") && ti->target == 0.82 && ti->target_is_max == 0 && ti->n_published == 12,
-          "info");
-    check_published(ti, "theano", "K80", -1, -1);
-    check_published(ti, "theano", "Titan X", 0.8310, 310.3);
-    check_published(ti, "tensorflow", "M60", 0.8301, 244.3);
-    check_published(ti, "cntk", "1080 Ti", 0.8388, 94.3);
 
     char err[1024];
     kh_tdata *d = NULL;
@@ -159,17 +185,11 @@ static void test_bilstm(const char *data, const char *empty) {
 }
 
 static void test_fasttext(const char *data) {
-    const kh_module_desc *desc;
-    const kh_task_api *t = th_open_task("imdb_fasttext", &desc);
-    CHECK(t != NULL, "open imdb_fasttext");
+    static const task_expect e = {"imdb_fasttext", "imdb", "val_acc", 5, 32, 1, 0, 0.88,
+                                  {{"theano", "M60", 0.8856, 15.4}, {"cntk", "K80", 0.9064, 69.5},
+                                   {"tensorflow", "1080 Ti", 0.8856, 4.5}}, 3};
+    const kh_task_api *t = open_task(&e);
     if (!t) return;
-    const kh_task_info *ti = t->info();
-    CHECK(!strcmp(ti->dataset, "imdb") && ti->epochs == 5 && ti->batch_size == 32 && ti->target == 0.88 &&
-              ti->n_published == 12,
-          "info");
-    check_published(ti, "theano", "M60", 0.8856, 15.4);
-    check_published(ti, "cntk", "K80", 0.9064, 69.5);
-    check_published(ti, "tensorflow", "1080 Ti", 0.8856, 4.5);
     char err[1024];
     kh_tdata *d = NULL;
     kh_status st = load(t, data, 0, 0, &d, err, sizeof err);
@@ -241,17 +261,11 @@ static void fake_print(void *ctx, const char *text) {
 }
 
 static void test_textgen(const char *data, const char *empty) {
-    const kh_module_desc *desc;
-    const kh_task_api *t = th_open_task("lstm_text_generation", &desc);
-    CHECK(t != NULL, "open lstm_text_generation");
+    static const task_expect e = {"lstm_text_generation", "nietzsche", "loss", 10, 128, 0, 1, 1.45,
+                                  {{"theano", "M60", 1.3939, 353.1}, {"cntk", "1080 Ti", 1.3956, 32.7},
+                                   {"tensorflow", "K80", 1.4060, 87.6}}, 3};
+    const kh_task_api *t = open_task(&e);
     if (!t) return;
-    const kh_task_info *ti = t->info();
-    CHECK(!strcmp(ti->dataset, "nietzsche") && ti->epochs == 10 && ti->batch_size == 128 && ti->has_validation == 0 &&
-              !strcmp(ti->metric, "loss") && ti->target == 1.45 && ti->target_is_max == 1 && ti->n_published == 12,
-          "info");
-    check_published(ti, "theano", "M60", 1.3939, 353.1);
-    check_published(ti, "cntk", "1080 Ti", 1.3956, 32.7);
-    check_published(ti, "tensorflow", "K80", 1.4060, 87.6);
     char err[1024];
     kh_tdata *d = NULL;
     kh_status st = load(t, empty, 0, 0, &d, err, sizeof err);
