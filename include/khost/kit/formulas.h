@@ -33,12 +33,6 @@
 #define KH_SQRT sqrtf
 #define KH_LOG logf
 #include "khost/kit/formulas_impl.h"
-#undef KH_T
-#undef KH_FN
-#undef KH_EXP
-#undef KH_TANH
-#undef KH_SQRT
-#undef KH_LOG
 
 /* double: kh_sigmoid_d(), ... the same text, for the float64 reference kit and gradient checks */
 #define KH_T double
@@ -48,11 +42,5 @@
 #define KH_SQRT sqrt
 #define KH_LOG log
 #include "khost/kit/formulas_impl.h"
-#undef KH_T
-#undef KH_FN
-#undef KH_EXP
-#undef KH_TANH
-#undef KH_SQRT
-#undef KH_LOG
 
 #endif

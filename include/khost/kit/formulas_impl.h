@@ -1,6 +1,6 @@
 /* khost/kit/formulas_impl.h — the body of khost/kit/formulas.h, included once per precision.
  * Do not include directly: formulas.h defines KH_T (the scalar type), KH_FN (the name: kh_x for float,
- * kh_x_d for double) and the math functions, then includes this file. */
+ * kh_x_d for double) and the math functions, then includes this file, which undefines them at its end. */
 /* --- activations; derivatives are written in terms of the activation's output y ---------------------- */
 KH_HD KH_T KH_FN(kh_relu)(KH_T x) { return x > ((KH_T)0) ? x : ((KH_T)0); }
 KH_HD KH_T KH_FN(kh_relu_grad_y)(KH_T y) { return y > ((KH_T)0) ? ((KH_T)1) : ((KH_T)0); }
@@ -110,3 +110,9 @@ KH_HD void KH_FN(kh_adadelta_update)(KH_T *w, KH_T *a, KH_T *d, KH_T g, KH_T lr,
     *d = rho * (*d) + (((KH_T)1) - rho) * u * u;
 }
 
+#undef KH_T
+#undef KH_FN
+#undef KH_EXP
+#undef KH_TANH
+#undef KH_SQRT
+#undef KH_LOG
