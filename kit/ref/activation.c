@@ -55,8 +55,12 @@ void kh_ref_activation_backward(double *dinp, const double *dout, const double *
     for (int64_t r = 0; r < rows; r++) {
         const double *y = out + r * C;
         const double *dy = dout + r * C;
-        double *dx = dinp + r * C;
-        double s = act == KH_ACT_SOFTMAX ? kh_ref_softmax_dot(y, dy, C) : 0.0;
-        for (int64_t j = 0; j < C; j++) dx[j] = kh_ref_act_dpre(act, y[j], dy[j], s);
+        kh_ref_act_dpre_row(act, y, dy, C, dinp + r * C, NULL);
     }
+}
+
+void kh_ref_act_dpre_row(int act, const double *y, const double *dy, int64_t C, double *dz, double *db) {
+    double s = act == KH_ACT_SOFTMAX ? kh_ref_softmax_dot(y, dy, C) : 0.0;
+    for (int64_t j = 0; j < C; j++) dz[j] = kh_ref_act_dpre(act, y[j], dy[j], s);
+    for (int64_t j = 0; db && j < C; j++) db[j] += dz[j];
 }

@@ -49,11 +49,7 @@ kh_status kh_ref_conv2d_backward(double *dinp, double *dw, double *db, const dou
                 int64_t pix = (n * d->OH + oh) * d->OW + ow;
                 const double *y = out + pix * OC;
                 const double *dy = dout + pix * OC;
-                double s = act == KH_ACT_SOFTMAX ? kh_ref_softmax_dot(y, dy, OC) : 0.0;
-                for (int64_t o = 0; o < OC; o++) dz[o] = kh_ref_act_dpre(act, y[o], dy[o], s);
-                if (db) {
-                    for (int64_t o = 0; o < OC; o++) db[o] += dz[o];
-                }
+                kh_ref_act_dpre_row(act, y, dy, OC, dz, db);
                 for (int64_t kh = 0; kh < d->KH; kh++) {
                     int64_t ih = oh * d->SH - d->pad_top + kh;
                     if (ih < 0 || ih >= H) continue; // padding: no input, no gradient

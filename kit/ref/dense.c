@@ -27,12 +27,7 @@ kh_status kh_ref_dense_backward(double *dinp, double *dw, double *db, const doub
         const double *y = out + n * OC;
         const double *dy = dout + n * OC;
         const double *x = inp + n * C;
-        // the fused activation's gradient
-        double s = act == KH_ACT_SOFTMAX ? kh_ref_softmax_dot(y, dy, OC) : 0.0;
-        for (int64_t o = 0; o < OC; o++) dz[o] = kh_ref_act_dpre(act, y[o], dy[o], s);
-        if (db) {
-            for (int64_t o = 0; o < OC; o++) db[o] += dz[o];
-        }
+        kh_ref_act_dpre_row(act, y, dy, OC, dz, db); // the fused activation's gradient
         for (int64_t i = 0; i < C; i++) {
             const double *wrow = w + i * OC;
             double *dwrow = dw + i * OC;

@@ -42,6 +42,9 @@ void kh_ref_activation_backward(double *dinp, const double *dout, const double *
  * kh_ref_softmax_dot(row of y, row of dy, C) of its row (ignored otherwise). Used by fused activations. */
 double kh_ref_act_dpre(int act, double y, double dy, double s);
 double kh_ref_softmax_dot(const double *y, const double *dy, int64_t C);
+/* The same for a row of C: dz (C) overwritten; with db, db (C) += dz (a fused layer's bias gradient). dz may
+ * alias dy. */
+void kh_ref_act_dpre_row(int act, const double *y, const double *dy, int64_t C, double *dz, double *db);
 
 /* --- Dense: out = act(inp @ w + b) ---------------------------------------------------------------------- */
 /* out (B, OC); inp (B, C); w (C, OC); b (OC) or NULL */
