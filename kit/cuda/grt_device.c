@@ -67,12 +67,10 @@ static kh_status alloc_feeds(kh_grt_model *m, kh_grt_dev *d) {
         if (st != KH_OK) return st;
         total += d->feed_bytes[k];
     }
-    for (int k = 0; k < 2; k++) {
-        CU(m, "compile", kh_cu.MemAllocHost(&d->pin[k], total));
-        CU(m, "compile", kh_cu.EventCreate(&d->staged[k], CU_EVENT_DISABLE_TIMING));
-        CU(m, "compile", kh_cu.EventRecord(d->staged[k], d->stream));
-    }
-    kh_status st = kh_grt_dev_alloc(m, d, &d->met, 4 * sizeof(double), "the metrics");
+    char why[300];
+    kh_status st = kh_cuda_stage_init(&d->stage, d->stream, NULL, total, why, sizeof why);
+    if (st != KH_OK) return kh_grt_fail(m->s, st, "compile", "input staging: %s", why);
+    st = kh_grt_dev_alloc(m, d, &d->met, 4 * sizeof(double), "the metrics");
     if (st != KH_OK) return st;
     CU(m, "compile", kh_cu.MemAllocHost((void **)&d->h_met, 4 * sizeof(double)));
     return KH_OK;
@@ -122,10 +120,7 @@ void kh_grt_dev_release(kh_grt_model *m, kh_grt_dev *d) {
     free(d->s1);
     free(d->s2);
     for (int k = 0; k < 3; k++) kh_grt_dev_free(d->feed[k]);
-    for (int k = 0; k < 2; k++) {
-        if (d->pin[k]) kh_cu.MemFreeHost(d->pin[k]);
-        if (d->staged[k]) kh_cu.EventDestroy(d->staged[k]);
-    }
+    kh_cuda_stage_free(&d->stage);
     if (d->h_met) kh_cu.MemFreeHost(d->h_met);
     kh_grt_dev_free(d->met);
     kh_grt_dev_free(d->arena);
@@ -153,22 +148,21 @@ kh_status kh_grt_dev_stage(kh_grt_model *m, kh_grt_dev *d, int64_t n, const void
     kh_status st = check_feeds(m, d, n, x, labels);
     if (st == KH_OK) st = bind(m, d, "run");
     if (st != KH_OK) return st;
-    int k = d->next_pin;
-    /* pin[k] was last uploaded two calls ago: wait for that copy before overwriting it */
-    CU(m, "run", kh_cu.EventSynchronize(d->staged[k]));
-    char *pin = d->pin[k];
-    char *at[3] = {pin, pin + d->feed_bytes[0], pin + d->feed_bytes[0] + d->feed_bytes[1]};
+    int k;
+    void *pin;
+    char why[300];
+    if ((st = kh_cuda_stage_next(&d->stage, &k, &pin, why, sizeof why)) != KH_OK) return kh_grt_fail(m->s, st, "run", "%s", why);
     const void *src[3] = {x, labels, dy};
     size_t bytes[3] = {x ? (size_t)(n * m->mg.input_numel) * 4u : 0, labels ? (size_t)n * 4u : 0,
                        dy ? (size_t)(n * m->mg.out_numel) * 4u : 0};
-    for (int q = 0; q < 3; q++)
+    size_t off = 0;
+    for (int q = 0; q < 3 && st == KH_OK; off += d->feed_bytes[q], q++)
         if (bytes[q] > 0) {
-            memcpy(at[q], src[q], bytes[q]);
-            CU(m, "run", kh_cu.MemcpyHtoDAsync(d->feed[q], at[q], bytes[q], d->stream));
+            memcpy((char *)pin + off, src[q], bytes[q]);
+            st = kh_cuda_stage_upload(&d->stage, k, d->feed[q], off, bytes[q], why, sizeof why);
         }
-    CU(m, "run", kh_cu.EventRecord(d->staged[k], d->stream));
-    d->next_pin = k ^ 1;
-    return KH_OK;
+    if (st == KH_OK) st = kh_cuda_stage_ready(&d->stage, k, why, sizeof why);
+    return st == KH_OK ? st : kh_grt_fail(m->s, st, "run", "%s", why);
 }
 
 kh_status kh_grt_dev_clear_accumulators(kh_grt_model *m, kh_grt_dev *d, kh_gfn f) {

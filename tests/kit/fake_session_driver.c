@@ -199,6 +199,7 @@ E(cuEventDestroy_v2, struct fake_obj *e) {
 }
 E(cuEventRecord, struct fake_obj *e, CUstream s) { return e && e->live && s && s->live ? 0 : 400; }
 E(cuEventSynchronize, struct fake_obj *e) { return e && e->live ? 0 : 400; }
+E(cuStreamWaitEvent, CUstream s, struct fake_obj *e, unsigned f) { return s && s->live && e && e->live && !f ? 0 : 400; }
 /* The code runner's entry points: present (the table needs them), never called in these tests. */
 E(cuModuleLoadData, void **m, const void *img) { (void)m, (void)img; return NOT_USED; }
 E(cuModuleUnload, void *m) { (void)m; return NOT_USED; }

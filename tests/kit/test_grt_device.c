@@ -67,7 +67,7 @@ static void prepared_storage(CUstream stream) {
     int dev, host, ev;
     live(&dev, &host, &ev);
     /* arena + 2 variables x (weights + 2 slots) + 1 accumulator + 3 feeds + metrics */
-    CHECK(dev == 1 + 6 + 1 + 3 + 1 && host == 3 && ev == 2, "live buffers %d (want 12), pinned %d (3), events %d (2)",
+    CHECK(dev == 1 + 6 + 1 + 3 + 1 && host == 3 && ev == 4, "live buffers %d (want 12), pinned %d (3), events %d (4)",
           dev, host, ev);
     int64_t want_bytes = 1024 + 3 * (12 + 3) * 4 + 64 + (8 * 4 * 4 + 8 * 4 + 8 * 3 * 4) + 4 * 8;
     CHECK(m.dev_mem.now == want_bytes, "counted %lld bytes (want %lld)", (long long)m.dev_mem.now,
@@ -89,7 +89,7 @@ static void prepared_storage(CUstream stream) {
     CHECK(kh_grt_dev_stage(&m, &d, 2, x, labels, NULL) == KH_OK, "stage: %s", g_session.err);
     CHECK(!memcmp(KH_DEVPTR(d.feed[KH_GIN_X]), x, sizeof x) && !memcmp(KH_DEVPTR(d.feed[KH_GIN_LABELS]), labels, 8),
           "the staged batch reached the device feeds");
-    CHECK(d.next_pin == 1, "the next batch goes through the other pinned buffer");
+    CHECK(d.stage.next == 1, "the next batch goes through the other pinned buffer");
 
     d.label_bound = 3; /* kh_graph_feed_bounds' job: a 3-class model */
     int32_t bad[2] = {1, 3};

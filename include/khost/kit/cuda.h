@@ -87,6 +87,26 @@ void kh_cuda_session_close(kh_cuda_session *cs);
 kh_status kh_cuda_buffer_alloc(kh_mem_count *count, CUstream stream, CUdeviceptr *p, size_t bytes, const char *what,
                                char *why, size_t n);
 void kh_cuda_buffer_free(CUdeviceptr p);
+/* Double-buffered input staging, the one every GPU half uses: two pinned host buffers of `bytes` used in turn.
+ * A run takes the next one (kh_cuda_stage_next waits until its previous upload finished, so the host fills batch
+ * i+1 while the device still works on batch i and no more than two are queued), fills it, uploads parts of it
+ * (kh_cuda_stage_upload, on the copy stream) and makes the compute stream wait for them (kh_cuda_stage_ready).
+ * With a separate copy stream an upload into a slot's device buffers also waits until the compute stream has
+ * released that slot (kh_cuda_stage_release after the work that reads it); with copy == compute everything is in
+ * stream order and release is not needed. Errors: the status, and the driver call and its text in why. */
+typedef struct kh_cuda_stage {
+    CUstream compute, copy;
+    void *pin[2];
+    CUevent uploaded[2], consumed[2];
+    size_t bytes;
+    int next, cur;
+} kh_cuda_stage;
+kh_status kh_cuda_stage_init(kh_cuda_stage *s, CUstream compute, CUstream copy, size_t bytes, char *why, size_t n);
+void kh_cuda_stage_free(kh_cuda_stage *s); /* synchronises the copy stream; safe on a zeroed one */
+kh_status kh_cuda_stage_next(kh_cuda_stage *s, int *k, void **pin, char *why, size_t n);
+kh_status kh_cuda_stage_upload(kh_cuda_stage *s, int k, CUdeviceptr dst, size_t off, size_t bytes, char *why, size_t n);
+kh_status kh_cuda_stage_ready(kh_cuda_stage *s, int k, char *why, size_t n);
+kh_status kh_cuda_stage_release(kh_cuda_stage *s, char *why, size_t n);
 /* A backend's CUDA session state: size zeroed bytes whose first member is a kh_cuda_session, opened on dev after
  * the device kind's capabilities say it is usable (caps(c) fills c->available and c->note; unusable is
  * KH_ERR_UNSUPPORTED "<plugin> open on <device>: <note>"). *out is NULL after a failure, with nothing held.

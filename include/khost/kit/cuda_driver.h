@@ -95,6 +95,7 @@ enum { KH_CU_HOST = 0, KH_CU_EXEC = 1, KH_CU_OPTIONAL = 2 };
     X(StreamCreate, cuStreamCreate, "cuStreamCreate", KH_CU_EXEC, (kh_CUstream *, unsigned int))                  \
     X(StreamDestroy, cuStreamDestroy, "cuStreamDestroy_v2", KH_CU_EXEC, (kh_CUstream))                            \
     X(StreamSynchronize, cuStreamSynchronize, "cuStreamSynchronize", KH_CU_EXEC, (kh_CUstream))                   \
+    X(StreamWaitEvent, cuStreamWaitEvent, "cuStreamWaitEvent", KH_CU_EXEC, (kh_CUstream, kh_CUevent, unsigned int)) \
     X(EventCreate, cuEventCreate, "cuEventCreate", KH_CU_EXEC, (kh_CUevent *, unsigned int))                      \
     X(EventDestroy, cuEventDestroy, "cuEventDestroy_v2", KH_CU_EXEC, (kh_CUevent))                                \
     X(EventRecord, cuEventRecord, "cuEventRecord", KH_CU_EXEC, (kh_CUevent, kh_CUstream))                         \

@@ -4,8 +4,8 @@
  *
  * What a compiled model keeps on the device, all of it allocated at prepare and none during a step: one arena of
  * the largest function plan (the offsets of the plans the CPU path uses), the variables with their optimizer
- * slots, each function's persistent accumulators, device copies of the feeds at max_batch with two pinned staging
- * buffers used in turn (the host prepares batch i+1 while the device trains on batch i; the queue never holds
+ * slots, each function's persistent accumulators, device copies of the feeds at max_batch with the kit's staging
+ * (kh_cuda_stage: two pinned buffers used in turn, on the session's stream) (the host prepares batch i+1 while the device trains on batch i; the queue never holds
  * more than two), and the metric sums (train loss, correct; eval loss, correct) as four doubles on the device.
  * Everything goes through the kit's driver table (khost/kit/cuda_driver.h) on the session's context and stream;
  * every allocation is zeroed and counted in the model's dev_mem; an out-of-memory names the buffer, its size and
@@ -19,6 +19,7 @@
 
 #include <cuda.h>
 
+#include "khost/kit/cuda.h"
 #include "khost/kit/cuda_driver.h"
 #include "khost/kit/graph_runtime.h"
 
@@ -35,9 +36,7 @@ typedef struct kh_grt_dev {
     int32_t n_pers[KH_GFN_COUNT];
     CUdeviceptr feed[3];                /* x, labels, dy (KH_GIN_*) at max_batch */
     size_t feed_bytes[3];
-    void *pin[2];                       /* pinned staging, used in turn: x | labels | dy */
-    CUevent staged[2];                  /* the upload from pin[k] has finished */
-    int next_pin;
+    kh_cuda_stage stage;                /* pinned staging on the session's stream, used in turn: x | labels | dy */
     CUdeviceptr met;                    /* 4 doubles: train loss, correct; eval loss, correct */
     double *h_met;                      /* pinned 4 doubles */
     int64_t samples[2];                 /* per phase, counted on the host */

@@ -79,11 +79,9 @@ struct cntk_cuda_model {
     ccu_layer *L;
     /* input staging: pinned host buffers and device copies, double-buffered */
     size_t x_bytes;              /* max_batch * raw_numel * 4 */
-    void *pin[2];                /* x then labels */
-    void *d_in[2];               /* device x (f32 or i32) */
+    kh_cuda_stage stage;         /* the kit's double-buffered staging on the copy stream: x then labels */
+    void *d_in[2];               /* device x (f32 or i32), per staging slot */
     int32_t *d_lab[2];
-    cudaEvent_t uploaded[2], consumed[2];
-    int next_stage, cur_stage;
     float *xexp;                 /* (N, in0) one-hot expanded to f32 (NCHW when image-like) */
     float *gb[2];                /* ping-pong activation gradients */
     int64_t gb_numel;

@@ -50,12 +50,10 @@ void cntk_cuda_free(cntk_model *mm) {
         }
         free(m->L);
     }
+    kh_cuda_stage_free(&m->stage);
     for (int k = 0; k < 2; k++) {
-        if (m->pin[k]) cudaFreeHost(m->pin[k]);
         ccu_free_dev(m->d_in[k]);
         ccu_free_dev(m->d_lab[k]);
-        if (m->uploaded[k]) cudaEventDestroy(m->uploaded[k]);
-        if (m->consumed[k]) cudaEventDestroy(m->consumed[k]);
         ccu_free_dev(m->gb[k]);
     }
     ccu_free_dev(m->xexp);
@@ -106,17 +104,14 @@ kh_status cntk_cuda_compile(cntk_model *mm) {
 
     /* staging: pinned x + labels, device copies, events */
     m->x_bytes = (size_t)(N * p->raw_numel) * 4u;
+    char why[300];
+    if ((st = kh_cuda_stage_init(&m->stage, m->cs->k.stream, m->cs->k.copy, m->x_bytes + (size_t)N * sizeof(int32_t),
+                                 why, sizeof why)) != KH_OK)
+        return cntk_fail(s, st, "compile", "input staging: %s", why);
     for (int k = 0; k < 2; k++) {
-        if (cudaHostAlloc(&m->pin[k], m->x_bytes + (size_t)N * sizeof(int32_t), cudaHostAllocDefault) != cudaSuccess) {
-            m->pin[k] = NULL;
-            cudaGetLastError();
-            return host_oom(m, "the input staging buffers");
-        }
         if ((st = ccu_malloc(m, NULL, &m->d_in[k], m->x_bytes, "the input")) != KH_OK) return st;
         if ((st = ccu_malloc(m, NULL, (void **)&m->d_lab[k], (size_t)N * sizeof(int32_t), "the labels")) != KH_OK)
             return st;
-        CCU_CUDA(m, NULL, "compile", cudaEventCreateWithFlags(&m->uploaded[k], cudaEventDisableTiming));
-        CCU_CUDA(m, NULL, "compile", cudaEventCreateWithFlags(&m->consumed[k], cudaEventDisableTiming));
     }
     int64_t in0 = p->layers[0].in_numel;
     if (p->input_onehot > 0 &&
@@ -202,9 +197,11 @@ static kh_status stage(ccu_model *m, const kh_tensor *x, const kh_tensor *y, con
     if (y && (!y->data || y->dtype != KH_I32 || kh_tensor_numel(y) != n))
         return cntk_fail(m->s, KH_ERR_INVALID, op, "y must be %d i32 labels", n);
 
-    int k = m->next_stage;
-    m->next_stage ^= 1;
-    CCU_CUDA(m, NULL, op, cudaEventSynchronize(m->uploaded[k])); /* pinned buffer k is free again */
+    int k;
+    void *pin;
+    char why[300];
+    if ((st = kh_cuda_stage_next(&m->stage, &k, &pin, why, sizeof why)) != KH_OK) /* pinned buffer k is free again */
+        return cntk_fail(m->s, st, op, "%s", why);
     size_t xb = (size_t)(nb * p->raw_numel) * 4u;
     const cntk_layer_plan *l0 = &p->layers[0];
     if (p->input_dtype == KH_I32) {
@@ -219,13 +216,13 @@ static kh_status stage(ccu_model *m, const kh_tensor *x, const kh_tensor *y, con
                                        "index %d at sample %lld step %lld outside [0, %lld)", xi[i],
                                        (long long)(i / p->raw_numel), (long long)(i % p->raw_numel), (long long)lim);
             }
-        memcpy(m->pin[k], xi, xb);
+        memcpy(pin, xi, xb);
     } else if (l0->image_in && x->layout == KH_LAYOUT_NHWC) { /* the host should have converted; accept it */
-        cntk_nhwc_to_nchw(x->data, m->pin[k], nb, l0->sh.in_shape[2], l0->sh.in_shape[0], l0->sh.in_shape[1]);
+        cntk_nhwc_to_nchw(x->data, pin, nb, l0->sh.in_shape[2], l0->sh.in_shape[0], l0->sh.in_shape[1]);
     } else {
-        memcpy(m->pin[k], x->data, xb);
+        memcpy(pin, x->data, xb);
     }
-    int32_t *lab = (int32_t *)((char *)m->pin[k] + m->x_bytes);
+    int32_t *lab = (int32_t *)((char *)pin + m->x_bytes);
     if (y) {
         const int32_t *yl = y->data;
         const cntk_layer_plan *last = &p->layers[p->n_layers - 1];
@@ -241,13 +238,13 @@ static kh_status stage(ccu_model *m, const kh_tensor *x, const kh_tensor *y, con
         }
         memcpy(lab, yl, (size_t)n * sizeof(int32_t));
     }
-    cudaStream_t cp = m->cs->k.copy, cs = m->cs->k.stream;
-    CCU_CUDA(m, NULL, op, cudaStreamWaitEvent(cp, m->consumed[k], 0));
-    CCU_CUDA(m, NULL, op, cudaMemcpyAsync(m->d_in[k], m->pin[k], xb, cudaMemcpyHostToDevice, cp));
-    if (y) CCU_CUDA(m, NULL, op, cudaMemcpyAsync(m->d_lab[k], lab, (size_t)n * sizeof(int32_t), cudaMemcpyHostToDevice, cp));
-    CCU_CUDA(m, NULL, op, cudaEventRecord(m->uploaded[k], cp));
-    CCU_CUDA(m, NULL, op, cudaStreamWaitEvent(cs, m->uploaded[k], 0));
-    m->cur_stage = k;
+    st = kh_cuda_stage_upload(&m->stage, k, (CUdeviceptr)(uintptr_t)m->d_in[k], 0, xb, why, sizeof why);
+    if (st == KH_OK && y)
+        st = kh_cuda_stage_upload(&m->stage, k, (CUdeviceptr)(uintptr_t)m->d_lab[k], m->x_bytes, (size_t)n * sizeof(int32_t),
+                                  why, sizeof why);
+    if (st == KH_OK) st = kh_cuda_stage_ready(&m->stage, k, why, sizeof why);
+    if (st != KH_OK) return cntk_fail(m->s, st, op, "%s", why);
+    cudaStream_t cs = m->cs->k.stream;
     ccu_layer *L0 = &m->L[0];
     if (p->input_onehot > 0) {
         CCU_CUDA(m, NULL, op,
@@ -265,10 +262,11 @@ static kh_status stage(ccu_model *m, const kh_tensor *x, const kh_tensor *y, con
     return KH_OK;
 }
 
-/* The compute stream is done with staging buffer cur_stage once the work queued so far has run. */
+/* The compute stream is done with the current staging slot once the work queued so far has run. */
 static kh_status release_stage(ccu_model *m, const char *op) {
-    CCU_CUDA(m, NULL, op, cudaEventRecord(m->consumed[m->cur_stage], m->cs->k.stream));
-    return KH_OK;
+    char why[300];
+    kh_status st = kh_cuda_stage_release(&m->stage, why, sizeof why);
+    return st == KH_OK ? st : cntk_fail(m->s, st, op, "%s", why);
 }
 
 // --- drivers ---------------------------------------------------------------------------------------------
@@ -334,7 +332,7 @@ kh_status cntk_cuda_train(cntk_model *mm, const kh_tensor *x, const kh_tensor *y
     if ((st = forward_all(m, n, 1)) != KH_OK) return st;
     int C = p->loss == KH_LOSS_CATEGORICAL_CROSSENTROPY ? (int)p->out_numel : 1;
     CCU_CUDA(m, &m->L[m->n_layers - 1], "loss",
-             ccuk_loss(m->cs->k.stream, (int)p->loss, model_output(m), m->d_lab[m->cur_stage], n, C, m->gb[0], m->d_met));
+             ccuk_loss(m->cs->k.stream, (int)p->loss, model_output(m), m->d_lab[m->stage.cur], n, C, m->gb[0], m->d_met));
     if ((st = ccu_check_layer(m, &m->L[m->n_layers - 1], "loss")) != KH_OK) return st;
     if ((st = backward_all(m, n, 1, 0, NULL)) != KH_OK) return st;
     if ((st = optimizer_step(m)) != KH_OK) return st;
@@ -355,7 +353,7 @@ kh_status cntk_cuda_eval(cntk_model *mm, const kh_tensor *x, const kh_tensor *y)
     if ((st = forward_all(m, n, 0)) != KH_OK) return st;
     int C = p->loss == KH_LOSS_CATEGORICAL_CROSSENTROPY ? (int)p->out_numel : 1;
     CCU_CUDA(m, &m->L[m->n_layers - 1], "loss",
-             ccuk_loss(m->cs->k.stream, (int)p->loss, model_output(m), m->d_lab[m->cur_stage], n, C, NULL, m->d_met + 2));
+             ccuk_loss(m->cs->k.stream, (int)p->loss, model_output(m), m->d_lab[m->stage.cur], n, C, NULL, m->d_met + 2));
     m->samples[KH_PHASE_EVAL] += n;
     return release_stage(m, "eval_batch");
 }
