@@ -10,6 +10,8 @@ enum {
     KH_EXIT_DEVICE = 5,      /* device unknown or unusable */
     KH_EXIT_UNSUPPORTED = 6, /* the backend cannot run this task on this device */
     KH_EXIT_VERIFY = 7,      /* khost verify: error above tolerance */
-    KH_EXIT_IO = 8           /* results could not be written/read */
+    KH_EXIT_IO = 8,          /* results could not be written/read */
+    KH_EXIT_UNCOMPARABLE = 9 /* khost compare --fail-above: the gate could not compare (no shared cell, a side
+                                without finished repetitions, other settings, impossible times) */
 };
 #endif

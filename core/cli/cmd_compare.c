@@ -13,6 +13,8 @@
  * The verdict interval is Bonferroni-adjusted over the m cells compared (level 1 - 0.05 / m), so a rerun of the
  * same build calls any cell faster or slower with at most 5 % probability; the tables show the 95 % CI.
  * Exit status: 0; KH_EXIT_TRAIN (1) when --fail-above PCT is given and a cell is "slower" by more than PCT;
+ * KH_EXIT_UNCOMPARABLE (9) when --fail-above is given and it cannot compare: no cell is in both sets, or a cell
+ * in both has no verdict (a side without two finished repetitions, other settings, impossible times);
  * KH_EXIT_USAGE; KH_EXIT_IO when a folder or record cannot be read or the HTML cannot be written. */
 #include <dirent.h>
 #include <errno.h>
@@ -131,7 +133,8 @@ typedef struct row {
     kh_ci vci;                /* at the verdict's level (Bonferroni over the cells compared) */
     verdict v;
     int fails;
-    char why[160];
+    int cannot;               /* in both sets, but not comparable: the gate (--fail-above) fails on it */
+    char why[200];
 } row;
 
 /* How verdicts are reached: the noise band (%) and the level of the verdict interval over m compared cells. */
@@ -164,10 +167,27 @@ static void compare_cell(const side_cell *b, const side_cell *n, const rule *ru,
     r->ci.seed = KH_STATS_SEED;
     r->ci.level = KH_STATS_LEVEL;
     r->why[0] = 0;
-    r->fails = 0;
+    r->fails = r->cannot = 0;
     if (!b || !n) {
         r->v = V_MISSING;
         snprintf(r->why, sizeof r->why, "only in %s", b ? "BASE" : "NEW");
+        return;
+    }
+    /* from here on the cell is in both sets: whatever stops a verdict stops the gate too */
+    r->cannot = 1;
+    char diff[120];
+    const kh_rep *odd = kh_cell_stats_impossible(&b->st) ? kh_cell_stats_impossible(&b->st)
+                                                          : kh_cell_stats_impossible(&n->st);
+    if (odd) {
+        r->v = V_INCONCLUSIVE;
+        snprintf(r->why, sizeof r->why, "impossible times in %s: %s: %s", kh_cell_stats_impossible(&b->st) ? "BASE" : "NEW",
+                 odd->file, odd->impossible);
+        return;
+    }
+    if (b->st.n_reps && n->st.n_reps &&
+        kh_rep_settings_differ(&b->st.reps[b->st.rep_file].set, &n->st.reps[n->st.rep_file].set, diff, sizeof diff)) {
+        r->v = V_INCONCLUSIVE;
+        snprintf(r->why, sizeof r->why, "measured with other settings: %s (BASE and NEW)", diff);
         return;
     }
     r->kind = b->st.step.n > 0 && n->st.step.n > 0;
@@ -220,6 +240,7 @@ static void compare_cell(const side_cell *b, const side_cell *n, const rule *ru,
         snprintf(r->why, sizeof r->why, fabs(change) <= noise ? "within the noise threshold"
                                                               : "the verdict interval reaches into the noise threshold");
     }
+    r->cannot = r->v == V_INCONCLUSIVE;
     if (r->v == V_SLOWER && have_fail && change > fail_above) {
         r->fails = 1;
         snprintf(r->why, sizeof r->why, "slower by more than --fail-above %g %%", fail_above);
@@ -340,6 +361,7 @@ static char *to_json(const char *bdir, const char *ndir, const row *rows, int nr
         cJSON_AddItemToObject(c, "verdict_ci_hi", jnum(r->vci.hi));
         cJSON_AddStringToObject(c, "verdict", verdict_name[r->v]);
         cJSON_AddBoolToObject(c, "fails", r->fails);
+        cJSON_AddBoolToObject(c, "comparable", !r->cannot);
         cJSON_AddStringToObject(c, "why", r->why);
     }
     char *s = cJSON_Print(o);
@@ -395,12 +417,15 @@ static void compare_usage(FILE *f) {
             "Two result folders cell by cell: per task x backend x device the change of the median time (per\n"
             "repetition: its median step time where both have samples, else its mean epoch time) with a\n"
             "bootstrap 95 %% CI, and a verdict: faster / slower (the whole CI lies beyond the noise\n"
-            "threshold), unchanged, inconclusive (under 2 repetitions), missing.\n"
-            "  --noise PCT        the band of changes that are \"unchanged\", +-PCT %% (default %g)\n"
-            "  --fail-above PCT   exit 1 when a cell is slower by more than PCT %%\n"
+            "threshold), unchanged, inconclusive (under 2 finished repetitions, other settings such as the batch\n"
+            "size, steps or math, or times that cannot be true), missing.\n"
+            "  --noise PCT        the band of changes that are \"unchanged\", +-PCT %% (default %g; under 100)\n"
+            "  --fail-above PCT   a gate: exit 1 when a cell is slower by more than PCT %%; exit 9 when it cannot\n"
+            "                     compare (no cell in both folders, or a cell in both without a verdict)\n"
             "  --json             print JSON instead of the markdown table\n"
             "  --html FILE        also write the table as a self-contained HTML page\n"
-            "Exit status: 0; 1 a cell slower than --fail-above; 2 usage; 8 a folder or record unreadable.\n",
+            "Exit status: 0; 1 a cell slower than --fail-above; 2 usage; 8 a folder or record unreadable;\n"
+            "9 --fail-above could not compare.\n",
             NOISE_DEFAULT);
 }
 
@@ -411,6 +436,24 @@ static int parse_pct(const char *s, double *v) {
     if (errno || !end || end == s || *end || !isfinite(x) || x < 0) return -1;
     *v = x;
     return 0;
+}
+
+/* The gate's exit status: a cell slower than --fail-above fails it (1); otherwise a gate that could not compare
+ * fails too (KH_EXIT_UNCOMPARABLE), each cell named: no cell in both sets, or a shared cell without a verdict. */
+static int gate(const row *rows, int nr, int fails, int cannot, int shared, double fail_above) {
+    if (shared == 0) fprintf(stderr, "khost: compare: --fail-above: no cell is in both BASE and NEW\n");
+    for (int i = 0; i < nr; i++)
+        if (rows[i].cannot) {
+            char plugin[128], device[64];
+            split_base(rows[i].base, plugin, sizeof plugin, device, sizeof device);
+            fprintf(stderr, "khost: compare: --fail-above cannot compare %s %s %s: %s\n", rows[i].task, plugin, device,
+                    rows[i].why);
+        }
+    if (fails) {
+        fprintf(stderr, "khost: compare: %d cell(s) slower than BASE by more than %g %%\n", fails, fail_above);
+        return KH_EXIT_TRAIN;
+    }
+    return shared == 0 || cannot ? KH_EXIT_UNCOMPARABLE : KH_EXIT_OK;
 }
 
 /* One row per cell of either side (BASE's order, then what only NEW has). */
@@ -457,6 +500,9 @@ int kh_cmd_compare(int argc, char **argv) {
                 html = v;
             } else if (parse_pct(v, !strcmp(a, "--noise") ? &noise : &fail_above) != 0) {
                 fprintf(stderr, "khost: compare: %s '%s': expected a percentage >= 0\n", a, v);
+                return KH_EXIT_USAGE;
+            } else if (!strcmp(a, "--noise") && noise >= 100) {
+                fprintf(stderr, "khost: compare: --noise '%s': a band of +-100 %% or more hides every change\n", v);
                 return KH_EXIT_USAGE;
             } else if (!strcmp(a, "--fail-above")) {
                 have_fail = 1;
@@ -506,10 +552,12 @@ int kh_cmd_compare(int argc, char **argv) {
         ru.level = 1 - (1 - KH_STATS_LEVEL) / ru.m;
         nr = fill_rows(s, &ru, fail_above, have_fail, rows);
     }
-    int count[V_N] = {0}, fails = 0;
+    int count[V_N] = {0}, fails = 0, cannot = 0, shared = 0;
     for (int i = 0; i < nr; i++) {
         count[rows[i].v]++;
         fails += rows[i].fails;
+        cannot += rows[i].cannot;
+        shared += rows[i].cannot || (rows[i].v != V_MISSING);
     }
     int rc = KH_EXIT_OK;
     if (json) {
@@ -532,10 +580,7 @@ int kh_cmd_compare(int argc, char **argv) {
         fprintf(stderr, "khost: compare: cannot write the table: %s\n", strerror(errno));
         rc = KH_EXIT_IO;
     }
-    if (rc == KH_EXIT_OK && fails) {
-        fprintf(stderr, "khost: compare: %d cell(s) slower than BASE by more than %g %%\n", fails, fail_above);
-        rc = KH_EXIT_TRAIN;
-    }
+    if (rc == KH_EXIT_OK && have_fail) rc = gate(rows, nr, fails, cannot, shared, fail_above);
     free(rows);
     side_free(&s[0]);
     side_free(&s[1]);

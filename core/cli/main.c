@@ -82,8 +82,8 @@ static const char usage[] =
     "\n"
     "exit status: 0 ok; 1 training failed (diverged, backend error; matrix: some cell failed); 2 usage;\n"
     "  3 registry/module/ABI; 4 data missing or malformed; 5 device; 6 unsupported by the backend;\n"
-    "  7 verify above tolerance; 8 results could not be written or read; 128+N run stopped by signal N\n"
-    "  (SIGINT 130, SIGTERM 143): its record says \"interrupted\".\n";
+    "  7 verify above tolerance; 8 results could not be written or read; 9 compare --fail-above could not\n"
+    "  compare; 128+N run stopped by signal N (SIGINT 130, SIGTERM 143): its record says \"interrupted\".\n";
 
 int main(int argc, char **argv) {
     kh_blas_tune(); /* before any module, and so OpenBLAS, is loaded */

@@ -45,6 +45,40 @@ static int cmp_rep(const void *a, const void *b) {
     return (x->index > y->index) - (x->index < y->index);
 }
 
+/* An integer member of o, or -1 when absent or not a number. */
+static int64_t int_or_unknown(const cJSON *o, const char *key) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    return cJSON_IsNumber(v) && isfinite(v->valuedouble) ? (int64_t)v->valuedouble : -1;
+}
+
+static void read_settings(const cJSON *o, const cJSON *samples, kh_rep_settings *s) {
+    s->batch_size = int_or_unknown(o, "batch_size");
+    s->train_samples = int_or_unknown(o, "train_samples");
+    s->warmup_steps = int_or_unknown(samples, "warmup_steps");
+    s->steps_per_epoch = int_or_unknown(samples, "steps_per_epoch");
+    const cJSON *m = cJSON_GetObjectItemCaseSensitive(o, "math");
+    snprintf(s->math, sizeof s->math, "%s", cJSON_IsString(m) ? m->valuestring : "");
+}
+
+/* Why the times of an "ok" record cannot be true, into why (empty when they can): no positive finite epoch
+ * time, a step of 0 s, or a step longer than the repetition's epochs together. */
+static void check_times(const cJSON *mean, const cJSON *epochs, const double *steps, int n, char *why, size_t len) {
+    why[0] = 0;
+    if (!cJSON_IsNumber(mean) || !isfinite(mean->valuedouble) || mean->valuedouble <= 0) {
+        snprintf(why, len, "no positive mean_epoch_s");
+        return;
+    }
+    double total = 0;
+    const cJSON *e;
+    cJSON_ArrayForEach(e, epochs) total += cJSON_IsNumber(e) ? e->valuedouble : 0;
+    for (int i = 0; i < n; i++)
+        if (steps[i] <= 0 || (total > 0 && steps[i] > total)) {
+            snprintf(why, len, "samples.step_s[%d] = %g s, %s", i, steps[i],
+                     steps[i] <= 0 ? "a step of no time" : "longer than the repetition's epochs together");
+            return;
+        }
+}
+
 /* One record file into rep. -1 with err naming the file and field. */
 static int read_rep(const char *path, kh_rep *rep, char *step_sync, size_t sslen, char *err, size_t errlen) {
     cJSON *o = kh_json_read_file(path, err, errlen);
@@ -93,6 +127,10 @@ static int read_rep(const char *path, kh_rep *rep, char *step_sync, size_t sslen
         rep->n_steps = n;
         if (ok) rep->step_s = kh_stats_median(rep->steps, n);
     }
+    read_settings(o, samples, &rep->set);
+    if (ok) check_times(m, cJSON_GetObjectItemCaseSensitive(samples, "epoch_s"), rep->steps, rep->n_steps,
+                        rep->impossible, sizeof rep->impossible);
+    if (rep->impossible[0]) rep->epoch_s = rep->step_s = NAN; /* never a value of any statistic */
     rc = 0;
 done:
     cJSON_Delete(o);
@@ -127,6 +165,29 @@ out:
     free(v);
     free(z);
     free(flag);
+}
+
+const kh_rep *kh_cell_stats_impossible(const kh_cell_stats *c) {
+    for (int i = 0; i < c->n_reps; i++)
+        if (c->reps[i].impossible[0]) return &c->reps[i];
+    return NULL;
+}
+
+int kh_rep_settings_differ(const kh_rep_settings *a, const kh_rep_settings *b, char *why, size_t n) {
+    const struct { const char *name; int64_t x, y; } f[] = {{"batch_size", a->batch_size, b->batch_size},
+                                                            {"train_samples", a->train_samples, b->train_samples},
+                                                            {"warmup_steps", a->warmup_steps, b->warmup_steps},
+                                                            {"steps_per_epoch", a->steps_per_epoch, b->steps_per_epoch}};
+    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
+        if (f[i].x >= 0 && f[i].y >= 0 && f[i].x != f[i].y) {
+            snprintf(why, n, "%s %lld and %lld", f[i].name, (long long)f[i].x, (long long)f[i].y);
+            return 1;
+        }
+    if (a->math[0] && b->math[0] && strcmp(a->math, b->math)) {
+        snprintf(why, n, "math %s and %s", a->math, b->math);
+        return 1;
+    }
+    return 0;
 }
 
 int kh_cell_stats_values(const kh_cell_stats *c, int kind, double *v) {
@@ -208,6 +269,7 @@ int kh_cell_stats_load(const char *dir, const char *base, kh_cell_stats *c, char
         snprintf(path, sizeof path, "%s/%s", dir, r->file);
         if (read_rep(path, r, c->step_sync, sizeof c->step_sync, err, errlen) != 0) rc = -1;
         else if (strcmp(r->status, "ok")) c->n_failed++;
+        else if (r->impossible[0]) c->n_impossible++;
     }
     if (rc != 0) {
         kh_cell_stats_free(c);

@@ -13,8 +13,16 @@
 #define KHOST_CORE_CELLSTATS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "results/stats.h"
+
+/* What a repetition was measured with; -1 / "" where its record does not say. Two cells measured with
+ * different settings cannot be compared. */
+typedef struct kh_rep_settings {
+    int64_t batch_size, train_samples, warmup_steps, steps_per_epoch;
+    char math[8];
+} kh_rep_settings;
 
 typedef struct kh_rep {
     int index;                 /* k of .rep<k>; 1 for a classic record */
@@ -25,6 +33,8 @@ typedef struct kh_rep {
     int epoch_outlier, step_outlier;
     double *steps; int n_steps; /* samples.step_s as recorded */
     char file[256];            /* the record's file name */
+    kh_rep_settings set;
+    char impossible[160];      /* why an "ok" record's times cannot be true (then it counts as not finished) */
 } kh_rep;
 
 /* Statistics of one value kind over the finished repetitions. */
@@ -40,6 +50,7 @@ typedef struct kh_rep_stats {
 typedef struct kh_cell_stats {
     kh_rep *reps; int n_reps;  /* by index */
     int n_failed;              /* repetitions whose status is not ok */
+    int n_impossible;          /* "ok" repetitions whose times cannot be true (kh_rep.impossible) */
     kh_rep_stats epoch, step;
     char step_sync[16];        /* the first sample-carrying record's samples.step_sync ("" unknown) */
     int rep_file;              /* the record that stands for the cell (its first ok repetition, else its
@@ -56,6 +67,10 @@ void kh_cell_stats_free(kh_cell_stats *c);
 /* The per-round values of two cells (kind 0 epoch, 1 step) matched by round, into a[] and b[] (each at
  * least x->n_reps long: every repetition of x pairs with at most one of y); returns the number of pairs. */
 int kh_cell_stats_pairs(const kh_cell_stats *x, const kh_cell_stats *y, int kind, double *a, double *b);
+/* The first repetition of c whose record is impossible, or NULL. */
+const kh_rep *kh_cell_stats_impossible(const kh_cell_stats *c);
+/* 0 when the settings of a and b agree where both records say; else 1 with "batch_size 128 and 64" in why. */
+int kh_rep_settings_differ(const kh_rep_settings *a, const kh_rep_settings *b, char *why, size_t n);
 /* The values of one kind, finished repetitions only, in index order, into v[n_reps]; returns their count. */
 int kh_cell_stats_values(const kh_cell_stats *c, int kind, double *v);
 

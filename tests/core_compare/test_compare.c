@@ -20,6 +20,9 @@ static double gauss(uint64_t *st) {
     return sqrt(-2 * log(u1)) * cos(6.283185307179586 * u2);
 }
 
+/* Top-level members every record written next gets (",\"batch_size\":64"), "" for none. */
+static const char *g_extra = "";
+
 /* One record: `steps` step times around step_s (rep-level drift rep_noise, per-step noise 5 %). k = 0 writes
  * the classic file name (and a v1 record without samples). */
 static void write_rec(const char *out, const char *task, const char *plugin, const char *device, int k, int of,
@@ -37,7 +40,8 @@ static void write_rec(const char *out, const char *task, const char *plugin, con
     int steps = 40, n = 0;
     double drift = 1 + rep_noise * gauss(st), sum = 0;
     n += snprintf(buf + n, sizeof buf - n, "{\"khost_record\":%d,\"plugin\":\"%s\",\"task\":\"%s\",\"device\":\"%s\","
-                                           "\"status\":\"%s\",\"reason\":\"\"", k ? 2 : 1, plugin, task, device, status);
+                                           "\"status\":\"%s\",\"reason\":\"\"%s", k ? 2 : 1, plugin, task, device, status,
+                 g_extra);
     double t[40];
     for (int i = 0; i < steps; i++) {
         t[i] = step_s * drift * (1 + 0.05 * gauss(st));
@@ -90,6 +94,75 @@ static cJSON *run_json(const char *bin, const char *a, const char *b, const char
     cJSON *o = cJSON_Parse(out);
     CHECK(o != NULL, "compare --json printed JSON: %.300s", out);
     return o;
+}
+
+/* A set of one cell (mnist_mlp cntk cpu, 5 repetitions around step_s) under tmp/name, written with g_extra. */
+static void one_cell(const char *tmp, const char *name, double step_s, const char *extra, char *dir, size_t n) {
+    snprintf(dir, n, "%s/%s", tmp, name);
+    mkdir(dir, 0777);
+    g_extra = extra;
+    write_cell(dir, "mnist_mlp", "cntk", "cpu", 5, step_s, 0.01, "ok", 77);
+    g_extra = "";
+}
+
+/* The gate fails when it cannot compare: no shared cell, other settings, impossible times; a noise band of 100 %
+ * or more is refused. */
+static void test_gate(const char *bin, const char *tmp, const char *base) {
+    char a[4200], b[4200], cmd[9000];
+    one_cell(tmp, "gate_a", 0.01, ",\"batch_size\":128,\"math\":\"fp32\"", a, sizeof a);
+    /* no shared cell: base has no cntk mnist_mlp at cuda... so a set of one other task */
+    char other[4200];
+    snprintf(other, sizeof other, "%s/gate_other", tmp);
+    mkdir(other, 0777);
+    write_cell(other, "lstm_text_generation", "cntk", "cpu", 5, 0.01, 0.01, "ok", 78);
+    snprintf(cmd, sizeof cmd, "{ '%s' compare '%s' '%s' --fail-above 10 2>&1 >/dev/null; }", bin, a, other);
+    CHECK(kh_test_run(cmd, out, sizeof out) == 9 && strstr(out, "no cell is in both BASE and NEW"),
+          "no shared cell: exit 9 and said: %s", out);
+    snprintf(cmd, sizeof cmd, "{ '%s' compare '%s' '%s' 2>&1 >/dev/null; }", bin, a, other);
+    CHECK(kh_test_run(cmd, out, sizeof out) == 0, "without the gate the same pair only reports: %s", out);
+
+    /* the same times measured with another batch size, then with another math */
+    one_cell(tmp, "gate_b64", 0.01, ",\"batch_size\":64,\"math\":\"fp32\"", b, sizeof b);
+    int status;
+    cJSON *o = run_json(bin, a, b, "--fail-above 10", &status);
+    const cJSON *cells = cJSON_GetObjectItemCaseSensitive(o, "cells");
+    const cJSON *c = find_cell(cells, "mnist_mlp", "cntk", "cpu");
+    const cJSON *why = c ? cJSON_GetObjectItemCaseSensitive(c, "why") : NULL;
+    CHECK(status == 9 && !strcmp(verdict(cells, "mnist_mlp", "cntk", "cpu"), "inconclusive") && cJSON_IsString(why) &&
+              strstr(why->valuestring, "other settings: batch_size 128 and 64"),
+          "other batch size: exit %d, %s", status, cJSON_IsString(why) ? why->valuestring : "(no why)");
+    cJSON_Delete(o);
+    one_cell(tmp, "gate_tf32", 0.01, ",\"batch_size\":128,\"math\":\"tf32\"", b, sizeof b);
+    snprintf(cmd, sizeof cmd, "{ '%s' compare '%s' '%s' --fail-above 10 2>&1 >/dev/null; }", bin, a, b);
+    CHECK(kh_test_run(cmd, out, sizeof out) == 9 && strstr(out, "math fp32 and tf32"), "other math: %s", out);
+    one_cell(tmp, "gate_same", 0.01, ",\"batch_size\":128,\"math\":\"fp32\"", b, sizeof b);
+    snprintf(cmd, sizeof cmd, "{ '%s' compare '%s' '%s' --fail-above 10 2>&1 >/dev/null; }", bin, a, b);
+    CHECK(kh_test_run(cmd, out, sizeof out) == 0, "the same settings and times pass the gate: %s", out);
+
+    /* impossible times: a step of 0 s; a step longer than the repetition */
+    const char *odd_step[2] = {"0", "1e308"};
+    const char *want[2] = {"a step of no time", "longer than the repetition"};
+    for (int i = 0; i < 2; i++) {
+        char dir[4300], path[4400], rec[512];
+        snprintf(dir, sizeof dir, "%s/gate_odd%d", tmp, i);
+        mkdir(dir, 0777);
+        snprintf(path, sizeof path, "%s/mnist_mlp", dir);
+        mkdir(path, 0777);
+        for (int k = 1; k <= 3; k++) {
+            snprintf(path, sizeof path, "%s/mnist_mlp/cntk__cpu.rep%d.json", dir, k);
+            int len = snprintf(rec, sizeof rec,
+                               "{\"khost_record\":2,\"status\":\"ok\",\"mean_epoch_s\":0.5,\"samples\":{\"step_s\":[0.01,%s],"
+                               "\"epoch_s\":[0.5]},\"repeat\":{\"round\":%d}}\n",
+                               odd_step[i], k);
+            kh_test_write_file(path, rec, (size_t)len);
+        }
+        snprintf(cmd, sizeof cmd, "{ '%s' compare '%s' '%s' --fail-above 10 2>&1 >/dev/null; }", bin, base, dir);
+        CHECK(kh_test_run(cmd, out, sizeof out) == 9 && strstr(out, "impossible times in NEW") && strstr(out, want[i]),
+              "%s: %s", want[i], out);
+    }
+
+    snprintf(cmd, sizeof cmd, "'%s' compare '%s' '%s' --noise 100 2>&1", bin, a, b);
+    CHECK(kh_test_run(cmd, out, sizeof out) == 2 && strstr(out, "--noise"), "--noise 100 refused: %s", out);
 }
 
 static void test_compare(const char *bin, const char *tmp) {
@@ -169,9 +242,22 @@ static void test_compare(const char *bin, const char *tmp) {
     o = run_json(bin, base, newer, "--fail-above 10", &status);
     CHECK(status == 1, "--fail-above 10 with a 20 %% slowdown exits 1, got %d", status);
     cJSON_Delete(o);
+    /* at 30 nothing is slower by more, but the gate cannot compare two shared cells: the one that crashed in NEW
+     * and the single runs (no interval) */
     o = run_json(bin, base, newer, "--fail-above 30", &status);
-    CHECK(status == 0, "--fail-above 30 with a 20 %% slowdown exits 0, got %d", status);
+    CHECK(status == 9, "--fail-above 30: the gate cannot compare the crashed and the single-run cells: exit %d", status);
+    cells = cJSON_GetObjectItemCaseSensitive(o, "cells");
+    const cJSON *crashed = find_cell(cells, "mnist_cnn", "cntk", "cpu"), *onlynew = find_cell(cells, "imdb_fasttext", "cntk", "cuda:0");
+    CHECK(crashed && cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(crashed, "comparable")) && onlynew &&
+              cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(onlynew, "comparable")),
+          "a shared cell without a verdict is not comparable; a cell of one side only is no gate failure");
     cJSON_Delete(o);
+    char gcmd[8192];
+    snprintf(gcmd, sizeof gcmd, "{ '%s' compare '%s' '%s' --fail-above 30 2>&1 >/dev/null; }", bin, base, newer);
+    CHECK(kh_test_run(gcmd, out, sizeof out) == 9 &&
+              strstr(out, "--fail-above cannot compare mnist_cnn cntk cpu: no finished repetition in NEW") &&
+              strstr(out, "--fail-above cannot compare cifar10_cnn cntk cpu: fewer than 2 finished repetitions"),
+          "the gate names each cell it cannot compare: %s", out);
     /* criterion's rule: "slower" needs the whole verdict interval beyond the threshold. A threshold between the
      * interval's lower end and the point change leaves the cell unchanged; one just below the lower end does not. */
     if (isfinite(slow_r)) {
@@ -237,6 +323,8 @@ static void test_compare(const char *bin, const char *tmp) {
         fclose(f);
         CHECK(strstr(out, "<tr class=\"slower\">") && strstr(out, "</html>"), "HTML table");
     }
+    test_gate(bin, tmp, base);
+
     /* usage and unreadable folders */
     snprintf(cmd, sizeof cmd, "'%s' compare '%s' 2>&1", bin, base);
     CHECK(kh_test_run(cmd, out, sizeof out) == 2, "one folder: usage");
