@@ -17,6 +17,7 @@
 #include "khost/abi.h"
 #include "base/files.h"
 #include "base/grow.h"
+#include "khost/kit/regular.h"
 
 #define MODCACHE_VERSION 1
 #define MODCACHE_MAX_BYTES (16u << 20) /* thousands of modules fit; anything larger is not our file */
@@ -322,10 +323,9 @@ int kh_modcache_load(kh_modcache *c, const char *file, char *err, size_t errlen)
         snprintf(err, errlen, "%s: out of memory", file);
         return -1;
     }
-    FILE *f = fopen(file, "rb");
+    FILE *f = kh_fopen_regular(file, err, errlen); /* the cache is never a FIFO or a device */
     if (!f) {
         if (errno == ENOENT) return 0;
-        snprintf(err, errlen, "%s: cannot open: %s", file, strerror(errno));
         return -1;
     }
     char *buf = malloc(MODCACHE_MAX_BYTES);

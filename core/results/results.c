@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "khost/kit/regular.h"
 
 void kh_record_init(kh_cell_record *r) {
     memset(r, 0, sizeof *r);
@@ -329,11 +330,8 @@ static int get_str(const cJSON *o, const char *key, char *dst, size_t n) {
 }
 
 cJSON *kh_json_read_file(const char *path, char *err, size_t errlen) {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
-        return NULL;
-    }
+    FILE *f = kh_fopen_regular(path, err, errlen); /* a FIFO or a device named like a record never blocks */
+    if (!f) return NULL;
     char *buf = NULL;
     size_t len = 0, cap = 0;
     for (;;) {

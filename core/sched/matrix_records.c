@@ -23,6 +23,7 @@
 #include "results/git_rev.h"
 #include "sched/refcell.h"
 #include "khost/kit/clock.h"
+#include "khost/kit/regular.h"
 
 #ifndef KHOST_VERSION
 #define KHOST_VERSION "unknown"
@@ -42,7 +43,8 @@ static void fmt_seconds(double s, char *buf, size_t n) {
 /* The last non-empty line of the child's log (its error message, usually). */
 static void last_log_line(const char *path, char *buf, size_t n) {
     buf[0] = 0;
-    FILE *f = fopen(path, "rb");
+    char why[64];
+    FILE *f = kh_fopen_regular(path, why, sizeof why);
     if (!f) return;
     char tail[2048];
     long size = (fseek(f, 0, SEEK_END) == 0) ? ftell(f) : -1;
@@ -59,8 +61,8 @@ static void last_log_line(const char *path, char *buf, size_t n) {
 
 /* Does the tail of a child's log blame memory? (libc, C++ and the host all say it in one of these ways.) */
 static int mx_speaks_of_memory(const char *path) {
-    char tail[4097];
-    FILE *f = fopen(path, "rb");
+    char tail[4097], why[64];
+    FILE *f = kh_fopen_regular(path, why, sizeof why);
     if (!f) return 0;
     long size = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
     size_t got = 0;

@@ -105,12 +105,13 @@ kh_status kh_charwin_load(const char *path, int32_t maxlen, int32_t step, kh_cha
     memset(out, 0, sizeof *out);
     char *buf = NULL;
     size_t cap = 0, len = 0;
-    int e = txt_read_file(path, &buf, &cap, &len);
+    char why[4500];
+    int e = txt_read_file(path, &buf, &cap, &len, why, sizeof why);
     if (e) {
         free(buf);
         if (e == ENOENT) return kh_errf(err, errlen, KH_ERR_IO, "%s: not found", path);
         if (e == ENOMEM) return kh_errf(err, errlen, KH_ERR_NOMEM, "%s: out of memory reading the text", path);
-        return kh_errf(err, errlen, KH_ERR_IO, "%s: cannot read: %s", path, strerror(e));
+        return kh_errf(err, errlen, KH_ERR_IO, "%s", why);
     }
     kh_status st = kh_charwin_from_text(path, buf, len, maxlen, step, out, err, errlen);
     free(buf);

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "img_common.h"
+#include "khost/kit/regular.h"
 #include "khost/kit/status.h"
 
 #define CIFAR_PLANE (KH_CIFAR_SIDE * KH_CIFAR_SIDE)
@@ -36,8 +37,9 @@ static kh_status cifar_size(const char *path, int64_t *records, char *err, size_
 /* Stream `n` records of one file into pix/labels (already sized), transposing CHW to HWC. */
 static kh_status cifar_read_file(const char *path, int64_t n, uint8_t *pix, int32_t *labels, char *err,
                                  size_t errlen) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return kh_errf(err, errlen, KH_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    char why[4500];
+    FILE *f = kh_fopen_regular(path, why, sizeof why); /* checked again: it may have changed since cifar_size */
+    if (!f) return kh_errf(err, errlen, KH_ERR_IO, "%s", why);
     kh_status st = KH_OK;
     unsigned char rec[KH_CIFAR_RECORD];
     for (int64_t i = 0; i < n; i++) {

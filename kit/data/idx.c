@@ -8,9 +8,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include "img_common.h"
+#include "khost/kit/regular.h"
 #include "khost/kit/status.h"
 
 #define IDX_MAX_SIDE 4096
@@ -28,15 +30,22 @@ typedef struct idx_file {
 static kh_status idx_open(idx_file *f, const char *path, char *err, size_t errlen) {
     memset(f, 0, sizeof *f);
     f->path = path;
+    char why[4500];
+    int fd = kh_open_regular(path, why, sizeof why);
+    if (fd < 0) return kh_errf(err, errlen, KH_ERR_IO, "%s", why);
     struct stat st;
-    if (stat(path, &st) != 0)
+    if (fstat(fd, &st) != 0) {
+        close(fd);
         return kh_errf(err, errlen, KH_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    if (!S_ISREG(st.st_mode)) return kh_errf(err, errlen, KH_ERR_IO, "%s: not a regular file", path);
+    }
     errno = 0;
-    f->gz = gzopen(path, "rb");
-    if (!f->gz)
-        return kh_errf(err, errlen, errno ? KH_ERR_IO : KH_ERR_NOMEM, "%s: cannot open: %s", path,
-                       errno ? strerror(errno) : "out of memory");
+    f->gz = gzdopen(fd, "rb"); /* owns fd from here, closed by gzclose_r */
+    if (!f->gz) {
+        int e = errno;
+        close(fd);
+        return kh_errf(err, errlen, e ? KH_ERR_IO : KH_ERR_NOMEM, "%s: cannot open: %s", path,
+                       e ? strerror(e) : "out of memory");
+    }
     gzbuffer(f->gz, 256u * 1024u);
     /* Called right after gzopen, gzdirect peeks at the first bytes to tell gzip from plain data. */
     f->plain = gzdirect(f->gz);

@@ -21,6 +21,7 @@
 #include <png.h>
 
 #include "img_common.h"
+#include "khost/kit/regular.h"
 #include "khost/kit/status.h"
 
 #define FOLDER_MAX_THREADS 16
@@ -224,8 +225,9 @@ static kh_status decode_png(decoder *dec, const char *path, size_t size, uint8_t
  * when there is one: the kernel's path walk was half the time of loading CIFAR-10 with full paths. */
 static kh_status decode_file(decoder *dec, int dir_fd, const char *name, const char *path, uint8_t *dst, char *err,
                              size_t errlen) {
-    int fd = dir_fd >= 0 ? openat(dir_fd, name, O_RDONLY | O_CLOEXEC) : open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return kh_errf(err, errlen, KH_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    char why[4500];
+    int fd = kh_open_regular_at(dir_fd >= 0 ? dir_fd : AT_FDCWD, dir_fd >= 0 ? name : path, path, why, sizeof why);
+    if (fd < 0) return kh_errf(err, errlen, KH_ERR_IO, "%s", why);
     kh_status st = KH_OK;
     size_t size = 0;
     for (;;) {

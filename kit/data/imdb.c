@@ -238,9 +238,10 @@ static kh_status read_review(reader *r, const folder *f, int64_t i, size_t *len,
     int w = snprintf(r->path, sizeof r->path, "%s/%s", f->dir, f->names + f->r[i].name_off);
     if (w < 0 || (size_t)w >= sizeof r->path)
         return kh_errf(err, errlen, KH_ERR_INVALID, "%s/%s: path too long", f->dir, f->names + f->r[i].name_off);
-    int e = txt_read_file(r->path, &r->buf, &r->cap, len);
+    char why[4500];
+    int e = txt_read_file(r->path, &r->buf, &r->cap, len, why, sizeof why);
     if (e == ENOMEM) return kh_errf(err, errlen, KH_ERR_NOMEM, "%s: out of memory reading the review", r->path);
-    if (e) return kh_errf(err, errlen, KH_ERR_IO, "%s: cannot read: %s", r->path, strerror(e));
+    if (e) return kh_errf(err, errlen, KH_ERR_IO, "%s", why);
     int64_t bad = kh_utf8_check(r->buf, *len);
     if (bad >= 0)
         return kh_errf(err, errlen, KH_ERR_DATA, "%s: not valid UTF-8 (byte %lld: 0x%02x)", r->path, (long long)bad,

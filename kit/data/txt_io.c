@@ -4,9 +4,13 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include "khost/kit/regular.h"
 
 static int grow_buf(char **buf, size_t *cap, size_t need) {
     if (need <= *cap) return 0;
@@ -22,18 +26,15 @@ static int grow_buf(char **buf, size_t *cap, size_t need) {
     return 0;
 }
 
-int txt_read_file(const char *path, char **buf, size_t *cap, size_t *len) {
-    int fd = open(path, O_RDONLY);
-    if (fd < 0) return errno;
+int txt_read_file(const char *path, char **buf, size_t *cap, size_t *len, char *why, size_t n) {
+    int fd = kh_open_regular(path, why, n); /* a FIFO or a device never blocks the read */
+    if (fd < 0) return errno ? errno : EINVAL;
     struct stat st;
     if (fstat(fd, &st) != 0) {
         int e = errno;
+        snprintf(why, n, "%s: cannot read: %s", path, strerror(e));
         close(fd);
         return e;
-    }
-    if (S_ISDIR(st.st_mode)) {
-        close(fd);
-        return EISDIR;
     }
     /* Size from fstat plus one byte, so a file that grew meanwhile is still read to its end (loop). */
     size_t want = (st.st_size > 0 ? (size_t)st.st_size : 0) + 2;
@@ -51,7 +52,10 @@ int txt_read_file(const char *path, char **buf, size_t *cap, size_t *len) {
         got += (size_t)r;
     }
     close(fd);
-    if (e) return e;
+    if (e) {
+        snprintf(why, n, "%s: %s", path, e == ENOMEM ? "out of memory" : strerror(e));
+        return e;
+    }
     (*buf)[got] = 0;
     *len = got;
     return 0;

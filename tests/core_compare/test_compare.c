@@ -330,6 +330,17 @@ static void test_compare(const char *bin, const char *tmp) {
     CHECK(kh_test_run(cmd, out, sizeof out) == 2, "one folder: usage");
     snprintf(cmd, sizeof cmd, "'%s' compare '%s' '%s/nope' 2>&1", bin, base, tmp);
     CHECK(kh_test_run(cmd, out, sizeof out) == 8 && strstr(out, "nope"), "missing folder named: %s", out);
+    /* a FIFO named like a record is refused at once, named, never read (it would wait for a writer) */
+    char fifo_dir[4200], fifo[4400];
+    snprintf(fifo_dir, sizeof fifo_dir, "%s/fifo_set", tmp);
+    mkdir(fifo_dir, 0777);
+    snprintf(fifo, sizeof fifo, "%s/mnist_mlp", fifo_dir);
+    mkdir(fifo, 0777);
+    snprintf(fifo, sizeof fifo, "%s/mnist_mlp/cntk__cpu.rep1.json", fifo_dir);
+    CHECK(mkfifo(fifo, 0600) == 0, "mkfifo %s", fifo);
+    snprintf(cmd, sizeof cmd, "timeout 20 '%s' compare '%s' '%s' 2>&1", bin, base, fifo_dir);
+    CHECK(kh_test_run(cmd, out, sizeof out) == 8 && strstr(out, "cntk__cpu.rep1.json") && strstr(out, "a FIFO"),
+          "a FIFO record: exit 8 naming it: %s", out);
     snprintf(cmd, sizeof cmd, "'%s' compare '%s' '%s' --noise x 2>&1", bin, base, newer);
     CHECK(kh_test_run(cmd, out, sizeof out) == 2 && strstr(out, "--noise"), "bad --noise: %s", out);
 }

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 
 #include "sched/slurm/slurm.h"
+#include "khost/kit/regular.h"
 
 void kh_report_esc(FILE *f, const char *s) {
     for (; s && *s; s++) {
@@ -287,7 +288,8 @@ static int read_slurm_plans(reader *rd, const char *dir) {
         snprintf(jpath, sizeof jpath, "%s/%s/job", sdir, plans.v[i]);
         kh_slurm_plan p;
         if (kh_slurm_plan_read(path, &p, err, sizeof err) != 0) continue; /* written but never submitted */
-        FILE *jf = fopen(jpath, "r");
+        char why[64];
+        FILE *jf = kh_fopen_regular(jpath, why, sizeof why);
         if (jf) {
             if (!fgets(job, sizeof job, jf)) job[0] = 0;
             job[strspn(job, "0123456789")] = 0;

@@ -32,6 +32,7 @@
 #include "sched/matrix.h"
 #include "results/results.h"
 #include "sched/slurm/slurm.h"
+#include "khost/kit/regular.h"
 
 #ifndef KHOST_VERSION
 #define KHOST_VERSION "unknown"
@@ -67,7 +68,8 @@ static void plan_dir(const char *plan_path, char *buf, size_t n) {
  * there yet; the status it means, and the message for the reason. NULL when there is none. */
 static const char *slurm_marker(const char *out_file, char *msg, size_t n) {
     msg[0] = 0;
-    FILE *f = fopen(out_file, "rb");
+    char why[64];
+    FILE *f = kh_fopen_regular(out_file, why, sizeof why);
     if (!f) return NULL;
     char tail[8192];
     long size = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;

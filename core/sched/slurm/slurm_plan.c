@@ -11,6 +11,7 @@
 #include "base/grow.h"
 #include "results/results.h"
 #include "sched/slurm/slurm.h"
+#include "khost/kit/regular.h"
 
 #define PLAN_MAGIC "khost-slurm-plan\t1"
 
@@ -63,11 +64,8 @@ int kh_slurm_plan_write(const char *path, const kh_slurm_plan *p, char *err, siz
 }
 
 static int read_all(const char *path, char **out, char *err, size_t errlen) {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
-        return -1;
-    }
+    FILE *f = kh_fopen_regular(path, err, errlen); /* a FIFO or a device named like a plan never blocks */
+    if (!f) return -1;
     size_t cap = 4096, n = 0;
     char *buf = malloc(cap);
     for (;;) {
