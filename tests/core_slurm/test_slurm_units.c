@@ -144,6 +144,27 @@ static void test_states_and_exec(void) {
     CHECK(rc == -1 && strstr(buf, "no-such-command-khost"), "missing command: %d %s", rc, buf);
 }
 
+/* The #SBATCH lines of a script read as sbatch reads them (the options up to the first command, each line split at
+ * whitespace): each line must be one option, and no option may come twice. Returns the number of options. */
+static int sbatch_options(const char *script, const char *what) {
+    int n = 0;
+    char seen[32][64];
+    for (const char *l = script; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+        if (strncmp(l, "#SBATCH", 7)) continue;
+        const char *p = l + 7, *end = strchr(p, '\n');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        char opt[256];
+        snprintf(opt, sizeof opt, "%.*s", (int)len, p);
+        char *tok = strtok(opt, " \t"), *more = tok ? strtok(NULL, " \t") : NULL;
+        CHECK(tok && !more && !strpbrk(tok, "\"'\\"), "%s: one option per #SBATCH line: '%.*s'", what, (int)len, p);
+        if (!tok || n == 32) continue;
+        snprintf(seen[n], sizeof seen[n], "%.*s", (int)strcspn(tok, "="), tok);
+        for (int i = 0; i < n; i++) CHECK(strcmp(seen[i], seen[n]), "%s: %s set twice", what, seen[n]);
+        n++;
+    }
+    return n;
+}
+
 static void test_scripts(void) {
     char args[4096], dir[600], pd[4096], path[4300];
     snprintf(dir, sizeof dir, "%s/a", tmp);
@@ -165,6 +186,7 @@ static void test_scripts(void) {
               strstr(s, "#SBATCH --constraint=h100\n") && strstr(s, "export KHOST_DATA='/shared/data'\n") &&
               strstr(s, " matrix --slurm-cell \"$SLURM_ARRAY_TASK_ID\" --slurm-plan '") &&
               strstr(s, "#SBATCH --output="), "array.sh:\n%s", s);
+    CHECK(sbatch_options(s, "array.sh") == 8, "array.sh: 8 options as sbatch reads them");
     snprintf(path, sizeof path, "%s/collect.sh", pd);
     s = slurp(path);
     CHECK(strstr(s, "#SBATCH --partition=p1\n") && !strstr(s, "h100") && strstr(s, "--slurm-collect \"$1\""),
@@ -215,6 +237,14 @@ static void test_scripts(void) {
     /* Bad command lines: usage errors naming the option; no sbatch on PATH: says so. */
     static const char *const bad[][2] = {{"--devices cuda:1", "cuda:1"},
                                          {"--sbatch-arg=--output=x", "--output"},
+                                         {"--sbatch-arg=--arr=0-3", "khost sets --array itself"},
+                                         {"--sbatch-arg=--ou=x", "khost sets --output itself"},
+                                         {"--sbatch-arg=--job=x", "khost sets --job-name itself"},
+                                         {"--sbatch-arg=-a0-3", "khost sets -a itself"},
+                                         {"--sbatch-arg '--constraint=a --array=0-9'", "cannot stand in an #SBATCH line"},
+                                         {"--partition 'p --array=0-9'", "cannot stand in an #SBATCH line"},
+                                         {"--account 'a\"b'", "cannot stand in an #SBATCH line"},
+                                         {"--timeout 1e15", "longer than a Slurm time limit"},
                                          {"--sbatch-arg constraint=a", "constraint=a"},
                                          {"--time-per-cell 1h", "--time-per-cell"},
                                          {"--epochs 0", "--epochs"},
@@ -227,6 +257,12 @@ static void test_scripts(void) {
         rc = khost(NULL, args);
         CHECK(rc == 2 && strstr(out, bad[i][1]), "%s: %d\n%s", bad[i][0], rc, out);
     }
+    /* a results folder whose name would break the #SBATCH --output line is refused, naming it */
+    snprintf(args, sizeof args, "matrix --slurm-script-only --plugins fixture --tasks fixture_blobs --out '%s/with space'",
+             tmp);
+    rc = khost(NULL, args);
+    CHECK(rc != 0 && strstr(out, "with space") && strstr(out, "cannot stand in an #SBATCH --output line"),
+          "--out with a space: %d\n%s", rc, out);
     snprintf(args, sizeof args, "matrix --slurm --plugins fixture --tasks fixture_blobs --out '%s/c'", tmp);
     rc = khost("PATH=/nonexistent", args);
     CHECK(rc == 2 && strstr(out, "sbatch"), "no sbatch: %d\n%s", rc, out);

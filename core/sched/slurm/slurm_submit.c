@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -92,6 +93,34 @@ static int plain(const char *opt, const char *v) {
     return 0;
 }
 
+static int unsafe_char(const char *v, int file_name) { return (int)strcspn(v, file_name ? " \t\"'\\%" : " \t\"'\\"); }
+
+/* What goes into an #SBATCH line as it is: sbatch splits such a line into options at whitespace and reads quotes
+ * and backslashes, so any of them would add or change a directive; a '%' in a file name is one of Slurm's
+ * patterns. 0 when v can stand there; else -1, said. */
+static int directive_value(const char *what, const char *v, int file_name) {
+    int at = unsafe_char(v, file_name);
+    if (!v[at]) return 0;
+    kh_logf(KH_LOG_ERROR, "matrix --slurm: %s '%s': '%c' cannot stand in an #SBATCH line (it would change the script)",
+            what, v, v[at]);
+    return -1;
+}
+
+/* Is the sbatch option of arg (--name[=v] or -x[v]) one khost sets itself? sbatch takes any unambiguous prefix
+ * of a long option, so every prefix of --array, --output, --error and --job-name counts. */
+static const char *owned_option(const char *arg) {
+    static const char *const lng[] = {"--array", "--output", "--error", "--job-name"}, *const shrt[] = {"-a", "-o", "-e", "-J"};
+    if (arg[0] == '-' && arg[1] == '-') {
+        size_t l = strcspn(arg, "=");
+        for (size_t i = 0; i < sizeof lng / sizeof lng[0]; i++)
+            if (l > 2 && l <= strlen(lng[i]) && !strncmp(arg, lng[i], l)) return lng[i];
+        return NULL;
+    }
+    for (size_t i = 0; i < sizeof shrt / sizeof shrt[0]; i++)
+        if (arg[0] == '-' && arg[1] == shrt[i][1]) return shrt[i];
+    return NULL;
+}
+
 static int sl_parse(int argc, char **argv, sl_opts *o) {
     memset(o, 0, sizeof *o);
     o->timeout_s = 6 * 3600.0; /* the local matrix's default */
@@ -132,8 +161,10 @@ static int sl_parse(int argc, char **argv, sl_opts *o) {
         else if (!strcmp(opt, "--devices")) o->devices = v;
         else if (!strcmp(opt, "--out")) o->out = v;
         else if (!strcmp(opt, "--data")) o->data = v;
-        else if (!strcmp(opt, "--partition")) o->partition = v;
-        else if (!strcmp(opt, "--account")) o->account = v;
+        else if (!strcmp(opt, "--partition") || !strcmp(opt, "--account")) {
+            if (directive_value(opt, v, 0) != 0) return -1;
+            *(!strcmp(opt, "--partition") ? &o->partition : &o->account) = v;
+        }
         else if (!strcmp(opt, "--slurm-cell")) o->cell = v;
         else if (!strcmp(opt, "--slurm-collect")) o->collect = v;
         else if (!strcmp(opt, "--slurm-plan")) o->plan = v;
@@ -151,15 +182,13 @@ static int sl_parse(int argc, char **argv, sl_opts *o) {
                         v[0] != '-' ? "expects an sbatch option (--constraint=h100)" : "too many");
                 return -1;
             }
-            /* The array tasks and the collector rely on these being khost's own. */
-            static const char *const own[] = {"--array", "--output", "--error", "--job-name", "-a", "-o", "-e", "-J"};
-            for (size_t i = 0; i < sizeof own / sizeof own[0]; i++) {
-                size_t l = strlen(own[i]);
-                if (!strncmp(v, own[i], l) && (v[l] == 0 || v[l] == '=' || (own[i][1] != '-' && v[l]))) {
-                    kh_logf(KH_LOG_ERROR, "matrix: --sbatch-arg '%s': khost sets %s itself", v, own[i]);
-                    return -1;
-                }
+            /* The array tasks and the collector rely on these being khost's own, however spelled. */
+            const char *own = owned_option(v);
+            if (own) {
+                kh_logf(KH_LOG_ERROR, "matrix: --sbatch-arg '%s': khost sets %s itself", v, own);
+                return -1;
             }
+            if (directive_value("--sbatch-arg", v, 0) != 0) return -1;
             o->sbatch_args[o->n_sbatch++] = v;
         } else if (!strcmp(opt, "--time-per-cell")) {
             if (!*v || strspn(v, "0123456789:-") != strlen(v)) {
@@ -171,6 +200,10 @@ static int sl_parse(int argc, char **argv, sl_opts *o) {
         } else if (!strcmp(opt, "--timeout")) {
             if (kh_args_seconds(v, &o->timeout_s) != 0) {
                 kh_logf(KH_LOG_ERROR, "matrix: --timeout expects seconds >= 0, got '%s'", v);
+                return -1;
+            }
+            if (ceil(o->timeout_s / 60.0) + SL_MARGIN_MIN > (double)INT32_MAX) { /* the --time written below */
+                kh_logf(KH_LOG_ERROR, "matrix --slurm: --timeout '%s': longer than a Slurm time limit can be", v);
                 return -1;
             }
         } else {
@@ -280,6 +313,12 @@ static int write_scripts(const sl_ctx *x, const char *dir, const char *kind, int
     const sl_opts *o = x->o;
     char path[4400], plan[4400];
     snprintf(plan, sizeof plan, "%s/cells", dir);
+    int at = unsafe_char(dir, 1);
+    if (dir[at]) {
+        snprintf(err, errlen, "%s: '%c' cannot stand in an #SBATCH --output line (it would change the script): choose "
+                 "an --out folder without whitespace, quotes, backslashes or %%", dir, dir[at]);
+        return -1;
+    }
     kh_memfile m;
     FILE *f = kh_memfile_open(&m, dir, err, errlen);
     if (!f) return -1;
