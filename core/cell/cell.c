@@ -323,6 +323,7 @@ static int warmup(cell *c, int64_t *order, int64_t n_train) {
     kh_rng_shuffle_i64(&rng, order, n_train);
     int64_t done = 0;
     for (int64_t s = 0; s < c->o->warmup_steps; s++) {
+        if (interrupted(c)) return KH_EXIT_TRAIN; /* a signal in a long warm-up stops the run as in an epoch */
         if (done + c->batch > n_train) done = 0;
         int n = (int)(n_train < c->batch ? n_train : c->batch);
         kh_tensor xb, y;

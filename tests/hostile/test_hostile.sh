@@ -153,6 +153,22 @@ signals)
     check "... with the epochs done: $(json_field "$out/hostile_slow/fixture__cpu.json" reason)" \
       grep -qE "interrupted by SIG$sig after [1-9][0-9]* of 20 epochs" "$out/hostile_slow/fixture__cpu.json"
   done
+  # a signal during the warm-up steps (before epoch 1) stops the run too, with a record of 0 epochs
+  out=$t/swarm
+  env --default-signal=INT "$bin" run --plugin fixture --device cpu --task hostile_slow --epochs 20 --warmup-steps 100000 \
+    --out "$out" >"$t/warm.log" 2>&1 &
+  pid=$!
+  bgpids+=("$pid")
+  sleep 1
+  kill -TERM $pid
+  for i in $(seq 1 100); do kill -0 $pid 2>/dev/null || break; sleep 0.05; done
+  alive=0; kill -0 $pid 2>/dev/null && alive=1
+  check "run stopped by SIGTERM during the warm-up ends within 5 s" test $alive -eq 0
+  [ $alive -eq 1 ] && kill -KILL $pid
+  wait $pid; rc=$?
+  check "... exits 143 ($rc)" test $rc -eq 143
+  check "... its record says interrupted after 0 of 20 epochs" \
+    grep -qE "interrupted by SIGTERM after 0 of 20 epochs" "$out/hostile_slow/fixture__cpu.json"
   o=$(k report "$t/sTERM"); rc=$?
   check "report lists the cell as interrupted: $o" has "$o" "interrupted"
   out=$t/mx

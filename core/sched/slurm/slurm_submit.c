@@ -93,17 +93,26 @@ static int plain(const char *opt, const char *v) {
     return 0;
 }
 
-static int unsafe_char(const char *v, int file_name) { return (int)strcspn(v, file_name ? " \t\"'\\%" : " \t\"'\\"); }
+/* One token of an #SBATCH line, v then the raw suffix: sbatch splits such a line at whitespace, groups what is in
+ * quotes and takes a backslash as an escape, so a token with any of those goes out in double quotes with '"' and
+ * '\\' escaped; in a file name (file_name) a '%' of v is one of Slurm's patterns and goes out as "%%", its
+ * literal percent sign, while the suffix keeps its patterns (%A_%a). */
+static void directive_token(FILE *f, const char *v, int file_name, const char *suffix) {
+    int quote = v[strcspn(v, " \t\"'\\")] != 0;
+    if (quote) fputc('"', f);
+    for (const char *p = v; *p; p++) {
+        if (*p == '"' || *p == '\\') fputc('\\', f);
+        if (*p == '%' && file_name) fputc('%', f);
+        fputc(*p, f);
+    }
+    fputs(suffix, f);
+    fputs(quote ? "\"\n" : "\n", f);
+}
 
-/* What goes into an #SBATCH line as it is: sbatch splits such a line into options at whitespace and reads quotes
- * and backslashes, so any of them would add or change a directive; a '%' in a file name is one of Slurm's
- * patterns. 0 when v can stand there; else -1, said. */
-static int directive_value(const char *what, const char *v, int file_name) {
-    int at = unsafe_char(v, file_name);
-    if (!v[at]) return 0;
-    kh_logf(KH_LOG_ERROR, "matrix --slurm: %s '%s': '%c' cannot stand in an #SBATCH line (it would change the script)",
-            what, v, v[at]);
-    return -1;
+/* "#SBATCH <opt>=<value>\n" with the value as one token. */
+static void directive(FILE *f, const char *opt, const char *v) {
+    fprintf(f, "#SBATCH %s=", opt);
+    directive_token(f, v, 0, "");
 }
 
 /* Is the sbatch option of arg (--name[=v] or -x[v]) one khost sets itself? sbatch takes any unambiguous prefix
@@ -161,10 +170,8 @@ static int sl_parse(int argc, char **argv, sl_opts *o) {
         else if (!strcmp(opt, "--devices")) o->devices = v;
         else if (!strcmp(opt, "--out")) o->out = v;
         else if (!strcmp(opt, "--data")) o->data = v;
-        else if (!strcmp(opt, "--partition") || !strcmp(opt, "--account")) {
-            if (directive_value(opt, v, 0) != 0) return -1;
-            *(!strcmp(opt, "--partition") ? &o->partition : &o->account) = v;
-        }
+        else if (!strcmp(opt, "--partition")) o->partition = v;
+        else if (!strcmp(opt, "--account")) o->account = v;
         else if (!strcmp(opt, "--slurm-cell")) o->cell = v;
         else if (!strcmp(opt, "--slurm-collect")) o->collect = v;
         else if (!strcmp(opt, "--slurm-plan")) o->plan = v;
@@ -188,7 +195,6 @@ static int sl_parse(int argc, char **argv, sl_opts *o) {
                 kh_logf(KH_LOG_ERROR, "matrix: --sbatch-arg '%s': khost sets %s itself", v, own);
                 return -1;
             }
-            if (directive_value("--sbatch-arg", v, 0) != 0) return -1;
             o->sbatch_args[o->n_sbatch++] = v;
         } else if (!strcmp(opt, "--time-per-cell")) {
             if (!*v || strspn(v, "0123456789:-") != strlen(v)) {
@@ -313,27 +319,24 @@ static int write_scripts(const sl_ctx *x, const char *dir, const char *kind, int
     const sl_opts *o = x->o;
     char path[4400], plan[4400];
     snprintf(plan, sizeof plan, "%s/cells", dir);
-    int at = unsafe_char(dir, 1);
-    if (dir[at]) {
-        snprintf(err, errlen, "%s: '%c' cannot stand in an #SBATCH --output line (it would change the script): choose "
-                 "an --out folder without whitespace, quotes, backslashes or %%", dir, dir[at]);
-        return -1;
-    }
     kh_memfile m;
     FILE *f = kh_memfile_open(&m, dir, err, errlen);
     if (!f) return -1;
     fprintf(f, "#!/bin/bash\n# khost %s matrix on Slurm: array task K runs cell K of %s (written by khost matrix"
                " --slurm)\n", kind, plan);
-    fprintf(f, "#SBATCH --job-name=khost-%s\n#SBATCH --array=0-%d\n#SBATCH --output=%s/%%A_%%a.out\n", kind, n - 1,
-            dir);
+    fprintf(f, "#SBATCH --job-name=khost-%s\n#SBATCH --array=0-%d\n#SBATCH --output=", kind, n - 1);
+    directive_token(f, dir, 1, "/%A_%a.out");
     if (o->time_per_cell) fprintf(f, "#SBATCH --time=%s\n", o->time_per_cell);
     else if (o->timeout_s > 0) fprintf(f, "#SBATCH --time=%d\n", (int)ceil(o->timeout_s / 60.0) + SL_MARGIN_MIN);
     if (!strcmp(kind, "cuda")) fprintf(f, "#SBATCH --gres=gpu:1\n");
     if (o->cpus_per_cell) fprintf(f, "#SBATCH --cpus-per-task=%s\n", o->cpus_per_cell);
     else if (!strcmp(kind, "cpu")) fprintf(f, "#SBATCH --exclusive\n");
-    if (o->partition) fprintf(f, "#SBATCH --partition=%s\n", o->partition);
-    if (o->account) fprintf(f, "#SBATCH --account=%s\n", o->account);
-    for (int i = 0; i < o->n_sbatch; i++) fprintf(f, "#SBATCH %s\n", o->sbatch_args[i]);
+    if (o->partition) directive(f, "--partition", o->partition);
+    if (o->account) directive(f, "--account", o->account);
+    for (int i = 0; i < o->n_sbatch; i++) {
+        fputs("#SBATCH ", f);
+        directive_token(f, o->sbatch_args[i], 0, "");
+    }
     env_lines(f, x);
     fputs("# exec: khost is the task's own process, so Slurm's SIGTERM (time limit, scancel) reaches it and it\n"
           "# records the cell before the SIGKILL\nexec ", f);
@@ -346,10 +349,11 @@ static int write_scripts(const sl_ctx *x, const char *dir, const char *kind, int
 
     if (!(f = kh_memfile_open(&m, dir, err, errlen))) return -1;
     fprintf(f, "#!/bin/bash\n# khost: after the array (argument: its job id), records every cell it left without"
-               " a record\n#SBATCH --job-name=khost-%s-collect\n#SBATCH --output=%s/collect-%%j.out\n"
-               "#SBATCH --time=10\n", kind, dir);
-    if (o->partition) fprintf(f, "#SBATCH --partition=%s\n", o->partition);
-    if (o->account) fprintf(f, "#SBATCH --account=%s\n", o->account);
+               " a record\n#SBATCH --job-name=khost-%s-collect\n#SBATCH --output=", kind);
+    directive_token(f, dir, 1, "/collect-%j.out");
+    fputs("#SBATCH --time=10\n", f);
+    if (o->partition) directive(f, "--partition", o->partition);
+    if (o->account) directive(f, "--account", o->account);
     env_lines(f, x);
     fputs("exec ", f);
     shq(f, x->h->exe_path);
