@@ -589,7 +589,16 @@ static int run(cell *c) {
     int64_t per_epoch = c->info->train_samples_per_epoch > 0 && c->info->train_samples_per_epoch < n_train
                             ? c->info->train_samples_per_epoch
                             : n_train;
-    if (o->steps > 0 && o->steps * c->batch < per_epoch) per_epoch = o->steps * c->batch;
+    if (o->steps > 0 && o->steps * c->batch < per_epoch) {
+        per_epoch = o->steps * c->batch;
+    } else if (o->steps > 0) { /* more steps than an epoch has: said, and the record says how many ran */
+        int64_t have = (per_epoch + c->batch - 1) / c->batch;
+        kh_logf(KH_LOG_WARN, "--steps %lld: an epoch of %s has %lld step(s) of %d samples; running %lld",
+                (long long)o->steps, o->task->desc->name, (long long)have, c->batch, (long long)have);
+        char note[160];
+        snprintf(note, sizeof note, "--steps %lld asked, the epoch has %lld", (long long)o->steps, (long long)have);
+        kh_record_set_env(rec, "steps_note", note);
+    }
     snprintf(rec->step_sync, sizeof rec->step_sync, "device");
     rec->warmup_steps = o->warmup_steps;
     rec->steps_per_epoch = (per_epoch + c->batch - 1) / c->batch;

@@ -626,8 +626,8 @@ static int parse(int argc, char **argv, const char **plugin, const char **device
             else {
                 char *end;
                 v->tol = strtod(val, &end);
-                if (*end || !(v->tol > 0)) {
-                    fprintf(stderr, "khost verify: --tol needs a positive number, not '%s'\n", val);
+                if (*end || end == val || !(v->tol > 0) || !isfinite(v->tol)) {
+                    fprintf(stderr, "khost verify: --tol needs a positive finite number, not '%s'\n", val);
                     return -1;
                 }
             }

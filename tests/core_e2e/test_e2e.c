@@ -139,6 +139,19 @@ static void test_steps(const char *dir) {
     snprintf(args, sizeof args, "run --plugin fixture --task fixture_blobs --epochs 1 --steps 5 --out '%s/steps'", dir);
     CHECK(khost(args) == 0 && strstr(out, "320/320"), "--steps 5 did not train 320 samples: %s", out);
     CHECK(khost("run --plugin fixture --task fixture_blobs --steps 0") == 2, "--steps 0 accepted");
+    /* more steps than an epoch has: a warning and a note in the record, never a silent cut */
+    snprintf(args, sizeof args, "run --plugin fixture --task fixture_blobs --epochs 1 --steps 100000 --out '%s/many'", dir);
+    CHECK(khost(args) == 0 && strstr(out, "--steps 100000: an epoch of fixture_blobs has"), "--steps above an epoch: %s",
+          out);
+    snprintf(sub, sizeof sub, "%s/many", dir);
+    if (kh_e2e_record(sub, "fixture_blobs", "fixture", &r) == 0) {
+        int noted = 0;
+        for (int i = 0; i < r.n_env; i++) noted |= !strcmp(r.env_key[i], "steps_note") && strstr(r.env_val[i], "100000");
+        CHECK(noted, "the record notes the steps asked and run");
+        kh_record_free(&r);
+    }
+    CHECK(khost("verify --plugin fixture --task fixture_blobs --tol inf") == 2 && strstr(out, "finite"),
+          "verify --tol inf refused: %s", out);
 }
 
 static void test_unsupported(const char *dir) {

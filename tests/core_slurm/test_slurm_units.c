@@ -337,6 +337,21 @@ static void test_cell(void) {
     snprintf(args, sizeof args, "matrix --slurm-cell 2 --slurm-plan '%s'", plan);
     rc = khost(NULL, args);
     CHECK(rc == 2 && strstr(out, "cells 0-1"), "cell 2 of 2: %d\n%s", rc, out);
+    /* a plan whose seed is "-1" is refused naming the line, never read as 2^64 - 1 */
+    char badplan[4400], *text = slurp(plan);
+    snprintf(badplan, sizeof badplan, "%s/cells-bad", pd);
+    if (text) {
+        size_t len = strlen(text);
+        char *t2 = malloc(len + 16);
+        if (t2) {
+            snprintf(t2, len + 16, "%sseed\t-1\n", text);
+            kh_test_write_file(badplan, t2, strlen(t2));
+            free(t2);
+        }
+    }
+    snprintf(args, sizeof args, "matrix --slurm-cell 0 --slurm-plan '%s'", badplan);
+    rc = khost(NULL, args);
+    CHECK(rc != 0 && strstr(out, "seed '-1' is not a non-negative integer"), "plan with seed -1: %d\n%s", rc, out);
 
     /* Slurm's SIGTERM: with slurmstepd's message in the task's output file, and without. */
     snprintf(dir, sizeof dir, "%s/h", tmp);

@@ -3,6 +3,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <stddef.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -145,13 +146,20 @@ int kh_slurm_plan_read(const char *path, kh_slurm_plan *p, char *err, size_t err
             snprintf(err, errlen, "%s:%d: unknown key '%s'", path, line, f[0]);
             goto bad;
         }
+        /* counts and the seed are decimal digits: "-1" must never be read as 2^64 - 1 further down */
+        int count = !strcmp(f[0], "epochs") || !strcmp(f[0], "batch-size") || !strcmp(f[0], "seed") ||
+                    !strncmp(f[0], "limit-", 6);
+        if (count && (!*v || v[strspn(v, "0123456789")] || strlen(v) > 19)) {
+            snprintf(err, errlen, "%s:%d: %s '%s' is not a non-negative integer", path, line, f[0], v);
+            goto bad;
+        }
         if (settings[k].at != TIMEOUT_SETTING) {
             *(const char **)((char *)p + settings[k].at) = v;
             continue;
         }
         char *end = NULL;
         p->timeout_s = strtod(v, &end);
-        if (end == v || *end || !(p->timeout_s >= 0)) {
+        if (end == v || *end || !(p->timeout_s >= 0) || !isfinite(p->timeout_s)) {
             snprintf(err, errlen, "%s:%d: timeout '%s' is not seconds >= 0", path, line, v);
             goto bad;
         }
