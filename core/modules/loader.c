@@ -446,6 +446,16 @@ void kh_modules_discover(const kh_registry *reg, const kh_host_api *host, kh_mod
 
 // --- lookup ----------------------------------------------------------------------------------------------------
 
+kh_module *kh_modules_find_named(kh_modules *ms, int kind, const char *name, const kh_host_api *host, char *err,
+                                 size_t errlen) {
+    if (name && strchr(name, '/')) {
+        snprintf(err, errlen, "'%s' is a path, not the name of a %s module of the registry or the search path: not "
+                 "loaded", name, kh_module_kind_word(kind));
+        return NULL;
+    }
+    return kh_modules_find(ms, kind, name, host, err, errlen);
+}
+
 kh_module *kh_modules_find(kh_modules *ms, int kind, const char *what, const kh_host_api *host, char *err,
                            size_t errlen) {
     char dummy[8];

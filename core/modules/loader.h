@@ -60,5 +60,9 @@ void kh_modules_discover(const kh_registry *reg, const kh_host_api *host, kh_mod
  * loaded on demand (err says why not). */
 kh_module *kh_modules_find(kh_modules *ms, int kind, const char *what, const kh_host_api *host, char *err,
                            size_t errlen);
+/* The same for a name read from a file khost did not write itself (a record's task or plugin): only a module of
+ * the registry or the search path, never a path, so nothing a record says makes khost load code. */
+kh_module *kh_modules_find_named(kh_modules *ms, int kind, const char *name, const kh_host_api *host, char *err,
+                                 size_t errlen);
 void kh_modules_free(kh_modules *ms);
 #endif

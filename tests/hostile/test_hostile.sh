@@ -128,6 +128,16 @@ files)
   fi
   o=$(k report "$t/r" --html "$t/new.html"); rc=$?
   check "report --html to a new file works ($rc)" test $rc -eq 0 -a -s "$t/new.html"
+  # a record that names its task by a path to a shared object: report loads modules by registry name only
+  printf '#include <stdio.h>\n__attribute__((constructor)) static void hit(void) { FILE *f = fopen("%s/LOADED", "w"); if (f) fclose(f); }\n' "$t" >"$t/evil.c"
+  "$CC" -shared -fPIC "$t/evil.c" -o "$t/evil.so" || { echo "cannot compile evil.so" >&2; exit 1; }
+  rec=$(ls "$t"/r/hostile_predict/*.json | grep -v stats | head -1)
+  mkdir -p "$t/rev/evil"
+  sed "s|\"task\":[[:space:]]*\"hostile_predict\"|\"task\": \"$t/evil.so\"|" "$rec" >"$t/rev/evil/$(basename "$rec")"
+  check "the planted record names the shared object" grep -qF "$t/evil.so" "$t/rev/evil/$(basename "$rec")"
+  o=$(k report "$t/rev" --published --html "$t/rev.html"); rc=$?
+  check "report of a record naming a .so by path loads nothing ($rc)" test ! -e "$t/LOADED"
+  check "... and says why: $o" has "$o" "is a path, not the name of a task module"
   evil=$t/'o$(touch PWNED)`touch PWNED2`'
   o=$(cd "$t" && k matrix --slurm --slurm-script-only --plugins fixture --tasks hostile_predict --out "$evil"); rc=$?
   line=$(grep -F 'J=$(sbatch' <<<"$o")

@@ -282,14 +282,14 @@ static void print_task(FILE *f, const kh_report_task *t) {
 static const kh_task_info *task_info(void *ctx, const char *task) {
     kh_host *h = ctx;
     char err[1024];
-    kh_module *m = kh_modules_find(&h->mods, KH_MODULE_TASK, task, kh_host_api_get(), err, sizeof err);
+    kh_module *m = kh_modules_find_named(&h->mods, KH_MODULE_TASK, task, kh_host_api_get(), err, sizeof err);
     return m && m->task && m->task->info ? m->task->info() : NULL;
 }
 
 static void print_published(FILE *f, kh_host *h, int host_ok, const kh_report_task *t) {
     if (!host_ok) return;
     char err[1024];
-    kh_module *m = kh_modules_find(&h->mods, KH_MODULE_TASK, t->name, kh_host_api_get(), err, sizeof err);
+    kh_module *m = kh_modules_find_named(&h->mods, KH_MODULE_TASK, t->name, kh_host_api_get(), err, sizeof err);
     const kh_task_info *info = m && m->task && m->task->info ? m->task->info() : NULL;
     if (!info || !KH_HAS_MEMBER(kh_task_info, info->struct_size, published) || info->n_published <= 0 ||
         !info->published) {
