@@ -24,7 +24,7 @@ kh_status kh_cuda_buffer_alloc(kh_mem_count *count, CUstream stream, CUdeviceptr
     snprintf(why, n, "%s for %s (%.1f MiB; %.0f of %.0f MiB free)",
              r == CUDA_ERROR_OUT_OF_MEMORY ? "out of device memory" : kh_cu_result_text(r, t, sizeof t), what,
              (double)bytes * mb, (double)fr * mb, (double)tot * mb);
-    return r == CUDA_ERROR_OUT_OF_MEMORY ? KH_ERR_NOMEM : KH_ERR_DEVICE;
+    return kh_cu_status(r);
 }
 
 void kh_cuda_buffer_free(CUdeviceptr p) {

@@ -92,6 +92,8 @@ int kh_cu_load_host(char *why, size_t n) {
     return kh_cu.host_ready;
 }
 
+kh_status kh_cu_status(kh_CUresult r) { return r == KH_CUDA_ERROR_OUT_OF_MEMORY ? KH_ERR_NOMEM : KH_ERR_DEVICE; }
+
 const char *kh_cu_result_text(kh_CUresult r, char *buf, size_t n) {
     const char *name = NULL, *desc = NULL;
     if (kh_cu.GetErrorName && kh_cu.GetErrorName(r, &name) != KH_CUDA_SUCCESS) name = NULL;

@@ -11,7 +11,7 @@
 /* The driver's status as the session's error: out-of-memory is KH_ERR_NOMEM, the rest KH_ERR_DEVICE. */
 static kh_status cu_fail(kh_grt_model *m, const char *what, CUresult r, const char *call) {
     char t[160];
-    return kh_grt_fail(m->s, r == CUDA_ERROR_OUT_OF_MEMORY ? KH_ERR_NOMEM : KH_ERR_DEVICE, what, "%s (%s)",
+    return kh_grt_fail(m->s, kh_cu_status(r), what, "%s (%s)",
                        kh_cu_result_text(r, t, sizeof t), call);
 }
 
@@ -31,8 +31,6 @@ kh_status kh_grt_dev_alloc(kh_grt_model *m, kh_grt_dev *d, CUdeviceptr *p, size_
     kh_status st = kh_cuda_buffer_alloc(&m->dev_mem, d->stream, p, bytes, what, why, sizeof why);
     return st == KH_OK ? st : kh_grt_fail(m->s, st, "compile", "%s", why);
 }
-
-void kh_grt_dev_free(CUdeviceptr p) { kh_cuda_buffer_free(p); }
 
 static kh_status host_oom(kh_grt_model *m, const char *what) {
     return kh_grt_fail(m->s, KH_ERR_NOMEM, "compile", "out of host memory for %s", what);
@@ -108,22 +106,22 @@ void kh_grt_dev_release(kh_grt_model *m, kh_grt_dev *d) {
     if (d->ctx) kh_cu.CtxSetCurrent(d->ctx);
     if (d->stream) kh_cu.StreamSynchronize(d->stream);
     for (int f = 0; f < KH_GFN_COUNT; f++) {
-        for (int32_t k = 0; d->pers[f] && k < d->n_pers[f]; k++) kh_grt_dev_free(d->pers[f][k]);
+        for (int32_t k = 0; d->pers[f] && k < d->n_pers[f]; k++) kh_cuda_buffer_free(d->pers[f][k]);
         free(d->pers[f]);
     }
     for (int32_t v = 0; v < m->mg.n_vars; v++) {
-        if (d->w) kh_grt_dev_free(d->w[v]);
-        if (d->s1) kh_grt_dev_free(d->s1[v]);
-        if (d->s2) kh_grt_dev_free(d->s2[v]);
+        if (d->w) kh_cuda_buffer_free(d->w[v]);
+        if (d->s1) kh_cuda_buffer_free(d->s1[v]);
+        if (d->s2) kh_cuda_buffer_free(d->s2[v]);
     }
     free(d->w);
     free(d->s1);
     free(d->s2);
-    for (int k = 0; k < 3; k++) kh_grt_dev_free(d->feed[k]);
+    for (int k = 0; k < 3; k++) kh_cuda_buffer_free(d->feed[k]);
     kh_cuda_stage_free(&d->stage);
     if (d->h_met) kh_cu.MemFreeHost(d->h_met);
-    kh_grt_dev_free(d->met);
-    kh_grt_dev_free(d->arena);
+    kh_cuda_buffer_free(d->met);
+    kh_cuda_buffer_free(d->arena);
     memset(d, 0, sizeof *d);
 }
 

@@ -92,7 +92,7 @@ kh_status kh_cuda_session_open(const kh_device *dev, const kh_cuda_open_opts *o,
     if (r != CUDA_SUCCESS) {
         kh_cuda_session_close(cs);
         char e[160];
-        return kh_errf(err, errlen, r == CUDA_ERROR_OUT_OF_MEMORY ? KH_ERR_NOMEM : KH_ERR_DEVICE,
+        return kh_errf(err, errlen, kh_cu_status(r),
                        "%s open on %s: %s: %s", pl, id, what, kh_cu_result_text(r, e, sizeof e));
     }
     cs->cc = major * 10 + minor;

@@ -9,7 +9,7 @@
 static kh_status failed(CUresult r, const char *call, char *why, size_t n) {
     char t[160];
     snprintf(why, n, "%s: %s", call, kh_cu_result_text(r, t, sizeof t));
-    return r == CUDA_ERROR_OUT_OF_MEMORY ? KH_ERR_NOMEM : KH_ERR_DEVICE;
+    return kh_cu_status(r);
 }
 
 #define TRY(call)                                                       \
@@ -45,13 +45,14 @@ void kh_cuda_stage_free(kh_cuda_stage *s) {
 kh_status kh_cuda_stage_next(kh_cuda_stage *s, int *k, void **pin, char *why, size_t n) {
     *k = s->next;
     TRY(kh_cu.EventSynchronize(s->uploaded[*k]));
+    /* the slot's uploads, queued next on the copy stream, wait until the compute stream has released it */
+    if (s->copy != s->compute) TRY(kh_cu.StreamWaitEvent(s->copy, s->consumed[*k], 0));
     s->next ^= 1;
     *pin = s->pin[*k];
     return KH_OK;
 }
 
 kh_status kh_cuda_stage_upload(kh_cuda_stage *s, int k, CUdeviceptr dst, size_t off, size_t bytes, char *why, size_t n) {
-    if (s->copy != s->compute) TRY(kh_cu.StreamWaitEvent(s->copy, s->consumed[k], 0));
     TRY(kh_cu.MemcpyHtoDAsync(dst, (const char *)s->pin[k] + off, bytes, s->copy));
     return KH_OK;
 }

@@ -111,4 +111,4 @@ kh_status tfc_malloc(tf_model *m, void **p, size_t bytes, const char *what) {
     return st;
 }
 
-void tfc_free_dev(void *p) { kh_grt_dev_free((CUdeviceptr)(uintptr_t)p); }
+void tfc_free_dev(void *p) { kh_cuda_buffer_free((CUdeviceptr)(uintptr_t)p); }

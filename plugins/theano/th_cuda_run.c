@@ -172,7 +172,7 @@ static kh_status run_kernel(th_model *m, int f, int32_t k, const run_args *a) {
                                     params, NULL);
     if (r != CUDA_SUCCESS) {
         char t[160];
-        return thc_fail(m, f, e->node, "run", r == CUDA_ERROR_OUT_OF_MEMORY ? KH_ERR_NOMEM : KH_ERR_DEVICE,
+        return thc_fail(m, f, e->node, "run", kh_cu_status(r),
                         "%s (cuLaunchKernel of %s, grid %lld x %d)", kh_cu_result_text(r, t, sizeof t), e->name,
                         (long long)grid, e->block);
     }

@@ -89,7 +89,7 @@ kh_status thc_fail(th_model *m, int f, int32_t node, const char *what, kh_status
 kh_status thc_err_cu(th_model *m, int f, int32_t node, const char *what, CUresult e, const char *call) {
     char fn[96], t[160];
     kh_call_name(call, fn, sizeof fn);
-    return thc_fail(m, f, node, what, e == CUDA_ERROR_OUT_OF_MEMORY ? KH_ERR_NOMEM : KH_ERR_DEVICE, "%s (cu%s)",
+    return thc_fail(m, f, node, what, kh_cu_status(e), "%s (cu%s)",
                     kh_cu_result_text(e, t, sizeof t), fn);
 }
 
@@ -110,7 +110,7 @@ kh_status thc_alloc(th_model *m, CUdeviceptr *p, size_t bytes, const char *what)
     return kh_grt_dev_alloc(&m->rt, &m->cuda->dev, p, bytes, what);
 }
 
-void thc_free(CUdeviceptr p) { kh_grt_dev_free(p); }
+void thc_free(CUdeviceptr p) { kh_cuda_buffer_free(p); }
 
 kh_status thc_bind(th_model *m, const char *what) {
     THC_CU(m, -1, -1, what, kh_cu.CtxSetCurrent(m->s->cuda->k.ctx));

@@ -16,6 +16,8 @@
 
 #include <stddef.h>
 
+#include "khost/abi.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -47,6 +49,7 @@ typedef unsigned long long kh_CUdeviceptr;
 #endif
 
 #define KH_CUDA_SUCCESS 0
+#define KH_CUDA_ERROR_OUT_OF_MEMORY 2
 #define KH_CUDA_ERROR_NO_DEVICE 100
 
 /* CUdevice_attribute values (cuda.h; part of the driver's ABI). */
@@ -128,8 +131,10 @@ extern kh_cu_driver kh_cu;
  * reason in why; kh_cu_load_host: 1 when the host can enumerate and activate devices (host_ready). */
 int kh_cu_load(char *why, size_t n);
 int kh_cu_load_host(char *why, size_t n);
-/* "CUDA_ERROR_OUT_OF_MEMORY (out of memory)" through the loaded driver's own names. */
+/* "CUDA_ERROR_OUT_OF_MEMORY: out of memory" through the loaded driver's own names. */
 const char *kh_cu_result_text(kh_CUresult r, char *buf, size_t n);
+/* A failed driver call as a status: KH_ERR_NOMEM for out of memory, KH_ERR_DEVICE for the rest. */
+kh_status kh_cu_status(kh_CUresult r);
 
 #ifdef __cplusplus
 }

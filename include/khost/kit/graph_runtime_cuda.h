@@ -46,9 +46,9 @@ typedef struct kh_grt_dev {
 /* A device address as the pointer a kernel takes. */
 #define KH_DEVPTR(p) ((void *)(uintptr_t)(p))
 
-/* One zeroed, counted buffer (at least 256 bytes); what names it in the out-of-memory message. */
+/* One zeroed, counted buffer (kh_cuda_buffer_alloc; freed with kh_cuda_buffer_free), the failure as the session's
+ * error; what names it in the out-of-memory message. */
 kh_status kh_grt_dev_alloc(kh_grt_model *m, kh_grt_dev *d, CUdeviceptr *p, size_t bytes, const char *what);
-void kh_grt_dev_free(CUdeviceptr p);
 /* After the backend's compile step (m->arena_bytes, m->plan[f], m->graph[f] set): everything above. A failure
  * leaves what was made for kh_grt_dev_release. */
 kh_status kh_grt_dev_prepare(kh_grt_model *m, kh_grt_dev *d, CUcontext ctx, CUstream stream);
