@@ -133,6 +133,7 @@ typedef struct row {
     kh_ci vci;                /* at the verdict's level (Bonferroni over the cells compared) */
     verdict v;
     int fails;
+    int both;                 /* the cell is in both sets */
     int cannot;               /* in both sets, but not comparable: the gate (--fail-above) fails on it */
     char why[200];
 } row;
@@ -168,7 +169,8 @@ static void compare_cell(const side_cell *b, const side_cell *n, const rule *ru,
     r->ci.level = KH_STATS_LEVEL;
     r->why[0] = 0;
     r->fails = r->cannot = 0;
-    if (!b || !n) {
+    r->both = b && n;
+    if (!r->both) {
         r->v = V_MISSING;
         snprintf(r->why, sizeof r->why, "only in %s", b ? "BASE" : "NEW");
         return;
@@ -176,12 +178,11 @@ static void compare_cell(const side_cell *b, const side_cell *n, const rule *ru,
     /* from here on the cell is in both sets: whatever stops a verdict stops the gate too */
     r->cannot = 1;
     char diff[120];
-    const kh_rep *odd = kh_cell_stats_impossible(&b->st) ? kh_cell_stats_impossible(&b->st)
-                                                          : kh_cell_stats_impossible(&n->st);
+    const kh_rep *odd_b = kh_cell_stats_impossible(&b->st), *odd = odd_b ? odd_b : kh_cell_stats_impossible(&n->st);
     if (odd) {
         r->v = V_INCONCLUSIVE;
-        snprintf(r->why, sizeof r->why, "impossible times in %s: %s: %s", kh_cell_stats_impossible(&b->st) ? "BASE" : "NEW",
-                 odd->file, odd->impossible);
+        snprintf(r->why, sizeof r->why, "impossible times in %s: %s: %s", odd_b ? "BASE" : "NEW", odd->file,
+                 odd->impossible);
         return;
     }
     if (b->st.n_reps && n->st.n_reps &&
@@ -557,7 +558,7 @@ int kh_cmd_compare(int argc, char **argv) {
         count[rows[i].v]++;
         fails += rows[i].fails;
         cannot += rows[i].cannot;
-        shared += rows[i].cannot || (rows[i].v != V_MISSING);
+        shared += rows[i].both;
     }
     int rc = KH_EXIT_OK;
     if (json) {

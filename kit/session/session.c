@@ -49,8 +49,8 @@ kh_status kh_session_layer_fail(kh_session *s, kh_status st, uint32_t kind, int3
 void *kh_session_alloc(kh_session *s, size_t bytes) { return kh_host_alloc(s->host, bytes); }
 void kh_session_free(kh_session *s, void *p) { kh_host_free(s->host, p); }
 
-kh_status kh_session_need(kh_session *s, const char *op, const char *names, const void *a, const void *b) {
-    return a && b ? KH_OK : kh_session_fail(s, KH_ERR_INVALID, op, "missing %s", names);
+kh_status kh_session_need(kh_session *s, const char *op, const char *names, int present) {
+    return present ? KH_OK : kh_session_fail(s, KH_ERR_INVALID, op, "missing %s", names);
 }
 
 // --- the session members of the api table ----------------------------------------------------------------

@@ -66,19 +66,19 @@ static kh_status get_grad(kh_bmodel *m, int32_t layer, int32_t slot, kh_tensor *
 
 static kh_status train_batch(kh_bmodel *m, const kh_tensor *x, const kh_tensor *y) {
     if (!m) return KH_ERR_INVALID;
-    kh_status st = kh_session_need(cntk_base(m->s), "train_batch", "x or y", x, y);
+    kh_status st = kh_session_need(cntk_base(m->s), "train_batch", "x or y", x && y);
     return st != KH_OK ? st : EX(m)->train(m, x, y);
 }
 
 static kh_status eval_batch(kh_bmodel *m, const kh_tensor *x, const kh_tensor *y) {
     if (!m) return KH_ERR_INVALID;
-    kh_status st = kh_session_need(cntk_base(m->s), "eval_batch", "x or y", x, y);
+    kh_status st = kh_session_need(cntk_base(m->s), "eval_batch", "x or y", x && y);
     return st != KH_OK ? st : EX(m)->eval(m, x, y);
 }
 
 static kh_status predict(kh_bmodel *m, const kh_tensor *x, kh_tensor *out) {
     if (!m) return KH_ERR_INVALID;
-    kh_status st = kh_session_need(cntk_base(m->s), "predict", "x or out", x, out);
+    kh_status st = kh_session_need(cntk_base(m->s), "predict", "x or out", x && out);
     return st != KH_OK ? st : EX(m)->predict(m, x, out);
 }
 
@@ -102,13 +102,13 @@ static kh_status memory_info(kh_bmodel *m, kh_memory_info *out) {
 
 static kh_status forward(kh_bmodel *m, const kh_tensor *x, kh_tensor *out) {
     if (!m) return KH_ERR_INVALID;
-    kh_status st = kh_session_need(cntk_base(m->s), "forward", "x or out", x, out);
+    kh_status st = kh_session_need(cntk_base(m->s), "forward", "x or out", x && out);
     return st != KH_OK ? st : EX(m)->forward_probe(m, x, out);
 }
 
 static kh_status backward(kh_bmodel *m, const kh_tensor *dy, kh_tensor *dx) {
     if (!m) return KH_ERR_INVALID;
-    kh_status st = kh_session_need(cntk_base(m->s), "backward", "dy", dy, dy);
+    kh_status st = kh_session_need(cntk_base(m->s), "backward", "dy", dy != NULL);
     return st != KH_OK ? st : EX(m)->backward_probe(m, dy, dx);
 }
 

@@ -86,8 +86,9 @@ kh_status kh_session_compile(kh_bsession *bs, const kh_model_spec *spec, const k
 /* The check that opens a model call: the model's session, or NULL when the model is NULL (the caller returns
  * KH_ERR_INVALID; there is no session to write to). */
 static inline kh_session *kh_session_of(kh_bmodel *m) { return m ? *(kh_session **)(void *)m : NULL; }
-/* Every named tensor of a call present: KH_OK, or the session's error "<op>: missing <names>". */
-kh_status kh_session_need(kh_session *s, const char *op, const char *names, const void *a, const void *b);
+/* The tensors a call needs are present (the caller's test, e.g. x && y): KH_OK; else the session's error
+ * "<backend> <op> on <device>: missing <names>". */
+kh_status kh_session_need(kh_session *s, const char *op, const char *names, int present);
 
 #ifdef __cplusplus
 }
