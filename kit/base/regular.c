@@ -21,7 +21,7 @@ static const char *kind_of(mode_t m) {
            : S_ISSOCK(m) ? "a socket" : S_ISDIR(m) ? "a directory" : "not a plain file";
 }
 
-int kh_open_regular_at(int dir_fd, const char *name, const char *path, char *why, size_t n) {
+int kh_open_regular_at(int dir_fd, const char *name, const char *path, struct stat *st_out, char *why, size_t n) {
     int fd = openat(dir_fd, name, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0) {
         cannot_open(path, why, n);
@@ -39,6 +39,7 @@ int kh_open_regular_at(int dir_fd, const char *name, const char *path, char *why
         errno = EINVAL;
         return -1;
     }
+    if (st_out) *st_out = st;
     int fl = fcntl(fd, F_GETFL);
     if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) != 0) {
         cannot_open(path, why, n);
@@ -48,7 +49,7 @@ int kh_open_regular_at(int dir_fd, const char *name, const char *path, char *why
     return fd;
 }
 
-int kh_open_regular(const char *path, char *why, size_t n) { return kh_open_regular_at(AT_FDCWD, path, path, why, n); }
+int kh_open_regular(const char *path, char *why, size_t n) { return kh_open_regular_at(AT_FDCWD, path, path, NULL, why, n); }
 
 FILE *kh_fopen_regular(const char *path, char *why, size_t n) {
     int fd = kh_open_regular(path, why, n);

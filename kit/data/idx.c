@@ -3,6 +3,7 @@
  * content rather than by name. Streams in chunks; holds only the output arrays. */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,13 +32,9 @@ static kh_status idx_open(idx_file *f, const char *path, char *err, size_t errle
     memset(f, 0, sizeof *f);
     f->path = path;
     char why[4500];
-    int fd = kh_open_regular(path, why, sizeof why);
-    if (fd < 0) return kh_errf(err, errlen, KH_ERR_IO, "%s", why);
     struct stat st;
-    if (fstat(fd, &st) != 0) {
-        close(fd);
-        return kh_errf(err, errlen, KH_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    }
+    int fd = kh_open_regular_at(AT_FDCWD, path, path, &st, why, sizeof why);
+    if (fd < 0) return kh_errf(err, errlen, KH_ERR_IO, "%s", why);
     errno = 0;
     f->gz = gzdopen(fd, "rb"); /* owns fd from here, closed by gzclose_r */
     if (!f->gz) {

@@ -226,7 +226,8 @@ static kh_status decode_png(decoder *dec, const char *path, size_t size, uint8_t
 static kh_status decode_file(decoder *dec, int dir_fd, const char *name, const char *path, uint8_t *dst, char *err,
                              size_t errlen) {
     char why[4500];
-    int fd = kh_open_regular_at(dir_fd >= 0 ? dir_fd : AT_FDCWD, dir_fd >= 0 ? name : path, path, why, sizeof why);
+    int fd = kh_open_regular_at(dir_fd >= 0 ? dir_fd : AT_FDCWD, dir_fd >= 0 ? name : path, path, NULL, why,
+                                sizeof why);
     if (fd < 0) return kh_errf(err, errlen, KH_ERR_IO, "%s", why);
     kh_status st = KH_OK;
     size_t size = 0;

@@ -27,15 +27,9 @@ static int grow_buf(char **buf, size_t *cap, size_t need) {
 }
 
 int txt_read_file(const char *path, char **buf, size_t *cap, size_t *len, char *why, size_t n) {
-    int fd = kh_open_regular(path, why, n); /* a FIFO or a device never blocks the read */
-    if (fd < 0) return errno ? errno : EINVAL;
     struct stat st;
-    if (fstat(fd, &st) != 0) {
-        int e = errno;
-        snprintf(why, n, "%s: cannot read: %s", path, strerror(e));
-        close(fd);
-        return e;
-    }
+    int fd = kh_open_regular_at(AT_FDCWD, path, path, &st, why, n); /* a FIFO or a device never blocks the read */
+    if (fd < 0) return errno ? errno : EINVAL;
     /* Size from fstat plus one byte, so a file that grew meanwhile is still read to its end (loop). */
     size_t want = (st.st_size > 0 ? (size_t)st.st_size : 0) + 2;
     int e = grow_buf(buf, cap, want);

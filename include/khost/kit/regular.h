@@ -7,10 +7,12 @@
 
 #include <stddef.h>
 #include <stdio.h>
+#include <sys/stat.h>
 
 /* A read-only descriptor (O_CLOEXEC) of dir_fd/name (dir_fd AT_FDCWD: name is a path), or -1 with why: "<path>:
- * cannot open: <reason>" or "<path>: not a regular file (a FIFO)". path names the file in why. */
-int kh_open_regular_at(int dir_fd, const char *name, const char *path, char *why, size_t n);
+ * cannot open: <reason>" or "<path>: not a regular file (a FIFO)". path names the file in why; st (may be NULL)
+ * gets the open file's fstat, which the check made anyway. */
+int kh_open_regular_at(int dir_fd, const char *name, const char *path, struct stat *st, char *why, size_t n);
 int kh_open_regular(const char *path, char *why, size_t n);
 /* The same as a stdio stream ("rb"). */
 FILE *kh_fopen_regular(const char *path, char *why, size_t n);
