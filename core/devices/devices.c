@@ -28,8 +28,6 @@
  * first enumeration, once per process. The host needs only its host entry points (kh_cu_load_host). */
 static int cu_ready(void) { return kh_cu_load_host(NULL, 0); }
 
-static void cu_errtext(kh_CUresult r, char *buf, size_t n) { kh_cu_result_text(r, buf, n); }
-
 /* Truncating copy: snprintf("%s") of a larger buffer trips -Wformat-truncation on purpose-sized fields. */
 static void copy_str(char *dst, size_t n, const char *src) {
     if (!n) return;
@@ -123,13 +121,13 @@ static void cuda_device_fill(kh_devices *d, kh_device *dev, int ordinal) {
     dev->driver_version = kh_cu.version;
     dev->threads = cpu_threads(); /* host threads the backend may use for its CPU-side work */
     if (r != KH_CUDA_SUCCESS) {
-        cu_errtext(r, e, sizeof e);
+        kh_cu_result_text(r, e, sizeof e);
         note_add(d, "cuda:%d: cuDeviceGet: %s", ordinal, e);
         snprintf(dev->name, sizeof dev->name, "CUDA device %d", ordinal);
         return;
     }
     if ((r = kh_cu.DeviceGetName(dev->name, (int)sizeof dev->name, cd)) != KH_CUDA_SUCCESS) {
-        cu_errtext(r, e, sizeof e);
+        kh_cu_result_text(r, e, sizeof e);
         note_add(d, "cuda:%d: cuDeviceGetName: %s", ordinal, e);
         snprintf(dev->name, sizeof dev->name, "CUDA device %d", ordinal);
     }
@@ -147,7 +145,7 @@ static void cuda_device_fill(kh_devices *d, kh_device *dev, int ordinal) {
     int pci_ok = 1;
     for (int i = 0; i < 6; i++) {
         if ((r = kh_cu.DeviceGetAttribute(&val[i], attrs[i].attr, cd)) != KH_CUDA_SUCCESS) {
-            cu_errtext(r, e, sizeof e);
+            kh_cu_result_text(r, e, sizeof e);
             note_add(d, "cuda:%d: cuDeviceGetAttribute(%s): %s", ordinal, attrs[i].what, e);
             val[i] = 0;
             if (i >= 3) pci_ok = 0;
@@ -162,7 +160,7 @@ static void cuda_device_fill(kh_devices *d, kh_device *dev, int ordinal) {
                  (unsigned)val[4] & 0xffu, (unsigned)val[5] & 0x1fu);
     size_t mem = 0;
     if ((r = kh_cu.DeviceTotalMem(&mem, cd)) != KH_CUDA_SUCCESS) {
-        cu_errtext(r, e, sizeof e);
+        kh_cu_result_text(r, e, sizeof e);
         note_add(d, "cuda:%d: cuDeviceTotalMem: %s", ordinal, e);
         mem = 0;
     }
@@ -176,7 +174,7 @@ void kh_devices_enumerate(kh_devices *out) {
         char e[160];
         kh_CUresult r = kh_cu.DeviceGetCount(&count);
         if (r != KH_CUDA_SUCCESS) {
-            cu_errtext(r, e, sizeof e);
+            kh_cu_result_text(r, e, sizeof e);
             note_add(out, "cuDeviceGetCount: %s", e);
             count = 0;
         } else if (count == 0) {
@@ -324,27 +322,27 @@ int kh_device_activate(kh_devices *d, kh_device *dev, char *err, size_t errlen) 
     if (dev->cu_context) { /* already retained: activating twice must not retain twice */
         kh_CUresult r = kh_cu.CtxSetCurrent((kh_CUcontext)dev->cu_context);
         if (r == KH_CUDA_SUCCESS) return 0;
-        cu_errtext(r, e, sizeof e);
+        kh_cu_result_text(r, e, sizeof e);
         if (err) snprintf(err, errlen, "%s: cuCtxSetCurrent: %s", dev->id, e);
         return -1;
     }
     kh_CUdevice cd;
     kh_CUresult r = kh_cu.DeviceGet(&cd, dev->ordinal);
     if (r != KH_CUDA_SUCCESS) {
-        cu_errtext(r, e, sizeof e);
+        kh_cu_result_text(r, e, sizeof e);
         if (err) snprintf(err, errlen, "%s: cuDeviceGet: %s", dev->id, e);
         return -1;
     }
     kh_CUcontext ctx = NULL;
     r = kh_cu.DevicePrimaryCtxRetain(&ctx, cd);
     if (r != KH_CUDA_SUCCESS) {
-        cu_errtext(r, e, sizeof e);
+        kh_cu_result_text(r, e, sizeof e);
         if (err) snprintf(err, errlen, "%s (%s): cuDevicePrimaryCtxRetain: %s", dev->id, dev->name, e);
         return -1;
     }
     r = kh_cu.CtxSetCurrent(ctx);
     if (r != KH_CUDA_SUCCESS) {
-        cu_errtext(r, e, sizeof e);
+        kh_cu_result_text(r, e, sizeof e);
         if (err) snprintf(err, errlen, "%s (%s): cuCtxSetCurrent: %s", dev->id, dev->name, e);
         kh_cu.DevicePrimaryCtxRelease(cd);
         return -1;
