@@ -30,6 +30,11 @@ void kh_record_init(kh_cell_record *r) {
     r->dev_free_before = r->dev_free_after = r->dev_peak_bytes = -1;
 }
 
+void kh_fmt_seconds(double s, const char *unknown, char *buf, size_t n) {
+    if (!isfinite(s)) snprintf(buf, n, "%s", unknown);
+    else snprintf(buf, n, s >= 1.0 ? "%.1f" : "%.3g", s);
+}
+
 void kh_record_free(kh_cell_record *r) {
     free(r->rows);
     r->rows = NULL;

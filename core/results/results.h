@@ -107,6 +107,9 @@ typedef struct kh_cell_record {
 
 void kh_record_init(kh_cell_record *r);
 void kh_record_free(kh_cell_record *r);
+/* Seconds as tables and progress lines show them: "12.3", more digits below a second (short smoke runs do not
+ * print 0.0), unknown for a time that is not finite. */
+void kh_fmt_seconds(double s, const char *unknown, char *buf, size_t n);
 int kh_record_add_row(kh_cell_record *r, const kh_epoch_row *row); /* 0 ok, -1 out of memory */
 int kh_record_add_step(kh_cell_record *r, double seconds);           /* 0 ok, -1 out of memory */
 void kh_record_set_env(kh_cell_record *r, const char *key, const char *value);

@@ -30,16 +30,6 @@
 #endif
 
 // --- records --------------------------------------------------------------------------------------------
-/* "12.3" for seconds, with more digits below a second so short smoke runs do not print 0.0. */
-static void fmt_seconds(double s, char *buf, size_t n) {
-    if (!isfinite(s))
-        snprintf(buf, n, "?");
-    else if (s >= 1.0)
-        snprintf(buf, n, "%.1f", s);
-    else
-        snprintf(buf, n, "%.3g", s);
-}
-
 /* The last non-empty line of the child's log (its error message, usually). */
 static void last_log_line(const char *path, char *buf, size_t n) {
     buf[0] = 0;
@@ -222,7 +212,7 @@ void mx_print_end(const mx_cell *c, int i, int n, const kh_cell_record *r, doubl
     printf("[%d/%d] %s x %s x %s ... ", i, n, c->plugin->name, c->task->name, c->dev->id);
     if (ok) {
         char t[32];
-        fmt_seconds(r->mean_epoch_s, t, sizeof t);
+        kh_fmt_seconds(r->mean_epoch_s, "?", t, sizeof t);
         printf("ok %s s/epoch", t);
         if (r->metric[0] && isfinite(r->metric_value)) printf(" %s %.4f", r->metric, r->metric_value);
     } else {

@@ -68,14 +68,7 @@ void kh_report_html_head(FILE *f, const kh_report_task *t, const char *first) {
 }
 
 // --- formatting shared by the tables, the chart and the page ----------------------------------------------------------------------
-void kh_report_fmt_seconds(double s, char *buf, size_t n) {
-    if (!isfinite(s))
-        snprintf(buf, n, "n/a");
-    else if (s >= 1.0)
-        snprintf(buf, n, "%.1f", s);
-    else
-        snprintf(buf, n, "%.3g", s);
-}
+void kh_report_fmt_seconds(double s, char *buf, size_t n) { kh_fmt_seconds(s, "n/a", buf, n); }
 
 const char kh_report_compile_note[] =
     "compile: model-compile time before the first epoch (s); cold = code generated and compiled (cache miss), "
