@@ -214,6 +214,65 @@ static void test_bootstrap(void) {
           cp.lo, cp.hi);
 }
 
+/* The bootstrap as its definition reads, a sort per resample (the test's own, independent of stats.c's rank
+ * counting): the median CI of x and the paired / unpaired median ratios' CIs, from the same draw stream. */
+static int cmp_d(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double sorted_median(const double *x, const int *idx, int n, double *tmp) {
+    for (int i = 0; i < n; i++) tmp[i] = x[idx[i]];
+    qsort(tmp, (size_t)n, sizeof *tmp, cmp_d);
+    return kh_stats_quantile_sorted(tmp, n, 0.5);
+}
+
+/* kind 0: median of a; 1: paired ratio; 2: unpaired ratio (n values each) */
+static kh_ci plain_bootstrap(int kind, const double *a, const double *b, int n, int resamples, uint64_t seed) {
+    double *stat = malloc((size_t)resamples * sizeof *stat), *tmp = malloc((size_t)n * sizeof *tmp);
+    int *idx = malloc((size_t)n * sizeof *idx);
+    kh_ci ci = {.lo = NAN, .hi = NAN};
+    if (!stat || !tmp || !idx) goto out;
+    uint64_t st = seed;
+    for (int r = 0; r < resamples; r++) {
+        for (int i = 0; i < n; i++) idx[i] = (int)(kh_stats_splitmix64(&st) % (uint64_t)n);
+        double ma = sorted_median(a, idx, n, tmp);
+        if (kind == 2)
+            for (int i = 0; i < n; i++) idx[i] = (int)(kh_stats_splitmix64(&st) % (uint64_t)n);
+        stat[r] = kind == 0 ? ma : ma / sorted_median(b, idx, n, tmp);
+    }
+    qsort(stat, (size_t)resamples, sizeof *stat, cmp_d);
+    ci.lo = kh_stats_quantile_sorted(stat, resamples, 0.025);
+    ci.hi = kh_stats_quantile_sorted(stat, resamples, 0.975);
+out:
+    free(stat);
+    free(tmp);
+    free(idx);
+    return ci;
+}
+
+static void test_bootstrap_matches_definition(void) {
+    uint64_t st = 11;
+    for (int n = 2; n <= 41; n += 13) {
+        double a[41], b[41], r;
+        /* ties on purpose: values on a coarse grid */
+        for (int i = 0; i < n; i++) a[i] = round(4 * (10 + normal(&st))) / 4, b[i] = round(4 * (9 + normal(&st))) / 4;
+        kh_ci got, want;
+        CHECK(kh_stats_median_ci(a, n, 3000, 5, 0.95, &got) == 0, "median CI n=%d", n);
+        want = plain_bootstrap(0, a, b, n, 3000, 5);
+        CHECK(got.lo == want.lo && got.hi == want.hi, "n=%d median CI [%.17g, %.17g], by definition [%.17g, %.17g]", n,
+              got.lo, got.hi, want.lo, want.hi);
+        CHECK(kh_stats_ratio_paired(a, b, n, 3000, 6, 0.95, &r, &got) == 0, "paired n=%d", n);
+        want = plain_bootstrap(1, a, b, n, 3000, 6);
+        CHECK(got.lo == want.lo && got.hi == want.hi, "n=%d paired CI [%.17g, %.17g], by definition [%.17g, %.17g]", n,
+              got.lo, got.hi, want.lo, want.hi);
+        CHECK(kh_stats_ratio_unpaired(a, n, b, n, 3000, 7, 0.95, &r, &got) == 0, "unpaired n=%d", n);
+        want = plain_bootstrap(2, a, b, n, 3000, 7);
+        CHECK(got.lo == want.lo && got.hi == want.hi, "n=%d unpaired CI [%.17g, %.17g], by definition [%.17g, %.17g]",
+              n, got.lo, got.hi, want.lo, want.hi);
+    }
+}
+
 static void test_warnings(void) {
     char text[512];
     double calm[5] = {1.00, 1.01, 0.99, 1.00, 1.02};
@@ -246,6 +305,7 @@ int main(int argc, char **argv) {
     if (root) test_fixtures(root);
     cJSON_Delete(root);
     test_bootstrap();
+    test_bootstrap_matches_definition();
     test_warnings();
     return kh_test_finish("stats");
 }
