@@ -26,6 +26,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "base/escape.h"
 #include "base/files.h"
 #include "base/grow.h"
 #include "results/cellstats.h"
@@ -61,19 +62,16 @@ static int cmp_cell(const void *a, const void *b) {
 
 /* The cells of one task folder (dir/task, or dir itself with task "" for a one-task folder). */
 static int side_scan_folder(side *s, const char *folder, const char *task, char *err, size_t errlen) {
-    DIR *d = opendir(folder);
-    if (!d) {
-        snprintf(err, errlen, "%s: cannot read: %s", folder, strerror(errno));
-        return -1;
+    kh_cell_files l;
+    if (kh_cell_files_read(folder, &l, err, errlen) != 0) return -1;
+    if (l.n_odd) {
+        fprintf(stderr, "khost: compare: skipped %d file(s) in ", l.n_odd);
+        kh_esc_line(stderr, folder);
+        kh_esc_msg(" not named like a record (<plugin>__<device>[.rep<k>].json of " KH_RECORD_NAME_CHARS "), "
+                   "the first: ", l.odd);
     }
-    struct dirent *e;
     int rc = 0;
-    while ((e = readdir(d)) && rc == 0) {
-        char base[256];
-        int k, seen = 0;
-        if (!kh_cell_parse_name(e->d_name, base, sizeof base, &k)) continue;
-        for (int i = 0; i < s->n && !seen; i++) seen = !strcmp(s->c[i].task, task) && !strcmp(s->c[i].base, base);
-        if (seen) continue;
+    for (int i = 0; i < l.n && rc == 0; i = kh_cell_files_run_end(&l, i)) {
         if (s->n == s->cap) {
             side_cell *nc = kh_grow(s->c, &s->cap, sizeof *nc, 32);
             if (!nc) {
@@ -85,11 +83,11 @@ static int side_scan_folder(side *s, const char *folder, const char *task, char 
         }
         side_cell *c = &s->c[s->n];
         snprintf(c->task, sizeof c->task, "%s", task);
-        snprintf(c->base, sizeof c->base, "%s", base);
-        if (kh_cell_stats_load(folder, base, &c->st, err, errlen) != 0) rc = -1;
+        snprintf(c->base, sizeof c->base, "%.*s", l.v[i].base_len, l.v[i].name);
+        if (kh_cell_stats_load_run(folder, &l, i, 0, &c->st, err, errlen) != 0) rc = -1;
         else s->n++;
     }
-    closedir(d);
+    kh_cell_files_free(&l);
     return rc;
 }
 
@@ -107,6 +105,12 @@ static int side_scan(side *s, char *err, size_t errlen) {
         struct stat st;
         if ((size_t)snprintf(path, sizeof path, "%s/%s", s->dir, e->d_name) >= sizeof path) continue;
         if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode)) continue;
+        if (!kh_record_name_ok(e->d_name, sizeof s->c->task - 1)) { /* a task is a name (results.h) */
+            fputs("khost: compare: skipped the folder ", stderr);
+            kh_esc_line(stderr, path);
+            fputs(" (a task folder's name is 1 to 127 of " KH_RECORD_NAME_CHARS ")\n", stderr);
+            continue;
+        }
         rc = side_scan_folder(s, path, e->d_name, err, errlen);
     }
     closedir(d);
@@ -115,9 +119,10 @@ static int side_scan(side *s, char *err, size_t errlen) {
 }
 
 static const side_cell *side_find(const side *s, const char *task, const char *base) {
-    for (int i = 0; i < s->n; i++)
-        if (!strcmp(s->c[i].task, task) && !strcmp(s->c[i].base, base)) return &s->c[i];
-    return NULL;
+    side_cell key;
+    snprintf(key.task, sizeof key.task, "%s", task);
+    snprintf(key.base, sizeof key.base, "%s", base);
+    return s->n ? bsearch(&key, s->c, (size_t)s->n, sizeof *s->c, cmp_cell) : NULL; /* side_scan sorted them */
 }
 
 typedef enum { V_FASTER, V_SLOWER, V_UNCHANGED, V_INCONCLUSIVE, V_MISSING, V_N } verdict;
@@ -291,7 +296,11 @@ static void print_markdown(FILE *f, const char *bdir, const char *ndir, const ro
                            const int *count) {
     char vn[400];
     verdict_note(ru, vn, sizeof vn);
-    fprintf(f, "# khost compare\n\nBASE: %s; NEW: %s.\n\n", bdir, ndir);
+    fputs("# khost compare\n\nBASE: ", f);
+    kh_esc_md(f, bdir);
+    fputs("; NEW: ", f);
+    kh_esc_md(f, ndir);
+    fputs(".\n\n", f);
     fprintf(f, "%s, %d resamples, seed %llu; %s.\n\n", method_note, KH_STATS_RESAMPLES,
             (unsigned long long)KH_STATS_SEED, vn);
     fprintf(f, "| task | backend | device | value | BASE | NEW | change | 95 %% CI | verdict |\n");
@@ -315,8 +324,19 @@ static void print_markdown(FILE *f, const char *bdir, const char *ndir, const ro
             split_base(rows[i].base, plugin, sizeof plugin, device, sizeof device);
             if (!any) fprintf(f, "\n");
             any = 1;
-            fprintf(f, "- %s %s on %s: %s: %s\n", rows[i].task, plugin, device, verdict_name[rows[i].v], rows[i].why);
+            fprintf(f, "- %s %s on %s: %s: ", rows[i].task, plugin, device, verdict_name[rows[i].v]);
+            kh_esc_md(f, rows[i].why);
+            fputc('\n', f);
         }
+}
+
+/* A string member from text that was read (a path, a why naming a file or a record's setting): valid UTF-8
+ * whatever the bytes were, so the JSON parses anywhere (cJSON escapes the rest). */
+static void add_text(cJSON *o, const char *key, const char *text) {
+    size_t n = 3 * strlen(text) + 1; /* each byte at most one U+FFFD */
+    char *buf = malloc(n);
+    cJSON_AddStringToObject(o, key, buf ? kh_esc_line_buf(text, buf, n) : "(out of memory)");
+    free(buf);
 }
 
 static cJSON *jnum(double v) { return isfinite(v) ? cJSON_CreateNumber(v) : cJSON_CreateNull(); }
@@ -326,8 +346,8 @@ static char *to_json(const char *bdir, const char *ndir, const row *rows, int nr
     cJSON *o = cJSON_CreateObject();
     if (!o) return NULL;
     cJSON_AddNumberToObject(o, "khost_compare", 1);
-    cJSON_AddStringToObject(o, "base", bdir);
-    cJSON_AddStringToObject(o, "new", ndir);
+    add_text(o, "base", bdir);
+    add_text(o, "new", ndir);
     cJSON_AddNumberToObject(o, "noise_pct", ru->noise);
     cJSON_AddNumberToObject(o, "cells_compared", ru->m);
     cJSON_AddNumberToObject(o, "verdict_level", ru->level);
@@ -363,7 +383,7 @@ static char *to_json(const char *bdir, const char *ndir, const row *rows, int nr
         cJSON_AddStringToObject(c, "verdict", verdict_name[r->v]);
         cJSON_AddBoolToObject(c, "fails", r->fails);
         cJSON_AddBoolToObject(c, "comparable", !r->cannot);
-        cJSON_AddStringToObject(c, "why", r->why);
+        add_text(c, "why", r->why);
     }
     char *s = cJSON_Print(o);
     cJSON_Delete(o);
@@ -380,15 +400,15 @@ static int write_html(const char *path, const char *bdir, const char *ndir, cons
           "td,th{border:1px solid #ccc;padding:.3em .6em}td.n{text-align:right}"
           ".faster{background:#d8f3dc}.slower{background:#ffd6d6}.missing,.inconclusive{background:#eee}"
           "</style></head><body>\n<h1>khost compare</h1>\n<p>BASE: ", f);
-    kh_report_esc(f, bdir);
+    kh_esc_xml(f, bdir);
     fputs("; NEW: ", f);
-    kh_report_esc(f, ndir);
+    kh_esc_xml(f, ndir);
     fprintf(f, ".</p>\n<p>");
-    kh_report_esc(f, method_note);
+    kh_esc_xml(f, method_note);
     char vn[400];
     verdict_note(ru, vn, sizeof vn);
     fprintf(f, ", %d resamples, seed %llu; ", KH_STATS_RESAMPLES, (unsigned long long)KH_STATS_SEED);
-    kh_report_esc(f, vn);
+    kh_esc_xml(f, vn);
     fputs(".</p>\n<p>", f);
     for (int v = 0; v < V_N; v++) fprintf(f, "%s%s %d", v ? ", " : "", verdict_name[v], count[v]);
     fputs(".</p>\n<table><thead><tr><th>task</th><th>backend</th><th>device</th><th>value</th><th>BASE</th>"
@@ -398,14 +418,14 @@ static int write_html(const char *path, const char *bdir, const char *ndir, cons
         row_text t;
         row_texts(r, &t);
         fprintf(f, "<tr class=\"%s\"><td>", verdict_name[r->v]);
-        kh_report_esc(f, r->task);
+        kh_esc_xml(f, r->task);
         fputs("</td><td>", f);
-        kh_report_esc(f, t.plugin);
+        kh_esc_xml(f, t.plugin);
         fputs("</td><td>", f);
-        kh_report_esc(f, t.device);
+        kh_esc_xml(f, t.device);
         fprintf(f, "</td><td>%s</td><td class=\"n\">%s (n=%d)</td><td class=\"n\">%s (n=%d)</td><td class=\"n\">%s</td>"
                    "<td class=\"n\">%s</td><td title=\"", r->kind ? "step" : "epoch", t.tb, r->nb, t.tn, r->nn, t.chg, t.ci);
-        kh_report_esc(f, r->why);
+        kh_esc_xml(f, r->why);
         fprintf(f, "\">%s%s</td></tr>\n", verdict_name[r->v], r->fails ? " (fails)" : "");
     }
     fputs("</tbody></table>\n</body></html>\n", f);
@@ -447,8 +467,8 @@ static int gate(const row *rows, int nr, int fails, int cannot, int shared, doub
         if (rows[i].cannot) {
             char plugin[128], device[64];
             split_base(rows[i].base, plugin, sizeof plugin, device, sizeof device);
-            fprintf(stderr, "khost: compare: --fail-above cannot compare %s %s %s: %s\n", rows[i].task, plugin, device,
-                    rows[i].why);
+            fprintf(stderr, "khost: compare: --fail-above cannot compare %s %s %s: ", rows[i].task, plugin, device);
+            kh_esc_msg("", rows[i].why);
         }
     if (fails) {
         fprintf(stderr, "khost: compare: %d cell(s) slower than BASE by more than %g %%\n", fails, fail_above);
@@ -526,14 +546,15 @@ int kh_cmd_compare(int argc, char **argv) {
     char err[4400];
     for (int k = 0; k < 2; k++)
         if (side_scan(&s[k], err, sizeof err) != 0) {
-            fprintf(stderr, "khost: compare: %s: %s\n", k ? "NEW" : "BASE", err);
+            kh_esc_msg(k ? "khost: compare: NEW: " : "khost: compare: BASE: ", err);
             side_free(&s[0]);
             side_free(&s[1]);
             return KH_EXIT_IO;
         }
     if (s[0].n == 0 || s[1].n == 0) {
-        fprintf(stderr, "khost: compare: %s: no result records (expected <task>/<plugin>__<device>[.rep<k>].json)\n",
-                s[0].n == 0 ? dirs[0] : dirs[1]);
+        fputs("khost: compare: ", stderr);
+        kh_esc_line(stderr, s[0].n == 0 ? dirs[0] : dirs[1]);
+        fputs(": no result records (expected <task>/<plugin>__<device>[.rep<k>].json)\n", stderr);
         side_free(&s[0]);
         side_free(&s[1]);
         return KH_EXIT_IO;
@@ -574,7 +595,7 @@ int kh_cmd_compare(int argc, char **argv) {
         print_markdown(stdout, dirs[0], dirs[1], rows, nr, &ru, count);
     }
     if (html && write_html(html, dirs[0], dirs[1], rows, nr, &ru, count, err, sizeof err) != 0) {
-        fprintf(stderr, "khost: compare: %s\n", err);
+        kh_esc_msg("khost: compare: ", err);
         rc = KH_EXIT_IO;
     }
     if (fflush(stdout) != 0 || ferror(stdout)) {

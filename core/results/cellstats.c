@@ -2,12 +2,9 @@
  * warnings (cellstats.h), and the summary file the matrix writes after a cell's last repetition. */
 #define _POSIX_C_SOURCE 200809L
 #include "base/files.h"
-#include "base/grow.h"
 #include "results/cellstats.h"
 
 #include <cjson/cJSON.h>
-#include <dirent.h>
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,34 +12,10 @@
 
 #include "results/results.h"
 
-int kh_cell_parse_name(const char *name, char *base, size_t n, int *k) {
-    size_t len = strlen(name);
-    *k = 0;
-    if (name[0] == '.' || len <= 5 || strcmp(name + len - 5, ".json")) return 0;
-    size_t stem = len - 5;
-    if (stem > 6 && !strncmp(name + stem - 6, ".stats", 6)) return 0;
-    /* ".rep<digits>" before ".json" */
-    size_t d = stem;
-    while (d > 0 && name[d - 1] >= '0' && name[d - 1] <= '9') d--;
-    if (d < stem && d >= 4 && !strncmp(name + d - 4, ".rep", 4) && stem - d <= 6 && name[d] != '0') {
-        *k = atoi(name + d);
-        stem = d - 4;
-    }
-    if (stem == 0 || stem + 1 > n) return 0;
-    memcpy(base, name, stem);
-    base[stem] = 0;
-    return 1;
-}
-
 void kh_cell_stats_free(kh_cell_stats *c) {
     for (int i = 0; i < c->n_reps; i++) free(c->reps[i].steps);
     free(c->reps);
     memset(c, 0, sizeof *c);
-}
-
-static int cmp_rep(const void *a, const void *b) {
-    const kh_rep *x = a, *y = b;
-    return (x->index > y->index) - (x->index < y->index);
 }
 
 /* An integer member of o, or -1 when absent or not a number. */
@@ -137,7 +110,7 @@ done:
     return rc;
 }
 
-static void rep_stats(kh_cell_stats *c, int kind, kh_rep_stats *o) {
+static void rep_stats(kh_cell_stats *c, int kind, int with_ci, kh_rep_stats *o) {
     memset(o, 0, sizeof *o);
     kh_stats_summary(NULL, 0, &o->s); /* all NAN */
     o->ci.lo = o->ci.hi = NAN;
@@ -149,7 +122,7 @@ static void rep_stats(kh_cell_stats *c, int kind, kh_rep_stats *o) {
     o->n = n;
     if (n == 0) goto out;
     kh_stats_summary(v, n, &o->s);
-    kh_stats_median_ci(v, n, KH_STATS_RESAMPLES, KH_STATS_SEED, KH_STATS_LEVEL, &o->ci);
+    if (with_ci) kh_stats_median_ci(v, n, KH_STATS_RESAMPLES, KH_STATS_SEED, KH_STATS_LEVEL, &o->ci);
     o->n_outliers = kh_stats_outliers(v, n, z, flag);
     for (int i = 0, j = 0; i < c->n_reps; i++) {
         kh_rep *r = &c->reps[i];
@@ -199,68 +172,66 @@ int kh_cell_stats_values(const kh_cell_stats *c, int kind, double *v) {
     return n;
 }
 
+static double rep_value(const kh_rep *r, int kind) { return kind ? r->step_s : r->epoch_s; }
+
+/* y's repetitions with a value, ordered by round and then by position (so the first of a round comes first). */
+typedef struct by_round {
+    int round, j;
+} by_round;
+
+static int cmp_by_round(const void *a, const void *b) {
+    const by_round *x = a, *y = b;
+    return x->round != y->round ? (x->round > y->round) - (x->round < y->round) : (x->j > y->j) - (x->j < y->j);
+}
+
 int kh_cell_stats_pairs(const kh_cell_stats *x, const kh_cell_stats *y, int kind, double *a, double *b) {
-    int n = 0;
+    by_round *o = malloc((size_t)(y->n_reps ? y->n_reps : 1) * sizeof *o);
+    int n = 0, m = 0;
+    for (int j = 0; o && j < y->n_reps; j++)
+        if (isfinite(rep_value(&y->reps[j], kind))) o[m++] = (by_round){y->reps[j].round, j};
+    if (o) qsort(o, (size_t)m, sizeof *o, cmp_by_round);
     for (int i = 0; i < x->n_reps; i++) {
-        double u = kind ? x->reps[i].step_s : x->reps[i].epoch_s;
+        double u = rep_value(&x->reps[i], kind);
+        int r = x->reps[i].round, j = -1;
         if (!isfinite(u)) continue;
-        for (int j = 0; j < y->n_reps; j++) {
-            double w = kind ? y->reps[j].step_s : y->reps[j].epoch_s;
-            if (y->reps[j].round != x->reps[i].round || !isfinite(w)) continue;
-            a[n] = u;
-            b[n] = w;
-            n++;
-            break;
+        if (o) { /* the first of round r by binary search */
+            int lo = 0, hi = m;
+            while (lo < hi) {
+                int mid = lo + (hi - lo) / 2;
+                if (o[mid].round < r) lo = mid + 1;
+                else hi = mid;
+            }
+            if (lo < m && o[lo].round == r) j = o[lo].j;
+        } else { /* out of memory for the index: the same match by a scan */
+            for (int k = 0; k < y->n_reps && j < 0; k++)
+                if (y->reps[k].round == r && isfinite(rep_value(&y->reps[k], kind))) j = k;
         }
+        if (j < 0) continue;
+        a[n] = u;
+        b[n] = rep_value(&y->reps[j], kind);
+        n++;
     }
+    free(o);
     return n;
 }
 
-int kh_cell_stats_load(const char *dir, const char *base, kh_cell_stats *c, char *err, size_t errlen) {
+int kh_cell_stats_load_run(const char *dir, const kh_cell_files *l, int first, int with_ci, kh_cell_stats *c,
+                           char *err, size_t errlen) {
     memset(c, 0, sizeof *c);
-    DIR *d = opendir(dir);
-    if (!d) {
-        snprintf(err, errlen, "%s: cannot read: %s", dir, strerror(errno));
+    if (first < 0) return 0;
+    int end = kh_cell_files_run_end(l, first), rc = 0, classic = l->v[first].k == 0;
+    int reps = end - first - classic; /* the classic record sorts first (k 0) */
+    int n = reps > 0 ? reps : classic;
+    if (!(c->reps = calloc((size_t)n, sizeof *c->reps))) {
+        snprintf(err, errlen, "%s: out of memory", dir);
         return -1;
     }
-    int cap = 0, classic = 0, rc = 0;
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        char b[256];
-        int k;
-        if (!kh_cell_parse_name(e->d_name, b, sizeof b, &k) || strcmp(b, base)) continue;
-        if (k == 0) {
-            classic = 1;
-            continue;
-        }
-        if (c->n_reps == cap) {
-            kh_rep *nr = kh_grow(c->reps, &cap, sizeof *nr, 8);
-            if (!nr) {
-                snprintf(err, errlen, "%s: out of memory", dir);
-                rc = -1;
-                break;
-            }
-            c->reps = nr;
-        }
-        kh_rep *r = &c->reps[c->n_reps++];
-        memset(r, 0, sizeof *r);
-        r->index = k;
-        snprintf(r->file, sizeof r->file, "%s", e->d_name);
+    c->n_reps = n;
+    for (int i = 0; i < n; i++) { /* an older single run, when there is no repetition, is one repetition */
+        const kh_cell_file *f = &l->v[reps > 0 ? first + classic + i : first];
+        c->reps[i].index = reps > 0 ? f->k : 1;
+        snprintf(c->reps[i].file, sizeof c->reps[i].file, "%s", f->name);
     }
-    closedir(d);
-    if (rc == 0 && c->n_reps == 0 && classic) { /* an older single run: one repetition */
-        c->reps = malloc(sizeof *c->reps);
-        if (!c->reps) {
-            snprintf(err, errlen, "%s: out of memory", dir);
-            rc = -1;
-        } else {
-            memset(c->reps, 0, sizeof *c->reps);
-            c->n_reps = 1;
-            c->reps[0].index = 1;
-            snprintf(c->reps[0].file, sizeof c->reps[0].file, "%s.json", base);
-        }
-    }
-    if (rc == 0 && c->n_reps > 1) qsort(c->reps, (size_t)c->n_reps, sizeof *c->reps, cmp_rep);
     for (int i = 0; rc == 0 && i < c->n_reps; i++) {
         kh_rep *r = &c->reps[i];
         r->round = r->index;
@@ -278,9 +249,18 @@ int kh_cell_stats_load(const char *dir, const char *base, kh_cell_stats *c, char
     c->rep_file = 0;
     for (int i = c->n_reps - 1; i >= 0; i--)
         if (!strcmp(c->reps[i].status, "ok")) c->rep_file = i;
-    rep_stats(c, 0, &c->epoch);
-    rep_stats(c, 1, &c->step);
+    rep_stats(c, 0, with_ci, &c->epoch);
+    rep_stats(c, 1, with_ci, &c->step);
     return 0;
+}
+
+int kh_cell_stats_load(const char *dir, const char *base, kh_cell_stats *c, char *err, size_t errlen) {
+    kh_cell_files l;
+    memset(c, 0, sizeof *c);
+    if (kh_cell_files_read(dir, &l, err, errlen) != 0) return -1;
+    int rc = kh_cell_stats_load_run(dir, &l, kh_cell_files_find(&l, base), 1, c, err, errlen);
+    kh_cell_files_free(&l);
+    return rc;
 }
 
 // --- the summary file -----------------------------------------------------------------------------------

@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "results/cellfiles.h"
 #include "results/stats.h"
 
 /* What a repetition was measured with; -1 / "" where its record does not say. Two cells measured with
@@ -57,12 +58,13 @@ typedef struct kh_cell_stats {
                                   first): index into reps */
 } kh_cell_stats;
 
-/* "X.rep3.json" -> base "X", k 3; "X.json" -> base "X", k 0; 1 when name is a record's file name, 0 when not
- * (other files, such as the summaries' "X.stats.json"). */
-int kh_cell_parse_name(const char *name, char *base, size_t n, int *k);
 /* Read the repetitions of the cell whose files are dir/<base>[.rep<k>].json and compute its statistics.
  * 0 ok (n_reps may be 0: no record), -1 with err naming the file and the field. */
 int kh_cell_stats_load(const char *dir, const char *base, kh_cell_stats *c, char *err, size_t errlen);
+/* The same for the cell whose files are the run of l (dir read once, cellfiles.h) that starts at first (-1: no
+ * file, n_reps 0); with_ci 0 leaves the medians' bootstrap CIs unknown (NAN), for a reader that needs none. */
+int kh_cell_stats_load_run(const char *dir, const kh_cell_files *l, int first, int with_ci, kh_cell_stats *c,
+                           char *err, size_t errlen);
 void kh_cell_stats_free(kh_cell_stats *c);
 /* The per-round values of two cells (kind 0 epoch, 1 step) matched by round, into a[] and b[] (each at
  * least x->n_reps long: every repetition of x pairs with at most one of y); returns the number of pairs. */

@@ -116,6 +116,17 @@ void kh_record_summarise(kh_cell_record *r, int target_is_max, double target) {
     }
 }
 
+int kh_record_name_ok(const char *s, size_t max) {
+    size_t n = 0;
+    for (; s[n]; n++) {
+        char c = s[n];
+        int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+                 (n > 0 && (c == '.' || c == '-')) || c == ':' || c == '+';
+        if (!ok || n >= max) return 0;
+    }
+    return n > 0;
+}
+
 void kh_record_path(char *buf, size_t n, const char *out_dir, const char *task, const char *plugin,
                     const char *device, const char *ext) {
     char dev[32];
@@ -334,6 +345,12 @@ static int get_str(const cJSON *o, const char *key, char *dst, size_t n) {
     return 0;
 }
 
+/* A name field as the record holds it (before any truncation to the record's buffer). */
+static int name_field_ok(const cJSON *o, const char *key, size_t max) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    return cJSON_IsString(v) && kh_record_name_ok(v->valuestring, max);
+}
+
 cJSON *kh_json_read_file(const char *path, char *err, size_t errlen) {
     FILE *f = kh_fopen_regular(path, err, errlen); /* a FIFO or a device named like a record never blocks */
     if (!f) return NULL;
@@ -382,6 +399,19 @@ int kh_record_read(const char *path, kh_cell_record *r, char *err, size_t errlen
     else if (get_str(o, "status", r->status, sizeof r->status)) missing = "status";
     if (missing) {
         snprintf(err, errlen, "%s: field \"%s\" missing or of the wrong type", path, missing);
+        goto done;
+    }
+    const char *bad = !name_field_ok(o, "plugin", sizeof r->plugin - 1) ? "plugin"
+                    : !name_field_ok(o, "task", sizeof r->task - 1)     ? "task"
+                    : !name_field_ok(o, "device", sizeof r->device - 1) ? "device"
+                                                                        : NULL;
+    if (bad) {
+        snprintf(err, errlen, "%s: field \"%s\" is not a name (1 to %zu of " KH_RECORD_NAME_CHARS ")", path, bad,
+                 !strcmp(bad, "device") ? sizeof r->device - 1 : sizeof r->plugin - 1);
+        goto done;
+    }
+    if (!r->status[0] || r->status[strspn(r->status, "abcdefghijklmnopqrstuvwxyz_")]) {
+        snprintf(err, errlen, "%s: field \"status\" is not a status word (a-z and _)", path);
         goto done;
     }
     get_str(o, "reason", r->reason, sizeof r->reason);

@@ -106,6 +106,11 @@ typedef struct kh_cell_record {
 } kh_cell_record;
 
 void kh_record_init(kh_cell_record *r);
+/* A name a record, a results folder or a file name may hold (task, plugin, device, a cell's file base): 1 to
+ * max bytes of letters, digits and _ . : + -, not starting with '.' or '-'. Anything else in those places is
+ * refused, so a name can be printed anywhere (a table, a page, a path) without changing its meaning. */
+int kh_record_name_ok(const char *s, size_t max);
+#define KH_RECORD_NAME_CHARS "letters, digits and _ . : + -"
 void kh_record_free(kh_cell_record *r);
 /* Seconds as tables and progress lines show them: "12.3", more digits below a second (short smoke runs do not
  * print 0.0), unknown for a time that is not finite. */

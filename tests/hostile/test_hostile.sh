@@ -137,7 +137,7 @@ files)
   check "the planted record names the shared object" grep -qF "$t/evil.so" "$t/rev/evil/$(basename "$rec")"
   o=$(k report "$t/rev" --published --html "$t/rev.html"); rc=$?
   check "report of a record naming a .so by path loads nothing ($rc)" test ! -e "$t/LOADED"
-  check "... and says why: $o" has "$o" "is a path, not the name of a task module"
+  check "... and says why (the task field is not a name): $o" has "$o" 'field "task" is not a name'
   evil=$t/'o$(touch PWNED)`touch PWNED2`'
   o=$(cd "$t" && k matrix --slurm --slurm-script-only --plugins fixture --tasks hostile_predict --out "$evil"); rc=$?
   line=$(grep -F 'J=$(sbatch' <<<"$o")

@@ -82,8 +82,14 @@ static void print_slurm(FILE *f, const kh_report_task *t) {
             const char *aj = r ? kh_record_get_env(r, "slurm_array_job_id") : NULL;
             if (!aj || !*aj) continue;
             const char *at = kh_record_get_env(r, "slurm_array_task_id"), *node = kh_record_get_env(r, "slurm_node");
-            fprintf(f, "%s %s on %s = %s_%s%s%s", any ? ";" : "Slurm array tasks:", t->plugins[p], t->devices[d], aj,
-                    at ? at : "?", node && *node ? " on " : "", node && *node ? node : "");
+            fprintf(f, "%s %s on %s = ", any ? ";" : "Slurm array tasks:", t->plugins[p], t->devices[d]);
+            kh_esc_md(f, aj);
+            fputc('_', f);
+            kh_esc_md(f, at ? at : "?");
+            if (node && *node) {
+                fputs(" on ", f);
+                kh_esc_md(f, node);
+            }
             any = 1;
         }
     if (any) fprintf(f, ".\n\n");
@@ -151,8 +157,13 @@ static void print_task(FILE *f, const kh_report_task *t) {
             const char *th = kh_record_get_env(r, "cpu_threads");
             if (th && *th && !threads) threads = th;
         }
-        fprintf(f, "%s %s = %s", d ? ";" : "", t->devices[d], name ? name : "unknown");
-        if (!strcmp(t->devices[d], "cpu") && threads) fprintf(f, " (%s threads)", threads);
+        fprintf(f, "%s %s = ", d ? ";" : "", t->devices[d]);
+        kh_esc_md(f, name ? name : "unknown");
+        if (!strcmp(t->devices[d], "cpu") && threads) {
+            fputs(" (", f);
+            kh_esc_md(f, threads);
+            fputs(" threads)", f);
+        }
     }
     fprintf(f, ".\n\n");
     /* Records gathered from different machines (another CPU model, or one model name with other vector
@@ -178,8 +189,13 @@ static void print_task(FILE *f, const kh_report_task *t) {
             const kh_cell_record *r = t->cells[p * t->nd + d];
             const char *n = machine_name(r), *isa = r ? kh_record_get_env(r, "cpu_isa") : NULL;
             if (!n) continue;
-            fprintf(f, "%s%s: %s", k++ ? "; " : "", t->plugins[p], n);
-            if (isa && *isa) fprintf(f, " (%s)", isa);
+            fprintf(f, "%s%s: ", k++ ? "; " : "", t->plugins[p]);
+            kh_esc_md(f, n);
+            if (isa && *isa) {
+                fputs(" (", f);
+                kh_esc_md(f, isa);
+                fputc(')', f);
+            }
         }
         fprintf(f, "): its times and factors do not compare the backends.\n\n");
     }
@@ -189,13 +205,16 @@ static void print_task(FILE *f, const kh_report_task *t) {
     for (int d = 0; d < t->nd; d++) {
         kh_report_math(t, d, math, sizeof math);
         if (!math[0]) continue;
-        fprintf(f, "%s%s = %s", any_math++ ? "; " : "FP32 math: ", t->devices[d], math);
+        fprintf(f, "%s%s = ", any_math++ ? "; " : "FP32 math: ", t->devices[d]);
+        kh_esc_md(f, math);
     }
     if (any_math) fprintf(f, ".\n\n");
     for (int d = 0; d < t->nd; d++)
-        if (kh_report_math(t, d, math, sizeof math))
-            fprintf(f, "Note: the %s column mixes math modes, %s: its times and factors do not compare the backends "
-                       "at one precision.\n\n", t->devices[d], math + strlen("mixed "));
+        if (kh_report_math(t, d, math, sizeof math)) {
+            fprintf(f, "Note: the %s column mixes math modes, ", t->devices[d]);
+            kh_esc_md(f, math + strlen("mixed "));
+            fputs(": its times and factors do not compare the backends at one precision.\n\n", f);
+        }
     print_slurm(f, t);
 
     const char *metric = NULL;
@@ -206,8 +225,10 @@ static void print_task(FILE *f, const kh_report_task *t) {
         fprintf(f, "Validation accuracy (val_acc):\n\n");
     else if (!strcmp(metric, "loss"))
         fprintf(f, "Training loss (loss; lower is better):\n\n");
-    else
-        fprintf(f, "%s:\n\n", metric);
+    else {
+        kh_esc_md(f, metric);
+        fputs(":\n\n", f);
+    }
     kh_report_md_head(f, t);
     for (int p = 0; p < t->np; p++) {
         kh_report_md_label(f, t, p);
@@ -269,11 +290,11 @@ static void print_task(FILE *f, const kh_report_task *t) {
             if (!any) fprintf(f, "\nDid not finish:\n\n");
             any = 1;
             size_t sl = strlen(r->status); /* "unsupported: conv2d ..." already names its status */
-            if (r->reason[0] && !strncmp(r->reason, r->status, sl) && r->reason[sl] == ':')
-                fprintf(f, "- %s on %s: %s\n", t->plugins[p], t->devices[d], r->reason);
-            else
-                fprintf(f, "- %s on %s: %s%s%s\n", t->plugins[p], t->devices[d], r->status,
-                        r->reason[0] ? ": " : "", r->reason);
+            fprintf(f, "- %s on %s: ", t->plugins[p], t->devices[d]);
+            if (!(r->reason[0] && !strncmp(r->reason, r->status, sl) && r->reason[sl] == ':'))
+                fprintf(f, "%s%s", r->status, r->reason[0] ? ": " : "");
+            kh_esc_md(f, r->reason);
+            fputc('\n', f);
         }
     fprintf(f, "\n");
 }
@@ -433,7 +454,7 @@ int kh_cmd_report(int argc, char **argv) {
         char err[4400];
         if (kh_outpath_check(html, err, sizeof err) != 0 ||
             kh_report_html(&rep, host_ok ? task_info : NULL, &h, html, err, sizeof err) != 0) {
-            fprintf(stderr, "khost: report: %s\n", err);
+            kh_esc_msg("khost: report: ", err);
             rc = KH_EXIT_IO;
         }
     }
@@ -446,7 +467,7 @@ int kh_cmd_report(int argc, char **argv) {
     if (svg) {
         char err[4400];
         if (kh_outpath_check(svg, err, sizeof err) != 0 || kh_report_svg(&rep, svg, err, sizeof err) != 0) {
-            fprintf(stderr, "khost: report: %s\n", err);
+            kh_esc_msg("khost: report: ", err);
             rc = KH_EXIT_IO;
         }
     }

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "base/escape.h"
 #include "khost/task.h"
 #include "results/cellstats.h"
 #include "results/results.h"
@@ -89,8 +90,6 @@ int kh_report_load(const char *dir, kh_report *rep, int *skipped);
 void kh_report_free(kh_report *rep);
 /* The index of string x in v[0..n), -1 when absent. */
 int kh_report_index(const char **v, int n, const char *x);
-/* s written as XML/HTML text or attribute content (& < > " ' escaped, control characters dropped but tab). */
-void kh_report_esc(FILE *f, const char *s);
 /* s escaped, then its note between open and close when it has one ("fp32 (why)", "error: reason"). */
 void kh_report_esc_note(FILE *f, const char *s, const char *open, const char *note, const char *close);
 /* A row of tools/reference (environment key "reference"), not a khost backend. */

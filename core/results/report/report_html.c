@@ -27,7 +27,7 @@ static void row_start(FILE *f, const kh_report_task *t, int p) {
     const kh_cell_record *any = NULL;
     for (int d = 0; d < t->nd && !any; d++) any = t->cells[p * t->nd + d];
     fputs("<tr><th>", f);
-    kh_report_esc(f, t->plugins[p]);
+    kh_esc_xml(f, t->plugins[p]);
     if (any && kh_report_is_reference(any)) fputs(" <span class=\"ref\">(reference)</span>", f);
     fputs("</th>", f);
 }
@@ -35,7 +35,7 @@ static void row_start(FILE *f, const kh_report_task *t, int p) {
 /* A cell without a figure: the run's status when it failed, "n/a" when it ran, empty where there was none. */
 static void dnf_cell(FILE *f, const kh_cell_record *r) {
     fputs("<td class=\"dnf\">", f);
-    kh_report_esc(f, r ? (is_ok(r) ? "n/a" : r->status) : "");
+    kh_esc_xml(f, r ? (is_ok(r) ? "n/a" : r->status) : "");
     fputs("</td>", f);
 }
 
@@ -60,11 +60,11 @@ static void compile_cell(FILE *f, const kh_cell_record *r) {
     fputs("<td class=\"compile\"", f);
     if (detail[0]) {
         fputs(" title=\"", f);
-        kh_report_esc(f, detail);
+        kh_esc_xml(f, detail);
         fputs("\"", f);
     }
     fputs(">", f);
-    kh_report_esc(f, text);
+    kh_esc_xml(f, text);
     fputs("</td>", f);
 }
 
@@ -95,10 +95,10 @@ static void tables(FILE *f, const kh_report_task *t) {
         int mixed = kh_report_math(t, d, math, sizeof math);
         if (!math[0]) continue;
         fputs(any_math++ ? "; " : "<p class=\"math\">FP32 math: ", f);
-        kh_report_esc(f, t->devices[d]);
+        kh_esc_xml(f, t->devices[d]);
         fputs(" = ", f);
         if (mixed) fputs("<strong>", f);
-        kh_report_esc(f, math);
+        kh_esc_xml(f, math);
         if (mixed) fputs("</strong> (times do not compare the backends at one precision)", f);
     }
     if (any_math) fputs("</p>\n", f);
@@ -112,11 +112,11 @@ static void tables(FILE *f, const kh_report_task *t) {
     fputs("<thead><tr><th>backend</th>", f);
     for (int d = 0; d < t->nd; d++) {
         fputs("<th>", f);
-        kh_report_esc(f, t->devices[d]);
+        kh_esc_xml(f, t->devices[d]);
         fputs("</th>", f);
         if (kh_report_has_compile(t, d)) {
             fputs("<th class=\"compile\">", f);
-            kh_report_esc(f, t->devices[d]);
+            kh_esc_xml(f, t->devices[d]);
             fputs(" compile cold/warm</th>", f);
         }
     }
@@ -139,10 +139,10 @@ static void tables(FILE *f, const kh_report_task *t) {
                 s[sl - 4] = 0;
             }
             fprintf(f, "<td%s>", best ? " class=\"best\"" : "");
-            kh_report_esc(f, s);
+            kh_esc_xml(f, s);
             if (isfinite(r->gflops)) {
                 fputs("<br/><span class=\"gflops\" title=\"", f);
-                kh_report_esc(f, r->peak_source);
+                kh_esc_xml(f, r->peak_source);
                 fprintf(f, "\">%.3g GFLOP/s", r->gflops);
                 if (isfinite(r->roofline_fraction)) fprintf(f, ", %.1f%% of roofline", 100 * r->roofline_fraction);
                 fputs("</span>", f);
@@ -155,7 +155,7 @@ static void tables(FILE *f, const kh_report_task *t) {
     fputs("</tbody></table>\n", f);
     if (any_compile) {
         fputs("<p class=\"compile-note\">", f);
-        kh_report_esc(f, kh_report_compile_note);
+        kh_esc_xml(f, kh_report_compile_note);
         fputs("</p>\n", f);
     }
 }
@@ -199,9 +199,9 @@ static void time_chart(FILE *f, const kh_report_task *t) {
             char s[32];
             kh_report_fmt_seconds(v, s, sizeof s);
             fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">", left - 6, y + 13);
-            kh_report_esc(f, t->plugins[p]);
+            kh_esc_xml(f, t->plugins[p]);
             fputs(" @ ", f);
-            kh_report_esc(f, t->devices[d]);
+            kh_esc_xml(f, t->devices[d]);
             fprintf(f, "</text><rect class=\"bar\" x=\"%d\" y=\"%d\" width=\"%.1f\" height=\"%d\" fill=\"%s\"/>",
                     left, y, w, bar, palette[(size_t)p % N_PALETTE]);
             double tx = left + w + 4;
@@ -289,9 +289,9 @@ static void curve_chart(FILE *f, const kh_report_task *t) {
                 int ly = top + 12 + k * 16;
                 fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"12\" height=\"4\" fill=\"%s\"/><text x=\"%d\" y=\"%d\">",
                         left + width + 10, ly - 4, col, left + width + 28, ly);
-                kh_report_esc(f, t->plugins[p]);
+                kh_esc_xml(f, t->plugins[p]);
                 fputs(" @ ", f);
-                kh_report_esc(f, t->devices[d]);
+                kh_esc_xml(f, t->devices[d]);
                 fputs("</text>\n", f);
                 k++;
             }
@@ -314,9 +314,9 @@ static void published(FILE *f, const kh_task_info *info) {
         const kh_published *p = &info->published[i];
         if (!p->backend || !p->device) continue;
         fputs("<tr><th>", f);
-        kh_report_esc(f, p->backend);
+        kh_esc_xml(f, p->backend);
         fputs("</th><td>", f);
-        kh_report_esc(f, p->device);
+        kh_esc_xml(f, p->device);
         if (p->metric >= 0) fprintf(f, "</td><td>%.4f", p->metric);
         else fputs("</td><td>-", f);
         if (p->s_per_epoch >= 0) fprintf(f, "</td><td>%.1f</td></tr>\n", p->s_per_epoch);
@@ -332,9 +332,9 @@ static void environment(FILE *f, const kh_report_task *t) {
             const kh_cell_record *r = t->cells[p * t->nd + d];
             if (!r) continue;
             fputs("<table class=\"env\"><caption>", f);
-            kh_report_esc(f, r->plugin);
+            kh_esc_xml(f, r->plugin);
             fputs(" @ ", f);
-            kh_report_esc(f, r->device);
+            kh_esc_xml(f, r->device);
             fputs("</caption><tbody>\n", f);
             fprintf(f, "<tr><th>epochs / batch / seed</th><td>%d / %d / %llu</td></tr>\n", r->n_rows, r->batch_size,
                     (unsigned long long)r->seed);
@@ -350,10 +350,10 @@ static void environment(FILE *f, const kh_report_task *t) {
                 kh_report_fmt_compile(r, text, sizeof text);
                 compile_detail(r, detail, sizeof detail);
                 fputs("<tr><th>compile (s)</th><td>", f);
-                kh_report_esc(f, text);
+                kh_esc_xml(f, text);
                 if (detail[0]) {
                     fputs(" (", f);
-                    kh_report_esc(f, detail);
+                    kh_esc_xml(f, detail);
                     fputs(")", f);
                 }
                 fputs("</td></tr>\n", f);
@@ -363,14 +363,14 @@ static void environment(FILE *f, const kh_report_task *t) {
                 if (isfinite(r->peak_gflops)) fprintf(f, "%.4g GFLOP/s", r->peak_gflops);
                 if (isfinite(r->peak_gbps)) fprintf(f, ", %.4g GB/s", r->peak_gbps);
                 fputs(" — ", f);
-                kh_report_esc(f, r->peak_source);
+                kh_esc_xml(f, r->peak_source);
                 fputs("</td></tr>\n", f);
             }
             for (int i = 0; i < r->n_env; i++) {
                 fputs("<tr><th>", f);
-                kh_report_esc(f, r->env_key[i]);
+                kh_esc_xml(f, r->env_key[i]);
                 fputs("</th><td>", f);
-                kh_report_esc(f, r->env_val[i]);
+                kh_esc_xml(f, r->env_val[i]);
                 fputs("</td></tr>\n", f);
             }
             fputs("</tbody></table>\n", f);
@@ -387,16 +387,16 @@ static void unfinished(FILE *f, const kh_report_task *t) {
             if (!any) fputs("<h3>Did not finish</h3>\n<ul class=\"dnf\">\n", f);
             any = 1;
             fputs("<li><b>", f);
-            kh_report_esc(f, t->plugins[p]);
+            kh_esc_xml(f, t->plugins[p]);
             fputs("</b> on ", f);
-            kh_report_esc(f, t->devices[d]);
+            kh_esc_xml(f, t->devices[d]);
             fputs(": ", f);
             size_t sl = strlen(r->status);
             if (!(r->reason[0] && !strncmp(r->reason, r->status, sl) && r->reason[sl] == ':')) {
-                kh_report_esc(f, r->status);
+                kh_esc_xml(f, r->status);
                 if (r->reason[0]) fputs(": ", f);
             }
-            kh_report_esc(f, r->reason);
+            kh_esc_xml(f, r->reason);
             fputs("</li>\n", f);
         }
     if (any) fputs("</ul>\n", f);
@@ -426,9 +426,9 @@ int kh_report_html(const kh_report *rep, kh_report_info_fn info_of, void *ctx, c
                "<style>%s</style></head>\n<body>\n<h1>khost benchmark report</h1>\n<nav><ul>", css);
     for (int i = 0; i < rep->n_tasks; i++) {
         fputs("<li><a href=\"#task-", f);
-        kh_report_esc(f, rep->tasks[i].name);
+        kh_esc_xml(f, rep->tasks[i].name);
         fputs("\">", f);
-        kh_report_esc(f, rep->tasks[i].name);
+        kh_esc_xml(f, rep->tasks[i].name);
         fputs("</a></li>", f);
     }
     fputs("</ul></nav>\n<p>Time per epoch is wall time from epoch start to the end of its validation pass, after "
@@ -438,9 +438,9 @@ int kh_report_html(const kh_report *rep, kh_report_info_fn info_of, void *ctx, c
     for (int i = 0; i < rep->n_tasks; i++) {
         const kh_report_task *t = &rep->tasks[i];
         fputs("<section class=\"task\" id=\"task-", f);
-        kh_report_esc(f, t->name);
+        kh_esc_xml(f, t->name);
         fputs("\"><h2>", f);
-        kh_report_esc(f, t->name);
+        kh_esc_xml(f, t->name);
         fputs("</h2>\n", f);
         fputs("<div class=\"row\"><div>", f);
         tables(f, t);

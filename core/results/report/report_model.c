@@ -16,25 +16,11 @@
 #include "sched/slurm/slurm.h"
 #include "khost/kit/regular.h"
 
-void kh_report_esc(FILE *f, const char *s) {
-    for (; s && *s; s++) {
-        switch (*s) {
-        case '&': fputs("&amp;", f); break;
-        case '<': fputs("&lt;", f); break;
-        case '>': fputs("&gt;", f); break;
-        case '"': fputs("&quot;", f); break;
-        case '\'': fputs("&#39;", f); break;
-        default:
-            if ((unsigned char)*s >= 0x20 || *s == '\t') fputc(*s, f);
-        }
-    }
-}
-
 void kh_report_esc_note(FILE *f, const char *s, const char *open, const char *note, const char *close) {
-    kh_report_esc(f, s);
+    kh_esc_xml(f, s);
     if (!note || !note[0]) return;
     fputs(open, f);
-    kh_report_esc(f, note);
+    kh_esc_xml(f, note);
     fputs(close, f);
 }
 
@@ -61,7 +47,7 @@ void kh_report_html_head(FILE *f, const kh_report_task *t, const char *first) {
     fprintf(f, "<thead><tr><th>%s</th>", first);
     for (int d = 0; d < t->nd; d++) {
         fputs("<th>", f);
-        kh_report_esc(f, t->devices[d]);
+        kh_esc_xml(f, t->devices[d]);
         fputs("</th>", f);
     }
     fputs("</tr></thead>\n", f);
@@ -195,13 +181,13 @@ static int read_one(reader *rd, const char *path) {
     }
     char err[4400];
     if (kh_record_read(path, &rd->recs[rd->n], err, sizeof err) != 0) {
-        fprintf(stderr, "khost: report: skipped %s\n", err); /* err starts with the file's path */
+        kh_esc_msg("khost: report: skipped ", err); /* err starts with the file's path */
         rd->skipped++;
         return 0;
     }
     kh_cell_record *r = &rd->recs[rd->n];
     if (!r->task[0] || !r->plugin[0] || !r->device[0]) {
-        fprintf(stderr, "khost: report: skipped %s: empty task, plugin or device\n", path);
+        kh_esc_msg("khost: report: skipped (empty task, plugin or device) ", path);
         kh_record_free(r);
         rd->skipped++;
         return 0;
@@ -214,21 +200,27 @@ static int read_one(reader *rd, const char *path) {
  * the record that stands for it (its first finished repetition) and its statistics are kept beside;
  * summaries (<base>.stats.json) are not records. */
 static int read_folder(reader *rd, const char *dir) {
-    names files = {0}, done = {0};
-    int rc = list_dir(dir, 0, &files);
-    for (int i = 0; rc == 0 && i < files.n; i++) {
-        char path[4096], base[256], err[4400];
-        int k, seen = 0;
-        if (!kh_cell_parse_name(files.v[i], base, sizeof base, &k)) continue;
-        for (int j = 0; j < done.n && !seen; j++) seen = !strcmp(done.v[j], base);
-        if (seen) continue;
-        if (names_add(&done, base)) {
-            rc = -1;
-            break;
-        }
+    kh_cell_files files;
+    char err[4400];
+    int lr = kh_cell_files_read(dir, &files, err, sizeof err);
+    if (lr != 0) { /* the folder was listed a moment ago */
+        kh_esc_msg("khost: report: skipped ", err);
+        rd->skipped++;
+        return lr == -2 ? -1 : 0;
+    }
+    if (files.n_odd) {
+        fprintf(stderr, "khost: report: skipped %d file(s) in ", files.n_odd);
+        kh_esc_line(stderr, dir);
+        kh_esc_msg(" not named like a record (<plugin>__<device>[.rep<k>].json of " KH_RECORD_NAME_CHARS "), "
+                   "the first: ", files.odd);
+        rd->skipped += files.n_odd;
+    }
+    int rc = 0;
+    for (int i = 0; rc == 0 && i < files.n; i = kh_cell_files_run_end(&files, i)) {
+        char path[4096];
         kh_cell_stats st;
-        if (kh_cell_stats_load(dir, base, &st, err, sizeof err) != 0) {
-            fprintf(stderr, "khost: report: skipped %s\n", err);
+        if (kh_cell_stats_load_run(dir, &files, i, 1, &st, err, sizeof err) != 0) {
+            kh_esc_msg("khost: report: skipped ", err);
             rd->skipped++;
             continue;
         }
@@ -259,9 +251,48 @@ static int read_folder(reader *rd, const char *dir) {
             kh_cell_stats_free(&st);
         }
     }
-    names_free(&files);
-    names_free(&done);
+    kh_cell_files_free(&files);
     return rc;
+}
+
+/* A record's place in rd, ordered by cell and then by place: a cell's first record comes first. */
+typedef struct rec_at {
+    const kh_cell_record *r;
+    int i;
+} rec_at;
+
+static int cmp_rec_at(const void *a, const void *b) {
+    const rec_at *x = a, *y = b;
+    int c = strcmp(x->r->task, y->r->task);
+    if (!c) c = strcmp(x->r->plugin, y->r->plugin);
+    if (!c) c = strcmp(x->r->device, y->r->device);
+    return c ? c : (x->i > y->i) - (x->i < y->i);
+}
+
+/* Drops the plans' "missing" records (those from index `from` on) whose cell has a record before them — a
+ * finished cell, or the same cell in an earlier plan line — by one sort, not a search per plan line. */
+static int drop_listed_twice(reader *rd, int from) {
+    if (rd->n - from < 1) return 0;
+    rec_at *o = malloc((size_t)rd->n * sizeof *o);
+    char *drop = calloc((size_t)rd->n, 1);
+    if (!o || !drop) {
+        free(o);
+        free(drop);
+        return -1;
+    }
+    for (int i = 0; i < rd->n; i++) o[i] = (rec_at){&rd->recs[i], i};
+    qsort(o, (size_t)rd->n, sizeof *o, cmp_rec_at);
+    for (int i = 1; i < rd->n; i++)
+        if (o[i].i >= from && !cmp_rec_at(&(rec_at){o[i - 1].r, 0}, &(rec_at){o[i].r, 0})) drop[o[i].i] = 1;
+    free(o);
+    int m = from;
+    for (int i = from; i < rd->n; i++) {
+        if (drop[i]) kh_record_free(&rd->recs[i]);
+        else rd->recs[m++] = rd->recs[i];
+    }
+    rd->n = m;
+    free(drop);
+    return 0;
 }
 
 /* Cells a Slurm plan under DIR/slurm/ lists that have no record: shown as "missing" rather than left out,
@@ -274,7 +305,7 @@ static int read_slurm_plans(reader *rd, const char *dir) {
         names_free(&plans);
         return errno == ENOMEM ? -1 : 0;
     }
-    int rc = 0;
+    int rc = 0, first_missing = rd->n;
     for (int i = 0; i < plans.n && rc == 0; i++) {
         char path[4200], jpath[4200], err[4400], job[64] = "";
         snprintf(path, sizeof path, "%s/%s/cells", sdir, plans.v[i]);
@@ -289,12 +320,7 @@ static int read_slurm_plans(reader *rd, const char *dir) {
             fclose(jf);
         }
         for (int k = 0; k < p.n && rc == 0; k++) {
-            const kh_slurm_cell *c = &p.cells[k];
-            int have = 0;
-            for (int j = 0; j < rd->n && !have; j++)
-                have = !strcmp(rd->recs[j].task, c->task) && !strcmp(rd->recs[j].plugin, c->plugin) &&
-                       !strcmp(rd->recs[j].device, c->device);
-            if (have) continue;
+            const kh_slurm_cell *c = &p.cells[k]; /* a cell with a record is dropped again below */
             if (rd->n == rd->cap) {
                 kh_cell_record *nv = kh_grow(rd->recs, &rd->cap, sizeof *nv, 32);
                 if (!nv) {
@@ -323,6 +349,7 @@ static int read_slurm_plans(reader *rd, const char *dir) {
         kh_slurm_plan_free(&p);
     }
     names_free(&plans);
+    if (rc == 0) rc = drop_listed_twice(rd, first_missing);
     return rc;
 }
 

@@ -196,7 +196,9 @@ void kh_report_print_steps(FILE *f, const kh_report_task *t) {
             const kh_cell_record *r = t->cells[p * t->nd + d];
             char cell[256];
             if (!isfinite(cell_value(t, p * t->nd + d, 1))) {
-                fprintf(f, " %s |", is_ok(r) ? "—" : r ? r->status : "");
+                fputc(' ', f);
+                kh_esc_md(f, is_ok(r) ? "—" : r ? r->status : "");
+                fputs(" |", f);
                 continue;
             }
             kh_report_fmt_time_cell(t, p, d, 1, cell, sizeof cell);
@@ -226,7 +228,10 @@ void kh_report_print_warnings(FILE *f, const kh_report_task *t) {
             if (s->n_failed) {
                 fprintf(f, "%s%d did not finish (", sep, s->n_failed);
                 for (int i = 0, k = 0; i < s->n_reps; i++)
-                    if (strcmp(s->reps[i].status, "ok")) fprintf(f, "%s#%d %s", k++ ? ", " : "", s->reps[i].index, s->reps[i].status);
+                    if (strcmp(s->reps[i].status, "ok")) {
+                        fprintf(f, "%s#%d ", k++ ? ", " : "", s->reps[i].index);
+                        kh_esc_md(f, s->reps[i].status);
+                    }
                 fprintf(f, "), not counted");
                 sep = "; ";
             }

@@ -48,7 +48,7 @@ void kh_report_html_strips(FILE *f, const kh_report_task *t) {
         double span = hi - lo;
         fputs("<figure><svg class=\"chart strip-chart\" xmlns=\"http://www.w3.org/2000/svg\"", f);
         fprintf(f, " width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" role=\"img\"><title>Time per step on ", W, H, W, H);
-        kh_report_esc(f, t->devices[d]);
+        kh_esc_xml(f, t->devices[d]);
         fputs(" (ms), every recorded step</title>\n", f);
         int row = 0;
         for (int p = 0; p < t->np; p++) {
@@ -61,7 +61,7 @@ void kh_report_html_strips(FILE *f, const kh_report_task *t) {
             int stride = total > KH_STRIP_MAX ? (total + KH_STRIP_MAX - 1) / KH_STRIP_MAX : 1;
             double y0 = TOP + row * RH;
             fprintf(f, "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\" font-size=\"12\">", L - 6, y0 + RH / 2.0 + 4);
-            kh_report_esc(f, t->plugins[p]);
+            kh_esc_xml(f, t->plugins[p]);
             fputs("</text>\n", f);
             const char *c = colour[row % (int)(sizeof colour / sizeof colour[0])];
             int seen = 0;
@@ -94,7 +94,7 @@ void kh_report_html_strips(FILE *f, const kh_report_task *t) {
         fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\" font-size=\"11\">ms per step</text>\n",
                 (L + W - R) / 2, TOP + rows * RH + 30);
         fputs("</svg><figcaption>Time per step on ", f);
-        kh_report_esc(f, t->devices[d]);
+        kh_esc_xml(f, t->devices[d]);
         fputs(": one dot per recorded step, a bar at each repetition's median</figcaption></figure>\n", f);
     }
 }
@@ -103,20 +103,20 @@ void kh_report_html_strips(FILE *f, const kh_report_task *t) {
 static void html_vs_reference(FILE *f, const kh_report_task *t) {
     if (!kh_report_has_vs_reference(t, -1)) return;
     fputs("<table class=\"time vsref\"><caption>", f);
-    kh_report_esc(f, kh_report_vs_reference_title);
+    kh_esc_xml(f, kh_report_vs_reference_title);
     fputs("</caption>\n", f);
     kh_report_html_head(f, t, "backend");
     fputs("<tbody>\n", f);
     for (int p = 0; p < t->np; p++) {
         if (!kh_report_has_vs_reference(t, p)) continue;
         fputs("<tr><th>", f);
-        kh_report_esc(f, t->plugins[p]);
+        kh_esc_xml(f, t->plugins[p]);
         fputs("</th>", f);
         for (int d = 0; d < t->nd; d++) {
             char cell[192];
             kh_report_fmt_vs_reference(t, p, d, cell, sizeof cell);
             fputs("<td>", f);
-            kh_report_esc(f, cell);
+            kh_esc_xml(f, cell);
             fputs("</td>", f);
         }
         fputs("</tr>\n", f);
@@ -139,14 +139,14 @@ void kh_report_html_steps(FILE *f, const kh_report_task *t) {
         fputs("<tbody>\n", f);
         for (int p = 0; p < t->np; p++) {
             fputs("<tr><th>", f);
-            kh_report_esc(f, t->plugins[p]);
+            kh_esc_xml(f, t->plugins[p]);
             fputs("</th>", f);
             for (int d = 0; d < t->nd; d++) {
                 const kh_cell_stats *s = t->stats ? t->stats[p * t->nd + d] : NULL;
                 const kh_cell_record *r = t->cells[p * t->nd + d];
                 if (!r || strcmp(r->status, "ok") || !s || !s->step.n) {
                     fputs("<td class=\"dnf\">", f);
-                    kh_report_esc(f, !r ? "" : strcmp(r->status, "ok") ? r->status : "\xe2\x80\x94");
+                    kh_esc_xml(f, !r ? "" : strcmp(r->status, "ok") ? r->status : "\xe2\x80\x94");
                     fputs("</td>", f);
                     continue;
                 }
@@ -159,7 +159,7 @@ void kh_report_html_steps(FILE *f, const kh_report_task *t) {
                     cell[n - 4] = 0;
                 }
                 fprintf(f, "<td%s>", best ? " class=\"best\"" : "");
-                kh_report_esc(f, cell);
+                kh_esc_xml(f, cell);
                 fputs("</td>", f);
             }
             fputs("</tr>\n", f);
@@ -184,7 +184,7 @@ void kh_report_html_steps(FILE *f, const kh_report_task *t) {
         if (strncmp(line, "- ", 2)) continue;
         if (!listed) fputs("<p class=\"warnings\">Measurement warnings:</p>\n<ul class=\"warnings\">\n", f), listed = 1;
         fputs("<li>", f);
-        kh_report_esc(f, line + 2);
+        kh_esc_xml(f, line + 2);
         fputs("</li>\n", f);
     }
     if (listed) fputs("</ul>\n", f);

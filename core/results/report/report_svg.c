@@ -174,11 +174,11 @@ int kh_report_svg(const kh_report *rep, const char *path, char *err, size_t errl
                 kh_report_fmt_seconds(tv, v, sizeof v);
                 fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\"><title>", x, y,
                         bar_w, bottom - y, palette[s % N_PALETTE]);
-                kh_report_esc(f, k->name);
+                kh_esc_xml(f, k->name);
                 fputs(": ", f);
-                kh_report_esc(f, sv[s].plugin);
+                kh_esc_xml(f, sv[s].plugin);
                 fputs(" on ", f);
-                kh_report_esc(f, sv[s].device);
+                kh_esc_xml(f, sv[s].device);
                 fprintf(f, ", %s s per epoch</title></rect>\n", v);
                 double ytext = y;
                 if (isfinite(ci.lo) && isfinite(ci.hi) && ci.lo > 0) { /* the 95 % CI as a whisker */
@@ -193,9 +193,9 @@ int kh_report_svg(const kh_report *rep, const char *path, char *err, size_t errl
             } else { /* did not finish: a grey mark where the bar would be, the reason on hover */
                 fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" fill=\"#999999\">x<title>", x + bar_w / 2,
                         bottom - 4);
-                kh_report_esc(f, sv[s].plugin);
+                kh_esc_xml(f, sv[s].plugin);
                 fputs(" on ", f);
-                kh_report_esc(f, sv[s].device);
+                kh_esc_xml(f, sv[s].device);
                 fputs(": ", f);
                 kh_report_esc_note(f, r->status, ": ", r->reason, "");
                 fputs("</title></text>\n", f);
@@ -203,7 +203,7 @@ int kh_report_svg(const kh_report *rep, const char *path, char *err, size_t errl
             x += bar_w + bar_gap;
         }
         fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">", x0 + gw[t] / 2, bottom + 18);
-        kh_report_esc(f, k->name);
+        kh_esc_xml(f, k->name);
         fprintf(f, "</text>\n</g>\n");
         x0 += gw[t];
     }
@@ -214,9 +214,9 @@ int kh_report_svg(const kh_report *rep, const char *path, char *err, size_t errl
         fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"12\" height=\"12\" fill=\"%s\"/>", lx, ly - 10,
                 palette[s % N_PALETTE]);
         fprintf(f, "<text x=\"%.1f\" y=\"%.1f\">", lx + 17, ly);
-        kh_report_esc(f, sv[s].plugin);
+        kh_esc_xml(f, sv[s].plugin);
         fputs(" on ", f);
-        kh_report_esc(f, sv[s].device);
+        kh_esc_xml(f, sv[s].device);
         fputs("</text>\n", f);
     }
     fputs("</svg>\n", f);

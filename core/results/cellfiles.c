@@ -1,0 +1,111 @@
+/* core/results/cellfiles.c — a folder's record files grouped into cells (cellfiles.h). */
+#define _POSIX_C_SOURCE 200809L
+#include "base/grow.h"
+#include "results/cellfiles.h"
+#include "results/results.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int kh_cell_parse_name(const char *name, char *base, size_t n, int *k) {
+    size_t len = strlen(name);
+    *k = 0;
+    if (name[0] == '.' || len <= 5 || strcmp(name + len - 5, ".json")) return 0;
+    size_t stem = len - 5;
+    if (stem > 6 && !strncmp(name + stem - 6, ".stats", 6)) return 0;
+    /* ".rep<digits>" before ".json" */
+    size_t d = stem;
+    while (d > 0 && name[d - 1] >= '0' && name[d - 1] <= '9') d--;
+    if (d < stem && d >= 4 && !strncmp(name + d - 4, ".rep", 4) && stem - d <= 6 && name[d] != '0') {
+        *k = atoi(name + d);
+        stem = d - 4;
+    }
+    if (stem == 0 || stem + 1 > n) return 0;
+    memcpy(base, name, stem);
+    base[stem] = 0;
+    return kh_record_name_ok(base, n - 1);
+}
+
+
+/* Bases compared as byte strings of their lengths (a shorter prefix first), then k. */
+static int cmp_base(const char *a, int la, const char *b, int lb) {
+    int c = memcmp(a, b, (size_t)(la < lb ? la : lb));
+    return c ? c : (la > lb) - (la < lb);
+}
+
+static int cmp_file(const void *a, const void *b) {
+    const kh_cell_file *x = a, *y = b;
+    int c = cmp_base(x->name, x->base_len, y->name, y->base_len);
+    return c ? c : (x->k > y->k) - (x->k < y->k);
+}
+
+void kh_cell_files_free(kh_cell_files *l) {
+    for (int i = 0; i < l->n; i++) free(l->v[i].name);
+    free(l->v);
+    memset(l, 0, sizeof *l);
+}
+
+int kh_cell_files_read(const char *dir, kh_cell_files *l, char *err, size_t errlen) {
+    memset(l, 0, sizeof *l);
+    DIR *d = opendir(dir);
+    if (!d) {
+        snprintf(err, errlen, "%s: cannot read: %s", dir, strerror(errno));
+        return -1;
+    }
+    int cap = 0, rc = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        char base[256];
+        int k;
+        if (!kh_cell_parse_name(e->d_name, base, sizeof base, &k)) {
+            size_t len = strlen(e->d_name); /* a .json that is neither a record nor a summary: the reader says so */
+            if (e->d_name[0] != '.' && len > 5 && !strcmp(e->d_name + len - 5, ".json") &&
+                !(len > 11 && !strcmp(e->d_name + len - 11, ".stats.json")) && l->n_odd++ == 0)
+                snprintf(l->odd, sizeof l->odd, "%s", e->d_name);
+            continue;
+        }
+        if (l->n == cap) {
+            kh_cell_file *nv = kh_grow(l->v, &cap, sizeof *nv, 64);
+            if (!nv) {
+                rc = -1;
+                break;
+            }
+            l->v = nv;
+        }
+        kh_cell_file *f = &l->v[l->n];
+        if (!(f->name = strdup(e->d_name))) {
+            rc = -1;
+            break;
+        }
+        f->base_len = (int)strlen(base);
+        f->k = k;
+        l->n++;
+    }
+    closedir(d);
+    if (rc != 0) {
+        snprintf(err, errlen, "%s: out of memory", dir);
+        kh_cell_files_free(l);
+        return -2;
+    }
+    if (l->n > 1) qsort(l->v, (size_t)l->n, sizeof *l->v, cmp_file);
+    return 0;
+}
+
+int kh_cell_files_run_end(const kh_cell_files *l, int i) {
+    int j = i + 1;
+    while (j < l->n && !cmp_base(l->v[j].name, l->v[j].base_len, l->v[i].name, l->v[i].base_len)) j++;
+    return j;
+}
+
+int kh_cell_files_find(const kh_cell_files *l, const char *base) {
+    int lb = (int)strlen(base), lo = 0, hi = l->n; /* the first file whose base is not below base */
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (cmp_base(l->v[mid].name, l->v[mid].base_len, base, lb) < 0) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo < l->n && !cmp_base(l->v[lo].name, l->v[lo].base_len, base, lb) ? lo : -1;
+}
