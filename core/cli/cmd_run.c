@@ -92,7 +92,8 @@ static int parse(int argc, char **argv, run_args *r) {
 static int parse_repetition(const char *s, kh_cell_record *rec) {
     int k, n, round, pos, used = 0;
     unsigned long long seed;
-    if (sscanf(s, "%d/%d/%d/%d/%llu%n", &k, &n, &round, &pos, &seed, &used) != 5 || s[used] || k < 1 || n < k ||
+    if (s[strspn(s, "0123456789/")] || /* digits alone: scanf's %llu would take "-1" as 2^64 - 1 */
+        sscanf(s, "%d/%d/%d/%d/%llu%n", &k, &n, &round, &pos, &seed, &used) != 5 || s[used] || k < 1 || n < k ||
         round < 1 || pos < 0)
         return -1;
     rec->rep_index = k, rec->rep_of = n, rec->rep_round = round, rec->rep_position = pos;

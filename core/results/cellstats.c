@@ -54,13 +54,12 @@ static void check_times(const cJSON *mean, const cJSON *epochs, const double *st
 
 /* One record file into rep. -1 with err naming the file and field. */
 static int read_rep(const char *path, kh_rep *rep, char *step_sync, size_t sslen, char *err, size_t errlen) {
-    cJSON *o = kh_json_read_file(path, err, errlen);
+    cJSON *o = kh_record_json_read(path, NULL, 0, err, errlen);
     if (!o) return -1;
     int rc = -1;
     const cJSON *st = cJSON_GetObjectItemCaseSensitive(o, "status");
-    if (!cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(o, "khost_record")) || !cJSON_IsString(st)) {
-        snprintf(err, errlen, "%s: field \"%s\" missing or of the wrong type", path,
-                 cJSON_IsString(st) ? "khost_record" : "status");
+    if (!cJSON_IsString(st)) {
+        snprintf(err, errlen, "%s: field \"status\" missing or of the wrong type", path);
         goto done;
     }
     snprintf(rep->status, sizeof rep->status, "%s", st->valuestring);
@@ -69,7 +68,7 @@ static int read_rep(const char *path, kh_rep *rep, char *step_sync, size_t sslen
     rep->epoch_s = ok && cJSON_IsNumber(m) && m->valuedouble > 0 ? m->valuedouble : NAN;
     const cJSON *r = cJSON_GetObjectItemCaseSensitive(o, "repeat");
     const cJSON *rr = cJSON_GetObjectItemCaseSensitive(r, "round");
-    if (cJSON_IsNumber(rr)) rep->round = (int)rr->valuedouble;
+    if (cJSON_IsNumber(rr) && rr->valuedouble >= 1 && rr->valuedouble < 1e9) rep->round = (int)rr->valuedouble;
     const cJSON *samples = cJSON_GetObjectItemCaseSensitive(o, "samples");
     if (samples && !cJSON_IsObject(samples)) {
         snprintf(err, errlen, "%s: field \"samples\" is not an object", path);

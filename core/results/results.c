@@ -4,6 +4,7 @@
 
 #include "base/files.h"
 #include "base/grow.h"
+#include "results/json_scan.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -152,6 +153,13 @@ void kh_record_rep_path(char *buf, size_t n, const char *out_dir, const char *ta
 static int record_rep(const kh_cell_record *r) { return r->rep_of > 1 ? r->rep_index : 0; }
 
 /* JSON numbers cannot be NaN: absent values are null. */
+/* A 64-bit integer as its exact decimal literal (cJSON's numbers are doubles: 53 bits). */
+static void add_u64(cJSON *o, const char *key, uint64_t v) {
+    char text[24];
+    snprintf(text, sizeof text, "%llu", (unsigned long long)v);
+    cJSON_AddRawToObject(o, key, text);
+}
+
 static cJSON *num_or_null(double v) { return isfinite(v) ? cJSON_CreateNumber(v) : cJSON_CreateNull(); }
 
 /* A double member under its JSON key. The writer and the reader share one table per group of figures, so
@@ -205,7 +213,7 @@ static void add_repeat_and_samples(cJSON *o, const kh_cell_record *r) {
         cJSON_AddNumberToObject(rp, "of", r->rep_of);
         cJSON_AddNumberToObject(rp, "round", r->rep_round);
         cJSON_AddNumberToObject(rp, "position", r->rep_position);
-        cJSON_AddNumberToObject(rp, "order_seed", (double)r->order_seed);
+        add_u64(rp, "order_seed", r->order_seed);
     }
     cJSON *sm = cJSON_AddObjectToObject(o, "samples");
     if (sm) {
@@ -251,7 +259,7 @@ char *kh_record_to_json(const kh_cell_record *r, int compact) {
     cJSON_AddStringToObject(o, "reason", r->reason);
     cJSON_AddNumberToObject(o, "epochs_requested", r->epochs_requested);
     cJSON_AddNumberToObject(o, "batch_size", r->batch_size);
-    cJSON_AddNumberToObject(o, "seed", (double)r->seed);
+    add_u64(o, "seed", r->seed);
     cJSON_AddNumberToObject(o, "train_samples", (double)r->train_samples);
     cJSON_AddNumberToObject(o, "val_samples", (double)r->val_samples);
     cJSON_AddStringToObject(o, "metric", r->metric);
@@ -351,7 +359,7 @@ static int name_field_ok(const cJSON *o, const char *key, size_t max) {
     return cJSON_IsString(v) && kh_record_name_ok(v->valuestring, max);
 }
 
-cJSON *kh_json_read_file(const char *path, char *err, size_t errlen) {
+cJSON *kh_record_json_read(const char *path, kh_json_int *ints, int n, char *err, size_t errlen) {
     FILE *f = kh_fopen_regular(path, err, errlen); /* a FIFO or a device named like a record never blocks */
     if (!f) return NULL;
     char *buf = NULL;
@@ -381,19 +389,39 @@ cJSON *kh_json_read_file(const char *path, char *err, size_t errlen) {
     }
     buf[len] = 0;
     cJSON *o = cJSON_Parse(buf);
+    char why[160];
+    if (!o) {
+        snprintf(err, errlen, "%s: not valid JSON", path);
+    } else if (kh_json_scan(buf, ints, n, why, sizeof why) != 0) {
+        snprintf(err, errlen, "%s: %s", path, why);
+        cJSON_Delete(o);
+        o = NULL;
+    } else {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, "khost_record");
+        double ver = cJSON_IsNumber(v) ? v->valuedouble : NAN;
+        if (!(ver >= 1 && ver <= KH_RECORD_VERSION && ver == floor(ver))) {
+            if (ver > KH_RECORD_VERSION && ver == floor(ver) && ver < 1e9)
+                snprintf(err, errlen, "%s: record version %.0f is from a newer khost (this one reads 1 to %d)", path,
+                         ver, KH_RECORD_VERSION);
+            else
+                snprintf(err, errlen, "%s: field \"khost_record\" missing or not a record version (1 to %d)", path,
+                         KH_RECORD_VERSION);
+            cJSON_Delete(o);
+            o = NULL;
+        }
+    }
     free(buf);
-    if (!o) snprintf(err, errlen, "%s: not valid JSON", path);
     return o;
 }
 
 int kh_record_read(const char *path, kh_cell_record *r, char *err, size_t errlen) {
     kh_record_init(r);
-    cJSON *o = kh_json_read_file(path, err, errlen);
+    kh_json_int exact[2] = {{.path = "seed"}, {.path = "repeat.order_seed"}};
+    cJSON *o = kh_record_json_read(path, exact, 2, err, errlen);
     if (!o) return -1;
     int rc = -1;
     const char *missing = NULL;
-    if (!cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(o, "khost_record"))) missing = "khost_record";
-    else if (get_str(o, "plugin", r->plugin, sizeof r->plugin)) missing = "plugin";
+    if (get_str(o, "plugin", r->plugin, sizeof r->plugin)) missing = "plugin";
     else if (get_str(o, "task", r->task, sizeof r->task)) missing = "task";
     else if (get_str(o, "device", r->device, sizeof r->device)) missing = "device";
     else if (get_str(o, "status", r->status, sizeof r->status)) missing = "status";
@@ -419,7 +447,13 @@ int kh_record_read(const char *path, kh_cell_record *r, char *err, size_t errlen
     double v;
     if (isfinite(v = get_num(o, "epochs_requested"))) r->epochs_requested = (int)v;
     if (isfinite(v = get_num(o, "batch_size"))) r->batch_size = (int)v;
-    if (isfinite(v = get_num(o, "seed"))) r->seed = (uint64_t)v;
+    /* seeds are 64-bit integers: read from their digits (a double keeps 53 bits), never from a negative */
+    for (int i = 0; i < 2; i++)
+        if (exact[i].found < 0) {
+            snprintf(err, errlen, "%s: field \"%s\" is not an integer from 0 to 2^64 - 1", path, exact[i].path);
+            goto done;
+        }
+    if (exact[0].found) r->seed = exact[0].v;
     if (isfinite(v = get_num(o, "train_samples"))) r->train_samples = (int64_t)v;
     if (isfinite(v = get_num(o, "val_samples"))) r->val_samples = (int64_t)v;
     get_figures(o, r, record_figures, N_FIGURES(record_figures));
@@ -449,7 +483,7 @@ int kh_record_read(const char *path, kh_cell_record *r, char *err, size_t errlen
         if (isfinite(v = get_num(rp, "of")) && v >= 1 && v < 1e6) r->rep_of = (int)v;
         if (isfinite(v = get_num(rp, "round")) && v >= 1 && v < 1e6) r->rep_round = (int)v;
         if (isfinite(v = get_num(rp, "position")) && v >= 0 && v < 1e6) r->rep_position = (int)v;
-        if (isfinite(v = get_num(rp, "order_seed")) && v >= 0) r->order_seed = (uint64_t)v;
+        if (exact[1].found) r->order_seed = exact[1].v;
     }
     const cJSON *sm = cJSON_GetObjectItemCaseSensitive(o, "samples");
     if (cJSON_IsObject(sm)) {

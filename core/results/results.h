@@ -134,8 +134,12 @@ int kh_record_write(const kh_cell_record *r, const char *out_dir, char *err, siz
 char *kh_record_to_json(const kh_cell_record *r, int compact);
 /* Parse a JSON record file; err names the file and the field. */
 int kh_record_read(const char *path, kh_cell_record *r, char *err, size_t errlen);
-/* A JSON file parsed (cJSON_Delete it); NULL with err naming the file: cannot open, read error, out of
- * memory, not valid JSON. */
+/* A record file parsed (cJSON_Delete it); NULL with err naming the file: cannot open, read error, out of
+ * memory, not valid JSON, a key twice in one object, "khost_record" missing or not a version this khost reads
+ * (1 to KH_RECORD_VERSION: a newer one is named as such). ints[0..n) get the exact integers asked for
+ * (json_scan.h). */
+#define KH_RECORD_VERSION 2
 struct cJSON;
-struct cJSON *kh_json_read_file(const char *path, char *err, size_t errlen);
+struct kh_json_int;
+struct cJSON *kh_record_json_read(const char *path, struct kh_json_int *ints, int n, char *err, size_t errlen);
 #endif

@@ -199,7 +199,7 @@ int kh_matrix_run(kh_host *h, const kh_matrix_opts *given) {
             int t = cells[order[pos]].t, p = cells[order[pos]].p, d = cells[order[pos]].d;
             const kh_task_info *info = tasks[t].m->task && tasks[t].m->task->info ? tasks[t].m->task->info() : NULL;
             int rep = o.repeat > 1 ? round : 0;
-            mx_cell c = {&plugins[p], &tasks[t], devs[d], info, out_dir, &o, h->reg.seed, {0}, rep, round, pos};
+            mx_cell c = {&plugins[p], &tasks[t], devs[d], info, out_dir, &o, h->reg.seed, {0}, rep, round, pos, NULL};
             kh_env_now_iso(c.started_at, sizeof c.started_at);
             char json[4200], csv[4200], log[4200], dir[4200];
             kh_record_rep_path(json, sizeof json, out_dir, c.task->name, c.plugin->name, c.dev->id, rep, "json");
@@ -244,6 +244,28 @@ int kh_matrix_run(kh_host *h, const kh_matrix_opts *given) {
             }
             char *args[40]; /* every option below given at once, and the NULL */
             int a = 0;
+            char stage[4200], staged_json[4200];
+            const char *cell_out = out_dir, *settle_json = json;
+            if (!c.plugin->m) { /* a runner writes into a folder of its own, checked and copied from there */
+                if ((size_t)snprintf(stage, sizeof stage, "%s/.reference-XXXXXX", out_dir) >= sizeof stage ||
+                    !mkdtemp(stage)) {
+                    snprintf(err, sizeof err, "cannot make a folder for the reference runner in %s: %s", out_dir,
+                             strerror(errno));
+                    kh_record_init(&r);
+                    mx_fill_record(&r, &c, "error", err, NULL, 1);
+                    if (kh_record_write(&r, out_dir, err, sizeof err) != 0)
+                        kh_logf(KH_LOG_ERROR, "matrix: cannot write the record of %s x %s x %s: %s", c.plugin->name,
+                                c.task->name, c.dev->id, err);
+                    n_done++, n_by[4]++;
+                    mx_print_end(&c, idx, total, &r, -1, NULL);
+                    kh_record_free(&r);
+                    continue;
+                }
+                c.stage = cell_out = stage;
+                kh_record_rep_path(staged_json, sizeof staged_json, stage, c.task->name, c.plugin->name, c.dev->id,
+                                   rep, "json");
+                settle_json = staged_json;
+            }
             if (c.plugin->m) {
                 args[a++] = h->exe_path;
                 args[a++] = "run";
@@ -259,7 +281,7 @@ int kh_matrix_run(kh_host *h, const kh_matrix_opts *given) {
             args[a++] = "--device";
             args[a++] = (char *)c.dev->id;
             args[a++] = "--out";
-            args[a++] = (char *)out_dir;
+            args[a++] = (char *)cell_out;
             args[a++] = "--quiet";
             if (o.epochs) { args[a++] = "--epochs"; args[a++] = (char *)o.epochs; }
             if (o.batch_size) { args[a++] = "--batch-size"; args[a++] = (char *)o.batch_size; }
@@ -285,13 +307,15 @@ int kh_matrix_run(kh_host *h, const kh_matrix_opts *given) {
             kh_child_result res;
             kh_child_run(args, envp, log, o.timeout_s, KH_MATRIX_GRACE_S, &res);
             if (res.outcome == KH_CHILD_INTERRUPTED) {
+                if (c.stage) mx_stage_remove(c.stage);
                 /* No record: the user stopped it, and --resume should run it again. */
                 printf("[%d/%d] %s x %s x %s ... interrupted\n", idx, total, c.plugin->name, c.task->name,
                        c.dev->id);
                 interrupted = 1;
                 break;
             }
-            mx_settle(&c, &res, json, log, &r);
+            mx_settle(&c, &res, settle_json, log, &r);
+            if (c.stage) mx_stage_remove(c.stage);
             if (res.peak_rss_bytes > 0 && r.peak_rss_bytes != res.peak_rss_bytes) {
                 /* the kernel's account of the exited child covers all it did, after its record too */
                 r.peak_rss_bytes = res.peak_rss_bytes;

@@ -43,7 +43,11 @@ typedef struct mx_cell {
     uint64_t reg_seed;
     char started_at[32];
     int rep, round, position; /* repetition rep (0: the cell is not repeated) of round, position in it */
+    const char *stage;        /* a reference runner's results folder (its record is checked and copied from
+                                 there, so a runner never writes into out_dir); NULL for khost's own cells */
 } mx_cell;
+/* Remove a reference cell's stage folder and everything in it (links removed, never followed). */
+void mx_stage_remove(const char *dir);
 /* Remove a cell's leftover temporary record files (a cell killed mid-write). */
 void mx_remove_partial(const char *record_path);
 /* A status --resume keeps: "ok" or "unsupported". */

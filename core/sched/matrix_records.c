@@ -5,6 +5,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <ftw.h>
 #include <math.h>
 #include <signal.h>
 #include <stdint.h>
@@ -149,16 +150,54 @@ void mx_fill_record(kh_cell_record *r, const mx_cell *c, const char *status, con
 }
 
 /* Turn the child's outcome into the cell's record (reading the child's, or writing one). */
+/* Whether r is the record of cell c (its plugin, task, device and repetition); 0 with why when it is not. */
+static int record_is_cell(const kh_cell_record *r, const mx_cell *c, const char *path, char *why, size_t n) {
+    const char *field = NULL, *got = NULL, *want = NULL;
+    if (strcmp(r->plugin, c->plugin->name)) field = "plugin", got = r->plugin, want = c->plugin->name;
+    else if (strcmp(r->task, c->task->name)) field = "task", got = r->task, want = c->task->name;
+    else if (strcmp(r->device, c->dev->id)) field = "device", got = r->device, want = c->dev->id;
+    const char *writer = c->plugin->m ? "khost run" : "the reference runner (tools/reference/run)";
+    if (field) {
+        snprintf(why, n, "%s wrote %s naming %s '%s', not this cell's '%s': not this cell's record", writer, path,
+                 field, got, want);
+        return 0;
+    }
+    int rep_ok = c->rep > 0 ? r->rep_index == c->rep && r->rep_of == c->o->repeat && r->rep_round == c->round
+                            : r->rep_of <= 1;
+    if (!rep_ok) {
+        snprintf(why, n, "%s wrote %s as repetition %d of %d (round %d), not this cell's %d of %d (round %d)", writer,
+                 path, r->rep_index, r->rep_of, r->rep_round, c->rep ? c->rep : 1, c->rep ? c->o->repeat : 1,
+                 c->rep ? c->round : 1);
+        return 0;
+    }
+    return 1;
+}
+
 void mx_settle(const mx_cell *c, const kh_child_result *res, const char *json_path, const char *log_path,
                kh_cell_record *r) {
-    char err[1200], reason[600], line[400];
+    char err[1200], reason[600], line[400], wrong[600] = "";
     int have = kh_record_read(json_path, r, err, sizeof err) == 0;
+    if (have && !record_is_cell(r, c, json_path, wrong, sizeof wrong)) {
+        kh_record_free(r); /* another cell's record, or another repetition's: never taken as this one's */
+        have = 0;
+    }
     if (!have) kh_record_init(r);
     const char *status = NULL;
     reason[0] = 0;
     switch (res->outcome) {
     case KH_CHILD_EXITED:
+        if (have && c->stage) { /* the runner's record, checked, into the results folder */
+            if (kh_record_write(r, c->out_dir, err, sizeof err) != 0)
+                kh_logf(KH_LOG_ERROR, "matrix: cannot write the record of %s x %s x %s: %s", c->plugin->name,
+                        c->task->name, c->dev->id, err);
+            return;
+        }
         if (have) return; /* the child's own account, whatever its exit code */
+        if (wrong[0]) {
+            status = "error";
+            snprintf(reason, sizeof reason, "%s", wrong);
+            break;
+        }
         last_log_line(log_path, line, sizeof line);
         if (res->code == 0) {
             status = "error";
@@ -239,7 +278,7 @@ static void mx_from_ref(const kh_matrix_cell_ref *ref, mx_mod *p, mx_mod *t, kh_
     o->seed = ref->seed;
     o->timeout_s = ref->timeout_s;
     const kh_task_info *info = ref->task->task && ref->task->task->info ? ref->task->task->info() : NULL;
-    *c = (mx_cell){p, t, ref->dev, info, ref->out_dir, o, ref->reg_seed, {0}, 0, 1, 0};
+    *c = (mx_cell){p, t, ref->dev, info, ref->out_dir, o, ref->reg_seed, {0}, 0, 1, 0, NULL};
     o->repeat = 1;
     snprintf(c->started_at, sizeof c->started_at, "%s", ref->started_at);
 }
@@ -264,4 +303,16 @@ void kh_matrix_fill(const kh_matrix_cell_ref *ref, kh_cell_record *r, const char
     char log[4200];
     kh_record_path(log, sizeof log, ref->out_dir, t.name, p.name, ref->dev->id, "log");
     mx_fill_record(r, &c, status, reason, log, fresh);
+}
+
+static int remove_entry(const char *path, const struct stat *st, int type, struct FTW *ftw) {
+    (void)st, (void)ftw;
+    if ((type == FTW_DP ? rmdir(path) : unlink(path)) != 0)
+        kh_logf(KH_LOG_WARN, "matrix: cannot remove %s: %s", path, strerror(errno));
+    return 0;
+}
+
+void mx_stage_remove(const char *dir) {
+    if (nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS) != 0 && errno != ENOENT)
+        kh_logf(KH_LOG_WARN, "matrix: cannot remove %s: %s", dir, strerror(errno));
 }

@@ -7,10 +7,12 @@ Every reference script starts with
 and only then imports its framework.
 """
 import argparse
+import ctypes
 import json
 import math
 import os
 import platform
+import signal
 import socket
 import subprocess
 import sys
@@ -93,9 +95,31 @@ def parse_repetition(text):
 JEMALLOC = "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2"
 
 
+def guard_parent():
+    """khost's rule for the processes it starts (core/base/procguard.h), kept by a runner too: when khost
+    started this one (KHOST_PARENT_PID), it ends when khost ends, and takes its process group (it leads one:
+    khost spawns every cell so) with it, whatever the framework started. A parent already gone ends it now."""
+    want = os.environ.get("KHOST_PARENT_PID", "")
+    if not want.isdigit() or os.getpgrp() != os.getpid():  # a group of its own, or nothing to end
+        return
+
+    def end_group(signum, frame):
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        os.killpg(0, signal.SIGKILL)
+
+    signal.signal(signal.SIGTERM, end_group)
+    libc = ctypes.CDLL(None, use_errno=True)
+    PR_SET_PDEATHSIG = 1
+    if libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0) != 0:
+        sys.exit("reference: prctl(PR_SET_PDEATHSIG): %s" % os.strerror(ctypes.get_errno()))
+    if os.getppid() != int(want):  # khost died before the prctl: nobody would ever signal this process
+        end_group(signal.SIGTERM, None)
+
+
 def setup(task, framework):
     """Parse argv and fix the process environment before the framework loads (OpenMP and OpenBLAS read
     theirs when their libraries are loaded)."""
+    guard_parent()
     args = _parser(task, framework).parse_args()
     args.task, args.framework = task, framework
     args.repeat = parse_repetition(args.repetition)
