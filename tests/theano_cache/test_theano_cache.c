@@ -223,6 +223,18 @@ static void d_trailer(const char *entry, const char *artifact) {
     free(m);
 }
 
+/* A FIFO in a file's place: opened without blocking and refused as not a regular file. */
+static void d_fifo_artifact(const char *entry, const char *artifact) {
+    (void)entry;
+    if (unlink(artifact) != 0 || mkfifo(artifact, 0600) != 0) exit(2);
+}
+static void d_fifo_meta(const char *entry, const char *artifact) {
+    (void)artifact;
+    char p[TH_CACHE_PATH_MAX + 8];
+    snprintf(p, sizeof p, "%s/meta", entry);
+    if (unlink(p) != 0 || mkfifo(p, 0600) != 0) exit(2);
+}
+
 static void part_corrupt(void) {
     const char *tmp = kh_test_tmpdir_kept("thc-corrupt");
     char dir[512], log[512];
@@ -248,6 +260,8 @@ static void part_corrupt(void) {
         {"garbage meta", d_garbage, "rebuilt: metadata does not match the key"},
         {"empty meta", d_empty, "rebuilt: metadata empty"},
         {"meta without its checksum", d_trailer, "rebuilt: metadata damaged"},
+        {"a FIFO as the artifact", d_fifo_artifact, "rebuilt: artifact is not a regular file"},
+        {"a FIFO as the meta", d_fifo_meta, "rebuilt: metadata"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         struct stat before, after;

@@ -310,7 +310,7 @@ static int verify(const char *entry, const char *key, size_t klen, const char *a
         snprintf(why, wl, "path too long");
         return 0;
     }
-    int fd = open(p, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    int fd = open(p, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
     if (fd < 0) {
         snprintf(why, wl, errno == ENOENT ? "artifact missing" : "artifact unreadable: %s", strerror(errno));
         return 0;

@@ -24,7 +24,7 @@ int th_path(char *buf, size_t buflen, const char *fmt, ...) {
 }
 
 char *th_read_file(const char *path, size_t max, size_t *len) {
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
     if (fd < 0) return NULL;
     struct stat st;
     char *buf = NULL;
