@@ -28,12 +28,14 @@ const char *kh_args_next(kh_args *a, const char **inline_value) {
 }
 
 const char *kh_args_value(kh_args *a, const char *opt, const char *inline_value) {
-    if (inline_value) return inline_value;
-    if (a->i >= a->argc) {
-        fprintf(stderr, "khost %s: option %s needs a value (see khost --help)\n", a->cmd, opt);
+    const char *v = inline_value;
+    if (!v && a->i < a->argc) v = a->argv[a->i++];
+    if (!v || !*v) { /* an empty value names nothing: never a silent default ("--device ''" is not cpu) */
+        fprintf(stderr, "khost %s: option %s needs a value%s (see khost --help)\n", a->cmd, opt,
+                v ? ", not an empty one" : "");
         return NULL;
     }
-    return a->argv[a->i++];
+    return v;
 }
 
 int kh_args_unknown(const kh_args *a, const char *opt) {

@@ -11,6 +11,17 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+int kh_abs_path(const char *path, char *buf, size_t n) {
+    char cwd[4096];
+    if (path[0] != '/' && !getcwd(cwd, sizeof cwd)) return -1;
+    int len = path[0] == '/' ? snprintf(buf, n, "%s", path) : snprintf(buf, n, "%s/%s", cwd, path);
+    if (len < 0 || (size_t)len >= n) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    return 0;
+}
+
 int kh_mkdirs(const char *path) {
     char tmp[4096];
     snprintf(tmp, sizeof tmp, "%s", path);

@@ -20,4 +20,7 @@ FILE *kh_memfile_open(kh_memfile *m, const char *name, char *err, size_t errlen)
 int kh_memfile_write(kh_memfile *m, FILE *f, const char *path, char *err, size_t errlen);
 /* mkdir -p; 0 ok. */
 int kh_mkdirs(const char *path);
+/* path made absolute against the working directory now, into buf: so a module that calls chdir() later cannot
+ * move where khost writes. 0 ok; -1 (errno) when the working directory is unknown or the result does not fit. */
+int kh_abs_path(const char *path, char *buf, size_t n);
 #endif

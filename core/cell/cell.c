@@ -191,6 +191,15 @@ static int metrics_bad(const kh_metrics *m) {
     return m->samples > 0 && !isfinite(m->loss_sum);
 }
 
+/* Sums that cannot be true (the ABI's ranges: samples >= 0, 0 <= correct <= samples): a backend bug, never a
+ * recorded accuracy of 2.0 or -4.6. Returns 1 with the cell failed. */
+static int metrics_impossible(cell *c, const kh_metrics *m, const char *phase) {
+    if (m->samples >= 0 && !(m->correct < 0) && !(m->correct > (double)m->samples)) return 0;
+    fail(c, "error", KH_EXIT_TRAIN, "read_metrics(%s) returned %g correct of %lld samples, which cannot be (the "
+         "backend broke the ABI: 0 <= correct <= samples)", phase, m->correct, (long long)m->samples);
+    return 1;
+}
+
 /* One epoch: returns KH_EXIT_OK or a failure code with rec filled. */
 static int run_epoch(cell *c, int epoch, int epochs, int64_t *order, int64_t n_train, int64_t per_epoch,
                      double t_start, kh_epoch_row *row) {
@@ -235,6 +244,7 @@ static int run_epoch(cell *c, int epoch, int epochs, int64_t *order, int64_t n_t
     double t1 = kh_now();
     if (c->b->read_metrics(c->model, KH_PHASE_TRAIN, &m, 1) != KH_OK)
         return fail(c, "error", KH_EXIT_TRAIN, "read_metrics: %s", berr(c));
+    if (metrics_impossible(c, &m, "training")) return KH_EXIT_TRAIN;
     row->epoch = epoch;
     row->loss = m.samples ? m.loss_sum / (double)m.samples : NAN;
     row->acc = m.samples ? m.correct / (double)m.samples : NAN;
@@ -272,6 +282,7 @@ static int run_epoch(cell *c, int epoch, int epochs, int64_t *order, int64_t n_t
         if (c->b->sync(c->model) != KH_OK) return fail(c, "error", KH_EXIT_TRAIN, "sync: %s", berr(c));
         if (c->b->read_metrics(c->model, KH_PHASE_EVAL, &m, 1) != KH_OK)
             return fail(c, "error", KH_EXIT_TRAIN, "read_metrics: %s", berr(c));
+        if (metrics_impossible(c, &m, "validation")) return KH_EXIT_TRAIN;
         row->val_loss = m.samples ? m.loss_sum / (double)m.samples : NAN;
         row->val_acc = m.samples ? m.correct / (double)m.samples : NAN;
         /* a NaN or Inf validation metric is a diverged model, whatever the training loss said */
@@ -338,13 +349,43 @@ static int warmup(cell *c, int64_t *order, int64_t n_train) {
     return KH_EXIT_OK;
 }
 
+/* The backend's environment() text into buf[n]: 1 when it gave one, 0 when it has none, -1 with the cell
+ * failed when it broke the ABI (no terminating NUL within the n bytes, or a write past them: the call writes
+ * into a copy followed by a guard band, so a short overrun is found here instead of corrupting the stack). */
+static int backend_environment(cell *c, char *buf, size_t n) {
+    enum { GUARD = 4096 };
+    if (!c->b->environment) return 0;
+    unsigned char *g = malloc(n + GUARD);
+    if (!g) return 0;
+    memset(g, 0xA5, n + GUARD);
+    g[0] = 0;
+    int rc = c->b->environment(c->sess, (char *)g, n) == KH_OK;
+    size_t k = n;
+    while (k < n + GUARD && g[k] == 0xA5) k++;
+    if (k < n + GUARD || !memchr(g, 0, n)) {
+        fail(c, "error", KH_EXIT_TRAIN, "environment() %s (the backend broke the ABI)",
+             k < n + GUARD ? "wrote past the buffer it was given" : "gave text without its terminating NUL");
+        free(g);
+        return -1;
+    }
+    if (rc) memcpy(buf, g, n);
+    free(g);
+    return rc;
+}
+
 /* after_training hook: predictions through the backend with the same input conversion. */
 typedef struct pred_ctx { cell *c; } pred_ctx;
 
 static kh_status pred_predict(void *ctx, const kh_tensor *x, kh_tensor *out) {
     cell *c = ((pred_ctx *)ctx)->c;
     if (!c->b->predict) return KH_ERR_UNSUPPORTED; /* optional in the ABI */
-    if (x->dims[0] > c->batch) return KH_ERR_INVALID;
+    /* the task's tensors, checked against the ABI before anything reads their dims */
+    for (const kh_tensor *t = x; t; t = t == x ? out : NULL) {
+        if (t->rank < 1 || t->rank > KH_MAX_RANK) return KH_ERR_INVALID;
+        for (int i = 0; i < t->rank; i++)
+            if (t->dims[i] < 1) return KH_ERR_INVALID;
+    }
+    if (x->dims[0] > c->batch || out->dims[0] != x->dims[0]) return KH_ERR_INVALID;
     kh_tensor xb;
     if (kh_layout_convert(&xb, x, c->to_nchw, c->onehot, c->xb) != 0) return KH_ERR_INVALID;
     return c->b->predict(c->model, &xb, out);
@@ -625,8 +666,9 @@ static int run(cell *c) {
         c->sess = NULL;
         return fail_status(c, os, "error", KH_EXIT_DEVICE, "open session", err[0] ? err : "no reason given");
     }
-    if (c->b->environment && c->b->environment(c->sess, err, sizeof err) == KH_OK)
-        kh_record_set_env(rec, "backend_env", err);
+    int env_rc = backend_environment(c, err, sizeof err);
+    if (env_rc < 0) return KH_EXIT_TRAIN;
+    if (env_rc > 0) kh_record_set_env(rec, "backend_env", err);
     int64_t dev_total;
     if (kh_device_mem_info(o->dev, &rec->dev_free_before, &dev_total) != 0) rec->dev_free_before = -1;
     kh_compile_opts co = {.struct_size = sizeof co, .max_batch = c->batch, .seed = o->seed, .deterministic = 0};
@@ -639,10 +681,13 @@ static int run(cell *c) {
         if (interrupted(c)) return KH_EXIT_TRAIN; /* the compile failed because the run was told to stop */
         return fail_status(c, cs, "error", KH_EXIT_TRAIN, "compile", err[0] ? err : berr(c));
     }
+    if (!c->model) /* the ABI: KH_OK comes with a model */
+        return fail(c, "error", KH_EXIT_TRAIN, "compile returned OK without a model (the backend broke the ABI)");
     compile_times(c, &co, compile_wall);
     /* again after compile: a GPU backend appends " cudnn_algos=..." (its choice per convolution layer), kept
      * under its own key so the versions before it are not cut at the record's value length */
-    if (c->b->environment && c->b->environment(c->sess, err, sizeof err) == KH_OK) {
+    if ((env_rc = backend_environment(c, err, sizeof err)) < 0) return KH_EXIT_TRAIN;
+    if (env_rc > 0) {
         char *algos = strstr(err, " cudnn_algos=");
         if (algos) {
             kh_record_set_env(rec, "cudnn_algos", algos + strlen(" cudnn_algos="));

@@ -84,8 +84,18 @@ static int side_scan_folder(side *s, const char *folder, const char *task, char 
         side_cell *c = &s->c[s->n];
         snprintf(c->task, sizeof c->task, "%s", task);
         snprintf(c->base, sizeof c->base, "%.*s", l.v[i].base_len, l.v[i].name);
-        if (kh_cell_stats_load_run(folder, &l, i, 0, &c->st, err, errlen) != 0) rc = -1;
-        else s->n++;
+        if (kh_cell_stats_load_run(folder, &l, i, 0, &c->st, err, errlen) != 0) {
+            rc = -1;
+            break;
+        }
+        s->n++;
+        for (int k = 0; k < c->st.n_reps; k++)
+            if (c->st.reps[k].record_version > KH_RECORD_VERSION) {
+                char path[4400], text[4600];
+                snprintf(path, sizeof path, "%s/%s", folder, c->st.reps[k].file);
+                kh_record_newer_text(path, c->st.reps[k].record_version, text, sizeof text);
+                kh_esc_msg("khost: compare: warning: ", text);
+            }
     }
     kh_cell_files_free(&l);
     return rc;

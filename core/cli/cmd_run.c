@@ -1,10 +1,12 @@
 /* core/cli/cmd_run.c — `khost [run] --plugin P --task T ...`: one cell in this process. */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include "base/files.h"
 #include "base/args.h"
@@ -120,6 +122,19 @@ int kh_cmd_run(kh_host *h, int argc, char **argv) {
     if (r.repeat > 1) return run_repeated(h, &r);
     if (r.quiet) kh_host_set_log_level(KH_LOG_ERROR);
     char err[1024];
+    /* --json: the record is the only thing on stdout. What a module prints there (from its constructor on) goes
+     * to stderr instead; the record is written to the stdout khost was given. */
+    FILE *json_out = NULL;
+    if (r.json) {
+        fflush(stdout);
+        int fd = fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
+        if (fd < 0 || !(json_out = fdopen(fd, "w")) || dup2(STDERR_FILENO, STDOUT_FILENO) < 0) {
+            kh_logf(KH_LOG_ERROR, "run --json: cannot keep stdout for the record: %s", strerror(errno));
+            if (fd >= 0 && !json_out) close(fd);
+            if (json_out) fclose(json_out);
+            return KH_EXIT_IO;
+        }
+    }
     const kh_host_api *api = kh_host_api_get();
     kh_module *b = kh_modules_find(&h->mods, KH_MODULE_BACKEND, r.plugin, api, err, sizeof err);
     if (!b) {
@@ -134,7 +149,13 @@ int kh_cmd_run(kh_host *h, int argc, char **argv) {
     kh_devices *devs = kh_host_devices(h);
     kh_device *dev = kh_host_device(h, r.device);
     if (!dev) return KH_EXIT_DEVICE;
+    char out_abs[4096]; /* resolved once: a module's chdir() cannot move where the record goes */
     const char *out_dir = r.out ? r.out : h->reg.results_dir;
+    if (out_dir && kh_abs_path(out_dir, out_abs, sizeof out_abs) != 0) {
+        kh_logf(KH_LOG_ERROR, "results: %s: cannot make the path absolute: %s", out_dir, strerror(errno));
+        return KH_EXIT_IO;
+    }
+    if (out_dir) out_dir = out_abs;
     /* Beside no matrix, and one writer per cell; a matrix cell writes under its parent's lock (lockfile.h). */
     kh_lock dir_lock = {-1, NULL}, cell_lock = {-1, NULL};
     if (!kh_procguard_is_child()) {
@@ -210,12 +231,15 @@ int kh_cmd_run(kh_host *h, int argc, char **argv) {
         kh_record_path(path, sizeof path, out_dir, rec.task, rec.plugin, rec.device, "json");
         printf("khost: results in %s\n", path);
     }
-    if (r.json) {
+    if (json_out) {
+        fflush(stdout); /* a module's last words, on stderr, before the record */
         char *js = kh_record_to_json(&rec, 1);
-        if (js) {
-            printf("%s\n", js);
-            free(js);
+        if (!js || fprintf(json_out, "%s\n", js) < 0 || fflush(json_out) != 0) {
+            kh_logf(KH_LOG_ERROR, "run --json: cannot write the record to stdout: %s", js ? strerror(errno) : "out of memory");
+            if (code == KH_EXIT_OK) code = KH_EXIT_IO;
         }
+        free(js);
+        fclose(json_out);
     }
     kh_record_free(&rec);
     kh_lock_release(&cell_lock);

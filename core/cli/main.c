@@ -1,5 +1,6 @@
 /* core/cli/main.c — the khost command line: dispatch to the subcommands. Only main() exits. */
 #define _GNU_SOURCE /* realpath */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,6 +88,9 @@ static const char usage[] =
 
 int main(int argc, char **argv) {
     kh_blas_tune(); /* before any module, and so OpenBLAS, is loaded */
+    /* Over a file-size limit (ulimit -f) a write fails with EFBIG and the record's writer says so; the default
+     * action of SIGXFSZ would end khost without a word or a record. */
+    signal(SIGXFSZ, SIG_IGN);
     if (kh_clocale_pin() != 0) fprintf(stderr, "khost: warning: cannot pin the C locale for number formatting\n");
     char gerr[256];
     if (kh_procguard_enter(gerr, sizeof gerr) != 0) { /* a child whose parent is gone, or a bad limit */

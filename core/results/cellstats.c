@@ -54,7 +54,7 @@ static void check_times(const cJSON *mean, const cJSON *epochs, const double *st
 
 /* One record file into rep. -1 with err naming the file and field. */
 static int read_rep(const char *path, kh_rep *rep, char *step_sync, size_t sslen, char *err, size_t errlen) {
-    cJSON *o = kh_record_json_read(path, NULL, 0, err, errlen);
+    cJSON *o = kh_record_json_read(path, NULL, 0, &rep->record_version, err, errlen);
     if (!o) return -1;
     int rc = -1;
     const cJSON *st = cJSON_GetObjectItemCaseSensitive(o, "status");

@@ -34,6 +34,7 @@ typedef struct kh_rep {
     int epoch_outlier, step_outlier;
     double *steps; int n_steps; /* samples.step_s as recorded */
     char file[256];            /* the record's file name */
+    int record_version;        /* its "khost_record" (above KH_RECORD_VERSION: from a newer khost) */
     kh_rep_settings set;
     char impossible[160];      /* why an "ok" record's times cannot be true (then it counts as not finished) */
 } kh_rep;

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "base/log.h"
@@ -31,10 +32,18 @@ int kh_lock_acquire(kh_lock *l, const char *path, int exclusive, const char *wha
         snprintf(err, errlen, "%s: out of memory", path);
         return -1;
     }
-    /* No O_CLOEXEC: cells inherit the lock (see lockfile.h). */
-    int fd = open(path, O_RDWR | O_CREAT, 0644);
+    /* No O_CLOEXEC: cells inherit the lock (see lockfile.h). A link planted in the lock file's place is never
+     * followed (khost would write its pid into whatever it names), nor is anything but a regular file used. */
+    int fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK, 0644);
+    struct stat st;
     if (fd < 0) {
-        snprintf(err, errlen, "%s: cannot create the lock file: %s", path, strerror(errno));
+        snprintf(err, errlen, "%s: cannot create the lock file: %s", path,
+                 errno == ELOOP ? "it is a symbolic link (not followed)" : strerror(errno));
+        goto fail;
+    }
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        snprintf(err, errlen, "%s: the lock file is not a regular file", path);
+        close(fd);
         goto fail;
     }
     while (flock(fd, (exclusive ? LOCK_EX : LOCK_SH) | LOCK_NB) != 0) {

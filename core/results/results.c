@@ -359,7 +359,12 @@ static int name_field_ok(const cJSON *o, const char *key, size_t max) {
     return cJSON_IsString(v) && kh_record_name_ok(v->valuestring, max);
 }
 
-cJSON *kh_record_json_read(const char *path, kh_json_int *ints, int n, char *err, size_t errlen) {
+void kh_record_newer_text(const char *path, int version, char *buf, size_t n) {
+    snprintf(buf, n, "%s: record version %d is from a newer khost (this one reads 1 to %d): read as far as it is "
+             "understood", path, version, KH_RECORD_VERSION);
+}
+
+cJSON *kh_record_json_read(const char *path, kh_json_int *ints, int n, int *version, char *err, size_t errlen) {
     FILE *f = kh_fopen_regular(path, err, errlen); /* a FIFO or a device named like a record never blocks */
     if (!f) return NULL;
     char *buf = NULL;
@@ -399,13 +404,11 @@ cJSON *kh_record_json_read(const char *path, kh_json_int *ints, int n, char *err
     } else {
         const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, "khost_record");
         double ver = cJSON_IsNumber(v) ? v->valuedouble : NAN;
-        if (!(ver >= 1 && ver <= KH_RECORD_VERSION && ver == floor(ver))) {
-            if (ver > KH_RECORD_VERSION && ver == floor(ver) && ver < 1e9)
-                snprintf(err, errlen, "%s: record version %.0f is from a newer khost (this one reads 1 to %d)", path,
-                         ver, KH_RECORD_VERSION);
-            else
-                snprintf(err, errlen, "%s: field \"khost_record\" missing or not a record version (1 to %d)", path,
-                         KH_RECORD_VERSION);
+        if (ver >= 1 && ver < 1e9 && ver == floor(ver)) {
+            *version = (int)ver;
+        } else {
+            snprintf(err, errlen, "%s: field \"khost_record\" missing or not a record version (an integer from 1)",
+                     path);
             cJSON_Delete(o);
             o = NULL;
         }
@@ -417,7 +420,7 @@ cJSON *kh_record_json_read(const char *path, kh_json_int *ints, int n, char *err
 int kh_record_read(const char *path, kh_cell_record *r, char *err, size_t errlen) {
     kh_record_init(r);
     kh_json_int exact[2] = {{.path = "seed"}, {.path = "repeat.order_seed"}};
-    cJSON *o = kh_record_json_read(path, exact, 2, err, errlen);
+    cJSON *o = kh_record_json_read(path, exact, 2, &r->record_version, err, errlen);
     if (!o) return -1;
     int rc = -1;
     const char *missing = NULL;

@@ -83,6 +83,7 @@ typedef struct kh_cell_record {
     kh_epoch_row *rows; int n_rows, cap_rows;
     /* repetition (khost_record 2): rep_index of rep_of (1 of 1: a single run), its round and the cell's
      * 0-based position in that round's order, the seed the order was drawn from (0: no drawn order) */
+    int record_version;        /* its "khost_record" (above KH_RECORD_VERSION: from a newer khost) */
     int rep_index, rep_of, rep_round, rep_position;
     uint64_t order_seed;
     /* raw samples: the wall time of every timed training step, epoch after epoch (from the previous step's
@@ -135,11 +136,15 @@ char *kh_record_to_json(const kh_cell_record *r, int compact);
 /* Parse a JSON record file; err names the file and the field. */
 int kh_record_read(const char *path, kh_cell_record *r, char *err, size_t errlen);
 /* A record file parsed (cJSON_Delete it); NULL with err naming the file: cannot open, read error, out of
- * memory, not valid JSON, a key twice in one object, "khost_record" missing or not a version this khost reads
- * (1 to KH_RECORD_VERSION: a newer one is named as such). ints[0..n) get the exact integers asked for
+ * memory, not valid JSON, a key twice in one object, "khost_record" missing or not a positive integer.
+ * *version gets it: a version above KH_RECORD_VERSION is from a newer khost, read as far as this one
+ * understands it (the caller warns: kh_record_newer_text). ints[0..n) get the exact integers asked for
  * (json_scan.h). */
 #define KH_RECORD_VERSION 2
 struct cJSON;
 struct kh_json_int;
-struct cJSON *kh_record_json_read(const char *path, struct kh_json_int *ints, int n, char *err, size_t errlen);
+struct cJSON *kh_record_json_read(const char *path, struct kh_json_int *ints, int n, int *version, char *err,
+                                  size_t errlen);
+/* The warning for a record of a newer version, naming the file, into buf. */
+void kh_record_newer_text(const char *path, int version, char *buf, size_t n);
 #endif

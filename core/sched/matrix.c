@@ -65,6 +65,12 @@ static int mx_env_is(const char *kv, const char *name) {
     return !strncmp(kv, name, n) && kv[n] == '=';
 }
 
+/* Whether path is still the folder st describes (not removed, not replaced by another). */
+static int mx_same_folder(const char *path, const struct stat *st) {
+    struct stat now;
+    return stat(path, &now) == 0 && now.st_dev == st->st_dev && now.st_ino == st->st_ino;
+}
+
 /* The cells' environment: ours, with KHOST_CONF (the registry in use), KHOST_PARENT_PID and
  * KHOST_MEMORY_LIMIT set. The owned strings live in one block after the pointers: one free. */
 static char **mx_env(const char *conf_path, const char *memory_limit) {
@@ -138,8 +144,21 @@ int kh_matrix_run(kh_host *h, const kh_matrix_opts *given) {
         rc = KH_EXIT_USAGE;
         goto done;
     }
+    char out_abs[4096]; /* resolved once: a module's chdir() cannot move where records go */
+    if (kh_abs_path(out_dir, out_abs, sizeof out_abs) != 0) {
+        kh_logf(KH_LOG_ERROR, "matrix: %s: cannot make the path absolute: %s", out_dir, strerror(errno));
+        rc = KH_EXIT_IO;
+        goto done;
+    }
+    out_dir = out_abs;
     if (kh_mkdirs(out_dir) != 0) {
         kh_logf(KH_LOG_ERROR, "matrix: %s: cannot create: %s", out_dir, strerror(errno));
+        rc = KH_EXIT_IO;
+        goto done;
+    }
+    struct stat out_st; /* the folder itself: one removed (and made again by a cell) is another inode */
+    if (stat(out_dir, &out_st) != 0) {
+        kh_logf(KH_LOG_ERROR, "matrix: %s: %s", out_dir, strerror(errno));
         rc = KH_EXIT_IO;
         goto done;
     }
@@ -158,6 +177,7 @@ int kh_matrix_run(kh_host *h, const kh_matrix_opts *given) {
 
     if (o.repeat > 1 && !o.order_seed_set) o.order_seed = (uint64_t)time(NULL);
     int total = np * nt * nd * o.repeat, idx = 0, n_done = 0, n_final = 0, n_ok = 0, n_skipped = 0, interrupted = 0;
+    int vanished = 0; /* times the results folder was found removed */
     int n_by[7] = {0}; /* ok, unsupported, crashed, timeout, error (and data), diverged, oom */
     if (!o.quiet)
         printf("matrix: %d plugin(s) x %d task(s) x %d device(s)%s = %d cell(s) -> %s\n", np, nt, nd,
@@ -227,6 +247,13 @@ int kh_matrix_run(kh_host *h, const kh_matrix_opts *given) {
                 kh_logf(KH_LOG_WARN, "matrix: cannot remove the old record %s: %s", json, strerror(errno));
             mx_remove_partial(json);
             mx_remove_partial(csv);
+            if (!mx_same_folder(out_dir, &out_st)) {
+                kh_logf(KH_LOG_WARN, "matrix: the results folder %s is gone (removed while the matrix ran): "
+                        "making it again; the records of the cells before this one are lost", out_dir);
+                vanished++;
+                if (kh_mkdirs(out_dir) != 0 || stat(out_dir, &out_st) != 0)
+                    kh_logf(KH_LOG_ERROR, "matrix: %s: cannot create: %s", out_dir, strerror(errno));
+            }
             snprintf(dir, sizeof dir, "%s/%s", out_dir, c.task->name);
             if (kh_mkdirs(dir) != 0)
                 kh_logf(KH_LOG_WARN, "matrix: %s: cannot create: %s", dir, strerror(errno));
@@ -352,6 +379,12 @@ int kh_matrix_run(kh_host *h, const kh_matrix_opts *given) {
            n_skipped ? " (resumed: skipped recorded cells)" : "", interrupted ? "; interrupted" : "", out_dir);
     fflush(stdout);
     rc = !interrupted && n_final == total ? KH_EXIT_OK : KH_EXIT_TRAIN;
+    if (!mx_same_folder(out_dir, &out_st)) vanished++;
+    if (vanished) {
+        kh_logf(KH_LOG_ERROR, "matrix: the results folder %s was removed while the matrix ran: records are lost "
+                "(run the matrix again, or with --resume)", out_dir);
+        rc = KH_EXIT_IO;
+    }
 done:
     free(envp);
     kh_lock_release(&lock);

@@ -108,6 +108,10 @@ int mx_parse(int argc, char **argv, kh_matrix_opts *o) {
             }
             val = argv[++i];
         }
+        if (!*val) { /* an empty value names nothing: never a silent default (--out '' is not the root) */
+            kh_logf(KH_LOG_ERROR, "matrix: %s needs a value, not an empty one", name);
+            return -1;
+        }
         if (!strcmp(name, "--plugins")) o->plugins = val;
         else if (!strcmp(name, "--tasks")) o->tasks = val;
         else if (!strcmp(name, "--devices")) o->devices = val;

@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/escape.h"
 #include "base/exitcodes.h"
 #include "base/files.h"
 #include "base/sysinfo.h"
@@ -253,14 +254,17 @@ void mx_print_end(const mx_cell *c, int i, int n, const kh_cell_record *r, doubl
         char t[32];
         kh_fmt_seconds(r->mean_epoch_s, "?", t, sizeof t);
         printf("ok %s s/epoch", t);
-        if (r->metric[0] && isfinite(r->metric_value)) printf(" %s %.4f", r->metric, r->metric_value);
+        if (r->metric[0] && isfinite(r->metric_value)) {
+            putchar(' ');
+            kh_esc_line(stdout, r->metric);
+            printf(" %.4f", r->metric_value);
+        }
     } else {
         size_t sl = strlen(r->status);
         /* "unsupported: conv2d ..." already names its status */
         if (r->reason[0] && !(strncmp(r->reason, r->status, sl) == 0 && r->reason[sl] == ':'))
-            printf("%s: %s", r->status, r->reason);
-        else
-            printf("%s", r->reason[0] ? r->reason : r->status);
+            printf("%s: ", r->status);
+        kh_esc_line(stdout, r->reason[0] ? r->reason : r->status); /* a module's or runner's text */
     }
     if (wall_s >= 0) printf(" (%.1f s)", wall_s);
     if (!mx_final_status(r->status) && log_path) printf(" log: %s", log_path);

@@ -1,14 +1,40 @@
-/* tests/hostile/hostile_backend.c — a backend without the optional predict: it wraps the working backend
- * named by HOSTILE_INNER (a path, fixed at compile time) and hands the host a copy of its table with
- * predict set to NULL, under the name "hostile_nopredict". Compiled by test_hostile.sh. */
+/* tests/hostile/hostile_backend.c — a backend that breaks the ABI one way, chosen by HOSTILE_WAY: it wraps the
+ * working backend named by HOSTILE_INNER (a path, fixed at compile time) and hands the host a copy of its table
+ * with one call replaced, under the name "hostile_<way>". Compiled by test_hostile.sh, one .so per way:
+ *   nopredict   the optional predict is NULL (a correct backend without it)
+ *   nullmodel   compile returns KH_OK without a model
+ *   envpast     environment() writes 64 bytes past the buffer it was given
+ *   metrics     read_metrics counts more correct answers than samples (an accuracy of 2.0) */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <string.h>
 
 #include "khost/khost.h"
 
-static kh_backend_api api;
+#define IS(w) (!strcmp(HOSTILE_WAY, w))
+
+static kh_backend_api api, inner_api;
 static kh_module_desc desc;
+
+static kh_status null_compile(kh_bsession *s, const kh_model_spec *spec, const kh_compile_opts *o, kh_bmodel **out) {
+    kh_status st = inner_api.compile(s, spec, o, out);
+    if (st == KH_OK) inner_api.model_free(*out);
+    *out = NULL;
+    return st;
+}
+
+static kh_status env_past(kh_bsession *s, char *buf, size_t n) {
+    memset(buf, 'x', n + 64);
+    buf[n + 63] = 0;
+    (void)s;
+    return KH_OK;
+}
+
+static kh_status double_correct(kh_bmodel *m, uint32_t ph, kh_metrics *out, int32_t reset) {
+    kh_status st = inner_api.read_metrics(m, ph, out, reset);
+    if (st == KH_OK) out->correct = 2.0 * (double)out->samples;
+    return st;
+}
 
 __attribute__((visibility("default"))) const kh_module_desc *khost_module_entry(const kh_host_api *host) {
     void *h = dlopen(HOSTILE_INNER, RTLD_NOW | RTLD_LOCAL);
@@ -19,10 +45,14 @@ __attribute__((visibility("default"))) const kh_module_desc *khost_module_entry(
     memcpy(&entry, &sym, sizeof entry);
     const kh_module_desc *inner = entry(host);
     if (!inner || !inner->api) return NULL;
-    memcpy(&api, inner->api, sizeof api);
-    api.predict = NULL;
+    memcpy(&inner_api, inner->api, sizeof inner_api);
+    api = inner_api;
+    if (IS("nopredict")) api.predict = NULL;
+    if (IS("nullmodel")) api.compile = null_compile;
+    if (IS("envpast")) api.environment = env_past;
+    if (IS("metrics")) api.read_metrics = double_correct;
     desc = *inner;
-    desc.name = "hostile_nopredict";
+    desc.name = "hostile_" HOSTILE_WAY;
     desc.api = &api;
     return &desc;
 }

@@ -6,6 +6,9 @@
  *   locale        load() calls setlocale(LC_ALL, "") exit0       get_batch calls exit(0) on its 5th call
  *   hugeshape     input 2^30 wide, batch 2^20    predict     after_training asks for a prediction
  *   slow          every batch sleeps 30 ms (a cell to interrupt)
+ *   chdir         load() changes the working directory to $HOSTILE_DIR (a relative --out must not follow)
+ *   stdout        load() and every epoch's first batch print to stdout (run --json must stay one clean line)
+ *   rmout         the 5th get_batch removes the folder $HOSTILE_DIR (the results folder, while a matrix runs)
  * Otherwise it is 4 separable classes in 8 dimensions, Dense(4, softmax), 256 train / 64 validation. */
 #define _POSIX_C_SOURCE 200809L
 #include <locale.h>
@@ -14,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "khost/khost.h"
 
@@ -42,6 +46,14 @@ static const kh_task_info *get_info(void) {
 static kh_status load(const kh_host_api *h, const kh_load_opts *o, kh_tdata **out, char *err, size_t n) {
     (void)h;
     if (IS("locale")) setlocale(LC_ALL, ""); /* what a careless module does: the user's LANG from now on */
+    if (IS("chdir") && (!getenv("HOSTILE_DIR") || chdir(getenv("HOSTILE_DIR")) != 0)) {
+        snprintf(err, n, "chdir: HOSTILE_DIR unset or not a folder");
+        return KH_ERR_INVALID;
+    }
+    if (IS("stdout")) {
+        printf("{\"not\": \"the record\"} a module's chatter\n");
+        fflush(stdout);
+    }
     kh_tdata *d = calloc(1, sizeof *d);
     if (!d) {
         snprintf(err, n, "out of memory");
@@ -76,9 +88,15 @@ static int64_t count(kh_tdata *d, uint32_t split) {
 }
 
 static kh_status get_batch(kh_tdata *d, uint32_t split, const int64_t *idx, int32_t n, kh_tensor *x, kh_tensor *y) {
-    static int calls;
+    static int calls, rm_calls;
     if (IS("exit0") && ++calls == 5) exit(0);
     if (IS("slow")) nanosleep(&(struct timespec){0, 30 * 1000000L}, NULL);
+    if (IS("stdout") && idx[0] == 0) printf("batch at 0, split %u\n", split); /* unflushed: in khost's buffer */
+    if (IS("rmout") && calls == 0 && ++rm_calls == 5 && getenv("HOSTILE_DIR")) {
+        char cmd[4200];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", getenv("HOSTILE_DIR"));
+        if (system(cmd) != 0) fprintf(stderr, "hostile: %s failed\n", cmd);
+    }
     float *xs = x->data;
     int32_t *ys = y->data;
     for (int i = 0; i < n; i++) {

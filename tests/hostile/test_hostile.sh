@@ -3,7 +3,8 @@
 # message, a record or a refusal; never a crash, a hang, silence or a write outside the place named.
 # The misbehaving modules are compiled here from hostile_task.c / hostile_backend.c against the source
 # tree's headers; FIFOs, links and device nodes are made inside this test's own temporary folder.
-# usage: test_hostile.sh KHOST_BIN SOURCE_DIR E2E_DIR PART   (PART: modules numbers files signals resume cache compiler locale)
+# usage: test_hostile.sh KHOST_BIN SOURCE_DIR E2E_DIR PART   (PART: modules numbers files signals resume cache compiler locale
+#        world)
 set -u
 bin=$1 src=$2 e2e=$3 part=$4
 here=$src/tests/hostile
@@ -20,6 +21,10 @@ cleanup() { for p in "${bgpids[@]}"; do kill -9 "$p" 2>/dev/null; done; rm -rf "
 trap cleanup EXIT
 mkdir -p "$t/plugins" "$t/tasks"
 CC=${CC:-cc}
+backend() { # compile the hostile backend of one way (a wrapper of the fixture backend)
+  "$CC" -std=c11 -shared -fPIC -I"$src/include" -DHOSTILE_INNER="\"$e2e/plugins/fixture.so\"" -DHOSTILE_WAY="\"$1\"" \
+    "$here/hostile_backend.c" -o "$t/plugins/hostile_$1.so" -ldl || { echo "cannot compile hostile_$1" >&2; exit 1; }
+}
 task() { # compile the hostile task of one way
   "$CC" -std=c11 -O1 -shared -fPIC -I"$src/include" -DHOSTILE="\"$1\"" "$here/hostile_task.c" -o "$t/tasks/hostile_$1.so" -lm ||
     { echo "cannot compile hostile_$1" >&2; exit 1; }
@@ -40,8 +45,7 @@ T="--plugin fixture --device cpu --epochs 2 --out $t/r"
 case $part in
 modules)
   for w in info_null batch0 dotdot dsnull negval nanval exit0 hugeshape predict; do task $w; done
-  "$CC" -std=c11 -shared -fPIC -I"$src/include" -DHOSTILE_INNER="\"$e2e/plugins/fixture.so\"" "$here/hostile_backend.c" \
-    -o "$t/plugins/hostile_nopredict.so" -ldl || exit 1
+  backend nopredict
   o=$(k --list); rc=$?
   check "--list survives a task whose info() is NULL (rc $rc)" test $rc -lt 128
   check "... and names it: $o" has "$o" "task 'hostile_info_null': info() returned NULL"
@@ -73,7 +77,7 @@ modules)
   o=$(k run --plugin fixture --device cpu --epochs 1 --out "$t/r" --task hostile_predict); rc=$?
   check "with predict the after-training step runs ($rc): $o" has "$o" "prediction: made"
   o=$(k run --plugin '' --task hostile_predict); rc=$?
-  check "--plugin '' says the name is empty ($rc): $o" has "$o" "an empty name"
+  check "--plugin '' says the name is empty ($rc): $o" has "$o" "not an empty one"
   printf '[plugin hostile_predict]\npath = %s\n[task hostile_predict]\npath = %s\n' "$t/tasks/hostile_predict.so" \
     "$t/tasks/hostile_predict.so" | cat "$t/khost.ini" - >"$t/both.ini"
   o=$(KHOST_CONF=$t/both.ini k run --plugin hostile_predict --task hostile_predict); rc=$?
@@ -265,6 +269,53 @@ locale)
   check "its CSV numbers keep the decimal point: $(sed -n 2p "$csv")" grep -qE '^1,[0-9.e+-]+,[0-9]+\.[0-9]' "$csv"
   check "... and no decimal comma" test -z "$(sed -n '2,$p' "$csv" | grep -E '[0-9],[0-9]+,[0-9]+,[0-9]+,[0-9]+,[0-9]+,[0-9]+,[0-9]+,[0-9]')"
   check "the JSON record parses as C numbers" python3 -c "import json,sys; json.load(open(sys.argv[1]))" "$t/r/hostile_locale/fixture__cpu.json"
+  ;;
+world)
+  # empty option values name nothing: refused, never a silent default (the root as --out, cpu as --device)
+  for args in "run --plugin fixture --task hostile_chdir --device ''" "run --plugin fixture --task hostile_chdir --out ''" \
+              "matrix --plugins fixture --tasks hostile_chdir --out ''" "report $t --html ''"; do
+    o=$(eval k "$args"); rc=$?
+    check "$args: exit 2 ($rc): $o" test $rc -eq 2
+    check "... saying the value is empty" has "$o" "not an empty one"
+  done
+  task chdir; task stdout; task rmout
+  # backends that break the ABI: each cell an error naming the call, never a crash or an impossible record
+  backend nullmodel; backend envpast; backend metrics
+  for w in "nullmodel:compile returned OK without a model" "envpast:environment() wrote past the buffer" \
+           "metrics:read_metrics(training) returned"; do
+    way=${w%%:*} says=${w#*:}
+    o=$(HOSTILE_DIR=$t k run --plugin hostile_$way --task hostile_chdir --device cpu --epochs 1 --out "$t/abi"); rc=$?
+    check "hostile_$way: exit 1, not a crash ($rc): $o" test $rc -eq 1
+    check "... naming the call: $says" has "$o" "$says"
+    check "... recorded as error" test "$(json_field "$t/abi/hostile_chdir/hostile_${way}__cpu.json" status)" = error
+  done
+  # a module that changes the working directory: the relative --out was resolved at start
+  mkdir -p "$t/elsewhere" "$t/cwd"
+  o=$(cd "$t/cwd" && HOSTILE_DIR=$t/elsewhere k run --plugin fixture --task hostile_chdir --device cpu --epochs 1 --out rel); rc=$?
+  check "the chdir cell runs ($rc): $o" test $rc -eq 0
+  check "... its record is under the --out named at start" test -s "$t/cwd/rel/hostile_chdir/fixture__cpu.json"
+  check "... and nothing under the module's folder" test -z "$(ls -A "$t/elsewhere")"
+  # a module printing to stdout: run --json's stdout is the record alone, one line
+  o=$(timeout 60 "$bin" run --plugin fixture --task hostile_stdout --device cpu --epochs 1 --out "$t/r" --json 2>"$t/stdout.err"); rc=$?
+  check "run --json of a chatty module ($rc)" test $rc -eq 0
+  check "... stdout is one line: $o" test "$(printf '%s\n' "$o" | wc -l)" -eq 1
+  check "... and it is the record" python3 -c "import json,sys; r = json.loads(sys.argv[1]); assert r['status'] == 'ok'" "$o"
+  check "... the module's words went to stderr" grep -q "a module's chatter" "$t/stdout.err"
+  # a results folder removed while the matrix runs: said, with a non-zero exit
+  o=$(HOSTILE_DIR=$t/gone k matrix --plugins fixture --tasks hostile_rmout --devices cpu --epochs 2 --out "$t/gone"); rc=$?
+  check "a removed results folder fails the matrix ($rc): $o" test $rc -ne 0
+  check "... naming it" has "$o" "the results folder $t/gone was removed while the matrix ran"
+  # the lock file's place taken by a link: never followed, the named file untouched
+  mkdir -p "$t/locked" && echo precious >"$t/precious" && ln -s "$t/precious" "$t/locked/.khost.lock"
+  o=$(k matrix --plugins fixture --tasks hostile_chdir --devices cpu --epochs 1 --out "$t/locked"); rc=$?
+  check "a linked lock file is refused ($rc): $o" test $rc -ne 0
+  check "... saying so" has "$o" "symbolic link (not followed)"
+  check "... and the file it names is untouched" test "$(cat "$t/precious")" = precious
+  # over a file-size limit the record cannot be written: said, not a silent SIGXFSZ death
+  mkdir -p "$t/big"
+  o=$(cd "$t/cwd" && HOSTILE_DIR=$t/elsewhere bash -c "ulimit -f 1; exec timeout 60 '$bin' run --plugin fixture --task hostile_chdir --device cpu --epochs 1 --out '$t/big'" 2>&1); rc=$?
+  check "under ulimit -f the run ends with an exit code, not SIGXFSZ ($rc): $o" test $rc -ne 153 -a $rc -ne 0
+  check "... naming the record it could not write" has "$o" "File too large"
   ;;
 esac
 echo "$pass passed, $fail failed"

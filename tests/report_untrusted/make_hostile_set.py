@@ -53,6 +53,10 @@ for k in (1, 2, 3):
     write(os.path.join(task, f"cntk__cpu.rep{k}.json"), record("cntk", "ok", k, 2.0 + 0.01 * k))
     write(os.path.join(task, f"theano__cpu.rep{k}.json"), record("theano", "ok", k, 3.0 + 0.01 * k))
 write(os.path.join(task, "tensorflow__cpu.json"), record("tensorflow", "crashed"))
+# a record from a newer khost: read as far as it is understood, with a warning naming it
+future = record("future", "ok")
+future["khost_record"] = 99
+write(os.path.join(task, "future__cpu.json"), future)
 # names that are not names: refused with a message, never shown as a row
 bad = record("cntk", "ok")
 bad["plugin"] = "<img src=x onerror=alert(1)>|x"

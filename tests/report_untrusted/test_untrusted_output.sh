@@ -21,6 +21,8 @@ rc=$?
 grep -q 'evil__cpu.json: field "plugin" is not a name' "$out/report.err" && ok || bad "the hostile plugin name is not named"
 grep -q 'evil2__cpu.json: field "status" is not a status word' "$out/report.err" && ok || bad "the hostile status is not named"
 grep -q 'not named like a record' "$out/report.err" && ok || bad "the hostile file name is not reported"
+grep -q 'future__cpu.json: record version 99 is from a newer khost' "$out/report.err" && grep -q '^| future |' "$out/report.md" &&
+    ok || bad "a newer record's version is not named, or its row is missing"
 grep -q '^| cntk |' "$out/report.md" && grep -q '^| theano |' "$out/report.md" && grep -q '^| tensorflow |' "$out/report.md" &&
     ok || bad "the report lost a row of a valid record"
 grep -qF '\<script\>document.body.setAttribute' "$out/report.md" && ok || bad "the reason is not shown escaped in Markdown"

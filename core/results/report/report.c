@@ -381,16 +381,13 @@ static int file_option(const char *name, int argc, char **argv, int *i, const ch
     const char *a = argv[*i];
     size_t n = strlen(name);
     if (strncmp(a, name, n) != 0) return 0;
-    if (a[n] == '=') {
-        *out = a + n + 1;
-        return 1;
-    }
-    if (a[n]) return 0;
-    if (*i + 1 >= argc) {
-        fprintf(stderr, "khost: report: %s needs a file name\n", name);
+    if (a[n] && a[n] != '=') return 0;
+    if (a[n] == '=') *out = a + n + 1;
+    else *out = *i + 1 < argc ? argv[++*i] : NULL;
+    if (!*out || !**out) {
+        fprintf(stderr, "khost: report: %s needs a file name%s\n", name, *out ? ", not an empty one" : "");
         return -1;
     }
-    *out = argv[++*i];
     return 1;
 }
 

@@ -186,6 +186,10 @@ static int read_one(reader *rd, const char *path) {
         return 0;
     }
     kh_cell_record *r = &rd->recs[rd->n];
+    if (r->record_version > KH_RECORD_VERSION) {
+        kh_record_newer_text(path, r->record_version, err, sizeof err);
+        kh_esc_msg("khost: report: warning: ", err);
+    }
     if (!r->task[0] || !r->plugin[0] || !r->device[0]) {
         kh_esc_msg("khost: report: skipped (empty task, plugin or device) ", path);
         kh_record_free(r);
