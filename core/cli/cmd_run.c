@@ -20,6 +20,7 @@
 #include "modules/host_api.h"
 #include "results/lockfile.h"
 #include "base/procguard.h"
+#include "base/subreaper.h"
 #include "cell/runguard.h"
 
 typedef struct run_args {
@@ -135,6 +136,8 @@ int kh_cmd_run(kh_host *h, int argc, char **argv) {
             return KH_EXIT_IO;
         }
     }
+    /* the processes a module starts (a helper that setsid()s too) are this cell's: adopted, and ended below */
+    if (kh_subreaper_begin() != 0) kh_logf(KH_LOG_WARN, "run: cannot become a child subreaper: %s", strerror(errno));
     const kh_host_api *api = kh_host_api_get();
     kh_module *b = kh_modules_find(&h->mods, KH_MODULE_BACKEND, r.plugin, api, err, sizeof err);
     if (!b) {
@@ -217,6 +220,14 @@ int kh_cmd_run(kh_host *h, int argc, char **argv) {
         kh_device_release(devs, dev);
         /* the shell's convention for a process stopped by a signal, after the record is safe */
         if (!strcmp(rec.status, "interrupted")) code = 128 + kh_runguard_stop_signal();
+    }
+    int left = kh_subreaper_end_children();
+    if (left > 0) { /* said, and kept in the record: a matrix cell runs --quiet */
+        char n_left[16];
+        snprintf(n_left, sizeof n_left, "%d", left);
+        kh_record_set_env(&rec, "processes_left_running", n_left);
+        kh_logf(KH_LOG_WARN, "%s x %s x %s: the cell left %d process(es) running (started by a module): ended",
+                rec.plugin, rec.task, rec.device, left);
     }
     struct rusage ru; /* this process ran the cell; a matrix parent replaces it with the exited child's */
     if (getrusage(RUSAGE_SELF, &ru) == 0) rec.peak_rss_bytes = (int64_t)ru.ru_maxrss * 1024;

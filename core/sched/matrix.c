@@ -55,6 +55,7 @@
 #include "results/lockfile.h"
 #include "sched/matrix_internal.h"
 #include "sched/refcell.h"
+#include "base/subreaper.h"
 #include "khost/kit/clock.h"
 #include "khost/kit/rng.h"
 
@@ -156,6 +157,8 @@ int kh_matrix_run(kh_host *h, const kh_matrix_opts *given) {
         rc = KH_EXIT_IO;
         goto done;
     }
+    if (kh_subreaper_begin() != 0) /* a cell's orphans come back here, and end with the cell */
+        kh_logf(KH_LOG_WARN, "matrix: cannot become a child subreaper: %s", strerror(errno));
     struct stat out_st; /* the folder itself: one removed (and made again by a cell) is another inode */
     if (stat(out_dir, &out_st) != 0) {
         kh_logf(KH_LOG_ERROR, "matrix: %s: %s", out_dir, strerror(errno));
@@ -333,6 +336,10 @@ int kh_matrix_run(kh_host *h, const kh_matrix_opts *given) {
             }
             kh_child_result res;
             kh_child_run(args, envp, log, o.timeout_s, KH_MATRIX_GRACE_S, &res);
+            int left = kh_subreaper_end_children(); /* orphans of a cell that died before ending its own */
+            if (left > 0)
+                kh_logf(KH_LOG_WARN, "matrix: %s x %s x %s left %d process(es) running after its cell: ended",
+                        c.plugin->name, c.task->name, c.dev->id, left);
             if (res.outcome == KH_CHILD_INTERRUPTED) {
                 if (c.stage) mx_stage_remove(c.stage);
                 /* No record: the user stopped it, and --resume should run it again. */

@@ -9,6 +9,8 @@
  *   chdir         load() changes the working directory to $HOSTILE_DIR (a relative --out must not follow)
  *   stdout        load() and every epoch's first batch print to stdout (run --json must stay one clean line)
  *   rmout         the 5th get_batch removes the folder $HOSTILE_DIR (the results folder, while a matrix runs)
+ *   fork          load() starts a helper that leaves khost's session (setsid) and whose own child is orphaned;
+ *                 both sleep, their pids in $HOSTILE_DIR/helpers
  * Otherwise it is 4 separable classes in 8 dimensions, Dense(4, softmax), 256 train / 64 validation. */
 #define _POSIX_C_SOURCE 200809L
 #include <locale.h>
@@ -49,6 +51,30 @@ static kh_status load(const kh_host_api *h, const kh_load_opts *o, kh_tdata **ou
     if (IS("chdir") && (!getenv("HOSTILE_DIR") || chdir(getenv("HOSTILE_DIR")) != 0)) {
         snprintf(err, n, "chdir: HOSTILE_DIR unset or not a folder");
         return KH_ERR_INVALID;
+    }
+    if (IS("fork") && getenv("HOSTILE_DIR")) {
+        pid_t p = fork();
+        if (p == 0) { /* the helper: a session of its own, then a grandchild whose parent exits at once */
+            setsid();
+            pid_t g = fork();
+            if (g == 0) {
+                char path[4200];
+                snprintf(path, sizeof path, "%s/helpers", getenv("HOSTILE_DIR"));
+                FILE *f = fopen(path, "a");
+                if (f) fprintf(f, "%ld\n", (long)getpid()), fclose(f);
+                pid_t h = fork(); /* and one that stays the grandchild's child */
+                if (h == 0) {
+                    f = fopen(path, "a");
+                    if (f) fprintf(f, "%ld\n", (long)getpid()), fclose(f);
+                    sleep(300);
+                    _exit(0);
+                }
+                sleep(300);
+                _exit(0);
+            }
+            _exit(0);
+        }
+        nanosleep(&(struct timespec){0, 200 * 1000000L}, NULL); /* the helpers have written their pids */
     }
     if (IS("stdout")) {
         printf("{\"not\": \"the record\"} a module's chatter\n");

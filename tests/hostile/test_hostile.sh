@@ -278,7 +278,27 @@ world)
     check "$args: exit 2 ($rc): $o" test $rc -eq 2
     check "... saying the value is empty" has "$o" "not an empty one"
   done
-  task chdir; task stdout; task rmout
+  task chdir; task stdout; task rmout; task fork
+  # a module's helpers that leave khost's session and are orphaned: ended with the cell (run, then a matrix)
+  for how in run matrix; do
+    mkdir -p "$t/fork-$how" && : >"$t/fork-$how/helpers"
+    if [ $how = run ]; then
+      o=$(HOSTILE_DIR=$t/fork-$how k run --plugin fixture --task hostile_fork --device cpu --epochs 1 --out "$t/fr"); rc=$?
+    else
+      o=$(HOSTILE_DIR=$t/fork-$how k matrix --plugins fixture --tasks hostile_fork --devices cpu --epochs 1 --out "$t/fm"); rc=$?
+    fi
+    check "$how of a cell whose module leaves helpers ($rc): $o" test $rc -eq 0
+    check "... the helpers were started" test "$(wc -l <"$t/fork-$how/helpers")" -eq 2
+    if [ $how = run ]; then
+      check "... and said to be ended: $o" has "$o" "left 2 process(es) running"
+    else # a matrix cell runs --quiet: its record says it
+      check "... and the record says they were ended" grep -q '"processes_left_running":[[:space:]]*"2"' "$t/fm/hostile_fork/fixture__cpu.json"
+    fi
+    alive=
+    for p in $(cat "$t/fork-$how/helpers"); do kill -0 "$p" 2>/dev/null && alive="$alive $p"; done
+    check "... none outlives the cell:$alive" test -z "$alive"
+    for p in $alive; do kill -9 "$p"; done
+  done
   # backends that break the ABI: each cell an error naming the call, never a crash or an impossible record
   backend nullmodel; backend envpast; backend metrics
   for w in "nullmodel:compile returned OK without a model" "envpast:environment() wrote past the buffer" \
