@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -81,6 +82,27 @@ static int wait_for(pid_t pid, int *status, double limit) {
     }
 }
 
+/* The address space process pid uses (VmSize) and may use (its "Max address space"), in bytes; -1 unknown or
+ * unlimited. */
+static void address_space(pid_t pid, int64_t *size, int64_t *limit) {
+    char path[64], line[256];
+    *size = *limit = -1;
+    snprintf(path, sizeof path, "/proc/%ld/status", (long)pid);
+    FILE *f = fopen(path, "r");
+    while (f && fgets(line, sizeof line, f)) {
+        long long kb;
+        if (sscanf(line, "VmSize: %lld kB", &kb) == 1) *size = kb * 1024;
+    }
+    if (f) fclose(f);
+    snprintf(path, sizeof path, "/proc/%ld/limits", (long)pid);
+    f = fopen(path, "r");
+    while (f && fgets(line, sizeof line, f)) {
+        long long soft;
+        if (sscanf(line, "Max address space %lld", &soft) == 1) *limit = soft; /* "unlimited": no number */
+    }
+    if (f) fclose(f);
+}
+
 /* SIGTERM to the group, SIGKILL after grace; always reaps. The group id is the child's pid (setpgid 0),
  * which the kernel does not reuse while the group has members. */
 static void kill_group(pid_t pid, double grace_s, int *status) {
@@ -97,6 +119,7 @@ int kh_child_run(char *const argv[], char *const envp[], const char *log_path, d
                  double grace_s, kh_child_result *out) {
     memset(out, 0, sizeof *out);
     out->outcome = KH_CHILD_SPAWN_FAILED;
+    out->vm_size_bytes = out->as_limit_bytes = -1;
     posix_spawn_file_actions_t fa;
     posix_spawnattr_t at;
     int rc, logfd = -1, have_fa = 0, have_at = 0;
@@ -108,9 +131,18 @@ int kh_child_run(char *const argv[], char *const envp[], const char *log_path, d
     have_at = 1;
     if ((rc = posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0)) != 0) goto fail;
     if (log_path) {
-        logfd = open(log_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+        /* a link in the log's place is not followed, a FIFO never waited on: a regular file or an error */
+        logfd = open(log_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0666);
+        struct stat lst;
+        if (logfd >= 0 && (fstat(logfd, &lst) != 0 || !S_ISREG(lst.st_mode))) {
+            close(logfd);
+            logfd = -1;
+            errno = EINVAL;
+        }
         if (logfd < 0) {
-            snprintf(out->err, sizeof out->err, "%s: cannot create log: %s", log_path, strerror(errno));
+            snprintf(out->err, sizeof out->err, "%s: cannot create log: %s", log_path,
+                     errno == ELOOP ? "it is a symbolic link (not followed)"
+                     : errno == EINVAL || errno == ENXIO ? "not a regular file" : strerror(errno));
             goto cleanup;
         }
         if ((rc = posix_spawn_file_actions_adddup2(&fa, logfd, 1)) != 0 ||
@@ -142,6 +174,7 @@ int kh_child_run(char *const argv[], char *const envp[], const char *log_path, d
     while (!done) {
         double left = timeout_s > 0 ? timeout_s - (kh_now() - start) : -1;
         if (timeout_s > 0 && left <= 0) {
+            address_space(pid, &out->vm_size_bytes, &out->as_limit_bytes);
             kill_group(pid, grace_s, &status);
             out->outcome = KH_CHILD_TIMEOUT;
             out->code = WIFSIGNALED(status) ? WTERMSIG(status) : 0;

@@ -18,6 +18,9 @@ typedef struct kh_child_result {
     int code;
     double wall_s;
     int64_t peak_rss_bytes; /* the child's peak resident set (wait4's rusage); 0 unknown */
+    /* at a timeout, before the kill: the child's address space and its limit (RLIMIT_AS), from /proc; -1 unknown
+     * or unlimited. A child stuck at its limit (a library that retries a failing mmap forever) is out of memory. */
+    int64_t vm_size_bytes, as_limit_bytes;
     char err[256];
 } kh_child_result;
 

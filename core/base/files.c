@@ -40,7 +40,12 @@ int kh_write_atomic(const char *path, const void *data, size_t n, char *err, siz
      * disk that is the file the user knows, and its previous version is untouched. */
     char tmp[4200];
     snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    /* made new: a stale temporary (or a link planted in its place) is removed, never followed or reused */
+    if (unlink(tmp) != 0 && errno != ENOENT) {
+        snprintf(err, errlen, "%s: cannot write: %s (removing the stale %s)", path, strerror(errno), tmp);
+        return -1;
+    }
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
     if (fd < 0) {
         snprintf(err, errlen, "%s: cannot write: %s (creating %s)", path, strerror(errno), tmp);
         return -1;

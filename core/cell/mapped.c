@@ -1,9 +1,12 @@
 /* core/cell/mapped.c — the files this process has mapped, from /proc/self/maps (mapped.h). */
+#define _POSIX_C_SOURCE 200809L /* fdopen */
 #include "cell/mapped.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 int kh_mapped_write(const char *path, char *err, size_t errlen) {
     FILE *in = fopen("/proc/self/maps", "r");
@@ -11,7 +14,9 @@ int kh_mapped_write(const char *path, char *err, size_t errlen) {
         snprintf(err, errlen, "/proc/self/maps: cannot open: %s", strerror(errno));
         return -1;
     }
-    FILE *out = fopen(path, "w");
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0644);
+    FILE *out = fd >= 0 ? fdopen(fd, "w") : NULL;
+    if (!out && fd >= 0) close(fd);
     if (!out) {
         snprintf(err, errlen, "%s: cannot create: %s", path, strerror(errno));
         fclose(in);

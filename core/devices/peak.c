@@ -10,6 +10,7 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <pthread.h>
@@ -227,7 +228,9 @@ static int cpu_peak(const kh_device *dev, kh_peak *out) {
         snprintf(out->source + strlen(out->source), sizeof out->source - strlen(out->source), " (not saved)");
     } else if (kh_mkdirs(dir) == 0) {
         chmod(dir, 0700);
-        FILE *f = fopen(file, "a");
+        int fd = open(file, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0600);
+        FILE *f = fd >= 0 ? fdopen(fd, "a") : NULL;
+        if (!f && fd >= 0) close(fd);
         if (f) {
             fprintf(f, "%s\t%.3f\t%.3f\t%s\n", key, g, b, when);
             fclose(f);

@@ -233,6 +233,15 @@ void mx_settle(const mx_cell *c, const kh_child_result *res, const char *json_pa
     case KH_CHILD_TIMEOUT:
         status = "timeout";
         snprintf(reason, sizeof reason, "no result after %g s", c->o->timeout_s);
+        /* within 256 MiB of its address-space limit: stuck for want of memory (OpenBLAS, for one, retries a
+         * failing mmap of a 128 MiB buffer forever), so out of memory rather than slow */
+        if (res->as_limit_bytes > 0 && res->vm_size_bytes >= 0 &&
+            res->vm_size_bytes + (256ll << 20) >= res->as_limit_bytes) {
+            status = "oom";
+            snprintf(reason, sizeof reason, "no result after %g s, stuck at its address-space limit (%lld of %lld MiB "
+                     "mapped: ulimit -v or --memory-limit): a library retried a failing allocation", c->o->timeout_s,
+                     (long long)(res->vm_size_bytes >> 20), (long long)(res->as_limit_bytes >> 20));
+        }
         break;
     default:
         status = "error";

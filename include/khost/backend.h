@@ -148,11 +148,13 @@ typedef struct kh_backend_api {
     void (*close)(kh_bsession *s);
     const char *(*last_error)(kh_bsession *s);
     /* Library versions for the results' environment, as "key=value" pairs separated by spaces,
-     * e.g. "blas=openblas-0.3.21 threads=2" or "cudnn=9.10.0 cublas=13.0.0". */
+     * e.g. "blas=openblas-0.3.21 threads=2" or "cudnn=9.10.0 cublas=13.0.0". Range: the text and its NUL within
+     * buf[0..n); the host fails the cell on a write past n or text without its NUL. */
     kh_status (*environment)(kh_bsession *s, char *buf /* out */, size_t n);
 
     /* Compile a model spec. The spec (and its layers) need not outlive the call. Weights are unset
-     * until the host calls set_weight for every (layer, slot). */
+     * until the host calls set_weight for every (layer, slot). Range: KH_OK comes with *out non-NULL (the
+     * host fails the cell otherwise); on failure *out is NULL. */
     kh_status (*compile)(kh_bsession *s, const kh_model_spec *spec, const kh_compile_opts *opts,
                          kh_bmodel **out /* out */);
     void (*model_free)(kh_bmodel *m);
@@ -169,7 +171,8 @@ typedef struct kh_backend_api {
     kh_status (*eval_batch)(kh_bmodel *m, const kh_tensor *x, const kh_tensor *y);
     /* Inference output (n, outputs...) into out (host-allocated); synchronous. */
     kh_status (*predict)(kh_bmodel *m, const kh_tensor *x, kh_tensor *out /* out: data */);
-    /* Copy the accumulated metrics of a phase; reset != 0 zeroes them afterwards. Synchronises as needed. */
+    /* Copy the accumulated metrics of a phase; reset != 0 zeroes them afterwards. Synchronises as needed.
+     * Range: samples >= 0 and 0 <= correct <= samples (the host fails the cell on sums that cannot be). */
     kh_status (*read_metrics)(kh_bmodel *m, uint32_t phase, kh_metrics *out /* out */, int32_t reset);
     /* Wait until all queued work of the model is done. */
     kh_status (*sync)(kh_bmodel *m);

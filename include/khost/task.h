@@ -59,6 +59,8 @@ typedef struct kh_load_opts {
  * FROZEN: filled by the host, read by the task; a new service to tasks is a new struct or a host-api call. */
 typedef struct kh_predictor {
     void *ctx;
+    /* Range: x and out of rank 1..KH_MAX_RANK, every dimension >= 1, out's first (the batch) equal to x's and
+     * at most the task's batch size; anything else is KH_ERR_INVALID before the backend sees it. */
     kh_status (*predict)(void *ctx, const kh_tensor *x, kh_tensor *out);
     void (*print)(void *ctx, const char *text); /* user-visible output (stdout unless --json) */
     uint64_t seed;

@@ -6,8 +6,9 @@
 #  2. SIGKILL of `khost matrix` in the middle of a cell: no child survives after 2 s; `--resume` then
 #     records every cell exactly once (one .json and one .csv each, no temporary files), skips the cell
 #     finished before the kill and re-runs the killed one.
-#  3. --memory-limit: an allocation refused under RLIMIT_AS (KH_ERR_NOMEM) and an out-of-memory abort both
-#     become status oom with the limit in the reason; a cell within the limit is ok. (Not under ASan, whose
+#  3. --memory-limit: an allocation refused under RLIMIT_AS (KH_ERR_NOMEM), an out-of-memory abort and a cell
+#     that retries a refused allocation until its timeout all become status oom with the limit in the reason;
+#     a cell within the limit is ok. (Not under ASan, whose
 #     shadow memory cannot live under an address-space limit: skipped with 77, never counted as passed.)
 #  4. a full tmpfs and a read-only one (private mount namespace): run fails with exit 8 naming the path,
 #     the record written before stays byte-identical, no temporary file is left.
@@ -130,6 +131,11 @@ else
   check "... reason has the signal and the limit" grep -q "signal 6 (Aborted) under --memory-limit 256M" "$j"
   o=$(KHOST_FIXTURE_ALLOC_MB=64 k matrix --plugins fixture_faults --tasks fixture_blobs --epochs 1 --out "$mo" --memory-limit 1G); rc=$?
   check "a cell within the limit is ok ($rc): $o" test $rc -eq 0 -a "$(json_status "$j")" = ok
+  # a backend that retries a failing allocation for ever (as OpenBLAS does): oom at the timeout, not "timeout"
+  o=$(KHOST_FIXTURE_ALLOC_MB=1024 KHOST_FIXTURE_ALLOC_SPIN=1 k matrix --plugins fixture_faults --tasks fixture_blobs --epochs 1 --out "$mo" --memory-limit 256M --timeout 3); rc=$?
+  check "a cell stuck at its address-space limit ends ($rc): $o" test $rc -eq 1
+  check "... as oom, not timeout" test "$(json_status "$j")" = oom
+  check "... saying where it was stuck" grep -q "stuck at its address-space limit" "$j"
   o=$(k matrix --plugins fixture --tasks fixture_blobs --memory-limit 12x --out "$mo"); rc=$?
   check "bad --memory-limit is a usage error ($rc)" test $rc -eq 2
 fi

@@ -10,7 +10,8 @@
  * FIXTURE_FAULTS (a working backend, built by tests/core_safety as fixture_faults) injects resource faults
  * from the environment: KHOST_FIXTURE_SLOW_MS sleeps that long per training batch (a cell to kill midway);
  * KHOST_FIXTURE_ALLOC_MB allocates and touches that much at compile, answering KH_ERR_NOMEM when it cannot,
- * or, with KHOST_FIXTURE_ALLOC_ABORT=1, printing "out of memory" and aborting as libc or C++ would.
+ * or, with KHOST_FIXTURE_ALLOC_ABORT=1, printing "out of memory" and aborting as libc or C++ would, or, with
+ * KHOST_FIXTURE_ALLOC_SPIN=1, trying again every 10 ms for ever, as OpenBLAS does with its buffers.
  * FIXTURE_CODEGEN (fixture_codegen) plays a backend that generates code at compile time through an on-disk
  * cache and implements compile_info (ABI 1.2). KHOST_FIXTURE_CODEGEN picks the cache's answer: "auto" (the
  * default) is a miss that fills the cache (a file per model shape in the folder KHOST_FIXTURE_CODEGEN_CACHE)
@@ -172,6 +173,10 @@ static kh_status compile(kh_bsession *s, const kh_model_spec *spec, const kh_com
     long mb = env_long("KHOST_FIXTURE_ALLOC_MB");
     if (mb > 0) {
         char *big = malloc((size_t)mb << 20);
+        while (!big && env_long("KHOST_FIXTURE_ALLOC_SPIN")) {
+            nanosleep(&(struct timespec){0, 10 * 1000000L}, NULL);
+            big = malloc((size_t)mb << 20);
+        }
         if (!big) {
             if (env_long("KHOST_FIXTURE_ALLOC_ABORT")) {
                 fprintf(stderr, "fixture_faults: out of memory allocating %ld MiB\n", mb);

@@ -121,7 +121,7 @@ static int fetch_data(const kh_slurm_plan *p, const kh_slurm_cell *c) {
     }
     char lock[4200];
     snprintf(lock, sizeof lock, "%s/.khost-fetch.lock", p->data_dir);
-    int fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    int fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0666);
     if (fd < 0 || flock(fd, LOCK_EX) != 0) {
         kh_logf(KH_LOG_ERROR, "slurm: %s: cannot lock: %s", lock, strerror(errno));
         if (fd >= 0) close(fd);
