@@ -7,6 +7,8 @@
  * are read only at progress refreshes and epoch ends. */
 #define _POSIX_C_SOURCE 200809L
 #include "cell/cell.h"
+#include "cell/callmark.h"
+#include "cell/guarded.h"
 #include "modules/layer_abi.h"
 #include "devices/energy.h"
 
@@ -126,8 +128,12 @@ static int load_batch(cell *c, uint32_t split, const int64_t *idx, int n, uint64
                       kh_tensor *y) {
     kh_tensor x;
     task_tensors(c, n, &x, y);
-    if (c->t->get_batch(c->data, split, idx, n, &x, y) != KH_OK) return -1;
-    if (split == KH_SPLIT_TRAIN && c->t->augment && c->t->augment(c->data, &x, aug_seed) != KH_OK) return -1;
+    kh_callmark_set('t', "get_batch");
+    kh_status gs = c->t->get_batch(c->data, split, idx, n, &x, y);
+    kh_callmark_set('t', "augment");
+    if (gs == KH_OK && split == KH_SPLIT_TRAIN && c->t->augment) gs = c->t->augment(c->data, &x, aug_seed);
+    kh_callmark_none();
+    if (gs != KH_OK) return -1;
     return kh_layout_convert(xb, &x, c->to_nchw, c->onehot, c->xb);
 }
 
@@ -145,13 +151,13 @@ static int64_t batch_bytes(const cell *c) {
 }
 
 static int alloc_buffers(cell *c) {
-    const kh_host_api *h = kh_host_api_get();
     c->x_numel = 1;
     for (int i = 0; i < c->spec.input_rank; i++) c->x_numel *= c->spec.input_shape[i];
     c->xb_numel = c->onehot ? c->x_numel * c->onehot : c->x_numel;
-    c->x = h->alloc((size_t)(c->batch * c->x_numel) * 4);
-    c->xb = h->alloc((size_t)(c->batch * c->xb_numel) * 4);
-    c->y = h->alloc((size_t)c->batch * sizeof(int32_t));
+    /* the batches end at a guard page: a module reading or writing past one faults in that call */
+    c->x = kh_guarded_alloc((size_t)(c->batch * c->x_numel) * 4);
+    c->xb = kh_guarded_alloc((size_t)(c->batch * c->xb_numel) * 4);
+    c->y = kh_guarded_alloc((size_t)c->batch * sizeof(int32_t));
     return c->x && c->xb && c->y ? 0 : -1;
 }
 
@@ -223,7 +229,9 @@ static int run_epoch(cell *c, int epoch, int epochs, int64_t *order, int64_t n_t
             return fail(c, "data", KH_EXIT_DATA, "batch: %s", e && *e ? e : "bad input index for one-hot");
         }
         if (interrupted(c)) return KH_EXIT_TRAIN;
+        kh_callmark_set('b', "train_batch");
         kh_status ts = c->b->train_batch(c->model, &xb, &y);
+        kh_callmark_none();
         if (ts != KH_OK) return fail_status(c, ts, "error", KH_EXIT_TRAIN, "train_batch", berr(c));
         /* every step's own time, the device synchronised: a sample is what the step cost (on a GPU this
          * gives up the overlap of the next batch's staging with the last kernels, as the epoch rule does) */
@@ -272,7 +280,9 @@ static int run_epoch(cell *c, int epoch, int epochs, int64_t *order, int64_t n_t
                 free(vidx);
                 return fail(c, "data", KH_EXIT_DATA, "validation batch: %s", c->t->last_error(c->data));
             }
+            kh_callmark_set('b', "eval_batch");
             kh_status es = c->b->eval_batch(c->model, &xb, &y);
+            kh_callmark_none();
             if (es != KH_OK) {
                 free(vidx);
                 return fail_status(c, es, "error", KH_EXIT_TRAIN, "eval_batch", berr(c));
@@ -340,7 +350,10 @@ static int warmup(cell *c, int64_t *order, int64_t n_train) {
         kh_tensor xb, y;
         if (load_batch(c, KH_SPLIT_TRAIN, order + done, n, kh_seed_mix(c->o->seed, 0xA06, 0, (uint64_t)s), &xb, &y) != 0)
             return fail(c, "data", KH_EXIT_DATA, "warm-up batch: %s", c->t->last_error(c->data));
-        if (c->b->train_batch(c->model, &xb, &y) != KH_OK) return fail(c, "error", KH_EXIT_TRAIN, "train_batch: %s", berr(c));
+        kh_callmark_set('b', "train_batch (warm-up)");
+        kh_status ws = c->b->train_batch(c->model, &xb, &y);
+        kh_callmark_none();
+        if (ws != KH_OK) return fail(c, "error", KH_EXIT_TRAIN, "train_batch: %s", berr(c));
         done += n;
     }
     kh_metrics m;
@@ -359,7 +372,9 @@ static int backend_environment(cell *c, char *buf, size_t n) {
     if (!g) return 0;
     memset(g, 0xA5, n + GUARD);
     g[0] = 0;
+    kh_callmark_set('b', "environment");
     int rc = c->b->environment(c->sess, (char *)g, n) == KH_OK;
+    kh_callmark_none();
     size_t k = n;
     while (k < n + GUARD && g[k] == 0xA5) k++;
     if (k < n + GUARD || !memchr(g, 0, n)) {
@@ -388,7 +403,10 @@ static kh_status pred_predict(void *ctx, const kh_tensor *x, kh_tensor *out) {
     if (x->dims[0] > c->batch || out->dims[0] != x->dims[0]) return KH_ERR_INVALID;
     kh_tensor xb;
     if (kh_layout_convert(&xb, x, c->to_nchw, c->onehot, c->xb) != 0) return KH_ERR_INVALID;
-    return c->b->predict(c->model, &xb, out);
+    kh_callmark_set('b', "predict");
+    kh_status ps = c->b->predict(c->model, &xb, out);
+    kh_callmark_set('t', "after_training");
+    return ps;
 }
 
 static void pred_print(void *ctx, const char *text) {
@@ -601,7 +619,9 @@ static int run(cell *c) {
     kh_load_opts lo = {.struct_size = sizeof lo, .data_dir = o->data_dir, .limit_train = o->limit_train,
                        .limit_val = o->limit_val, .seed = o->seed};
     err[0] = 0;
+    kh_callmark_set('t', "load");
     kh_status st = c->t->load(kh_host_api_get(), &lo, &c->data, err, sizeof err);
+    kh_callmark_none();
     if (st != KH_OK) {
         c->data = NULL;
         return fail_status(c, st, "data", KH_EXIT_DATA, "load", err[0] ? err : kh_status_name(st));
@@ -661,7 +681,9 @@ static int run(cell *c) {
     kh_device sdev = *o->dev;
     sdev.struct_size = sizeof sdev;
     sdev.math = c->math;
+    kh_callmark_set('b', "open");
     kh_status os = c->b->open(kh_host_api_get(), &sdev, &c->sess, err, sizeof err);
+    kh_callmark_none();
     if (os != KH_OK) {
         c->sess = NULL;
         return fail_status(c, os, "error", KH_EXIT_DEVICE, "open session", err[0] ? err : "no reason given");
@@ -674,7 +696,9 @@ static int run(cell *c) {
     kh_compile_opts co = {.struct_size = sizeof co, .max_batch = c->batch, .seed = o->seed, .deterministic = 0};
     double tc = kh_now();
     err[0] = 0;
+    kh_callmark_set('b', "compile");
     kh_status cs = kh_backend_compile(o->backend, c->sess, &c->spec, &co, &c->model, err, sizeof err);
+    kh_callmark_none();
     double compile_wall = kh_now() - tc;
     if (cs != KH_OK) {
         c->model = NULL;
@@ -755,7 +779,10 @@ static int run(cell *c) {
     } else if (c->t->after_training) {
         pred_ctx pc = {c};
         kh_predictor p = {.ctx = &pc, .predict = pred_predict, .print = pred_print, .seed = o->seed};
-        if (c->t->after_training(c->data, &p) != KH_OK)
+        kh_callmark_set('t', "after_training");
+        kh_status as = c->t->after_training(c->data, &p);
+        kh_callmark_none();
+        if (as != KH_OK)
             kh_logf(KH_LOG_WARN, "%s: after-training step failed: %s", o->task->desc->name, c->t->last_error(c->data));
     }
     return KH_EXIT_OK;
@@ -786,17 +813,20 @@ int kh_cell_run(const kh_cell_opts *o, kh_cell_record *rec) {
     c.math = kh_math_effective(o->math, o->dev, o->backend->desc->abi_minor, o->backend->desc->name, rec->math_note,
                                sizeof rec->math_note);
     snprintf(rec->math, sizeof rec->math, "%s", kh_math_name(c.math));
+    kh_callmark_install(o->backend->desc->name, o->task->desc->name);
     int code = run(&c);
     const kh_task_info *info = c.info;
     kh_record_summarise(rec, info ? info->target_is_max : 0, info ? info->target : 0);
+    kh_callmark_set('b', "model_free / close");
     if (c.model) c.b->model_free(c.model);
     if (c.sess) c.b->close(c.sess);
+    kh_callmark_set('t', "unload");
     if (c.data) c.t->unload(c.data);
+    kh_callmark_none();
     kh_model_shapes_free(&c.shapes);
     kh_spec_buf_free(&c.spec_buf);
-    const kh_host_api *h = kh_host_api_get();
-    h->free(c.x);
-    h->free(c.xb);
-    h->free(c.y);
+    kh_guarded_free(c.x);
+    kh_guarded_free(c.xb);
+    kh_guarded_free(c.y);
     return code;
 }

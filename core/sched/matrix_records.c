@@ -19,6 +19,7 @@
 #include "base/exitcodes.h"
 #include "base/files.h"
 #include "base/sysinfo.h"
+#include "cell/callmark.h"
 #include "cell/env.h"
 #include "cell/mathmode.h"
 #include "base/log.h"
@@ -49,6 +50,25 @@ static void last_log_line(const char *path, char *buf, size_t n) {
     char *start = strrchr(tail, '\n');
     start = start ? start + 1 : tail;
     snprintf(buf, n, "%s", start);
+}
+
+/* The module call a crashed cell named on its way down (cell/callmark.h): "backend 'cntk' train_batch" from
+ * the last such line in its log's tail, into buf; "" when there is none. */
+static void crashed_in(const char *path, char *buf, size_t n) {
+    buf[0] = 0;
+    char tail[8193], why[64];
+    FILE *f = kh_fopen_regular(path, why, sizeof why);
+    if (!f) return;
+    long size = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+    size_t got = 0;
+    if (size >= 0 && fseek(f, size > 8192 ? size - 8192 : 0, SEEK_SET) == 0) got = fread(tail, 1, 8192, f);
+    fclose(f);
+    tail[got] = 0;
+    const char *at = NULL;
+    for (const char *p = tail; (p = strstr(p, KH_CALLMARK_PREFIX)); p++) at = p;
+    if (!at) return;
+    at += strlen(KH_CALLMARK_PREFIX);
+    snprintf(buf, n, "%.*s", (int)strcspn(at, "\r\n"), at);
 }
 
 /* Does the tail of a child's log blame memory? (libc, C++ and the host all say it in one of these ways.) */
@@ -199,6 +219,12 @@ void mx_settle(const mx_cell *c, const kh_child_result *res, const char *json_pa
             snprintf(reason, sizeof reason, "%s", wrong);
             break;
         }
+        crashed_in(log_path, line, sizeof line);
+        if (line[0]) { /* a fatal signal in a module, turned into an exit by a handler (a sanitizer's report) */
+            status = "crashed";
+            snprintf(reason, sizeof reason, "exit %d after a fatal signal in %s", res->code, line);
+            break;
+        }
         last_log_line(log_path, line, sizeof line);
         if (res->code == 0) {
             status = "error";
@@ -212,6 +238,11 @@ void mx_settle(const mx_cell *c, const kh_child_result *res, const char *json_pa
         const char *sn = strsignal(res->code);
         status = "crashed";
         snprintf(reason, sizeof reason, "signal %d (%s)", res->code, sn ? sn : "unknown signal");
+        crashed_in(log_path, line, sizeof line);
+        if (line[0]) {
+            size_t len = strlen(reason);
+            snprintf(reason + len, sizeof reason - len, " in %s", line);
+        }
         if (c->o->memory_limit) {
             int s = res->code;
             last_log_line(log_path, line, sizeof line);

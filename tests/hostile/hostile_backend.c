@@ -4,9 +4,11 @@
  *   nopredict   the optional predict is NULL (a correct backend without it)
  *   nullmodel   compile returns KH_OK without a model
  *   envpast     environment() writes 64 bytes past the buffer it was given
- *   metrics     read_metrics counts more correct answers than samples (an accuracy of 2.0) */
+ *   metrics     read_metrics counts more correct answers than samples (an accuracy of 2.0)
+ *   segv        train_batch writes through a NULL pointer */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "khost/khost.h"
@@ -36,6 +38,12 @@ static kh_status double_correct(kh_bmodel *m, uint32_t ph, kh_metrics *out, int3
     return st;
 }
 
+static kh_status null_write(kh_bmodel *m, const kh_tensor *x, const kh_tensor *y) {
+    (void)m, (void)x, (void)y;
+    *(volatile int *)(uintptr_t)0 = 1;
+    return KH_OK;
+}
+
 __attribute__((visibility("default"))) const kh_module_desc *khost_module_entry(const kh_host_api *host) {
     void *h = dlopen(HOSTILE_INNER, RTLD_NOW | RTLD_LOCAL);
     if (!h) return NULL;
@@ -51,6 +59,7 @@ __attribute__((visibility("default"))) const kh_module_desc *khost_module_entry(
     if (IS("nullmodel")) api.compile = null_compile;
     if (IS("envpast")) api.environment = env_past;
     if (IS("metrics")) api.read_metrics = double_correct;
+    if (IS("segv")) api.train_batch = null_write;
     desc = *inner;
     desc.name = "hostile_" HOSTILE_WAY;
     desc.api = &api;

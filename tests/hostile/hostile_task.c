@@ -9,6 +9,7 @@
  *   chdir         load() changes the working directory to $HOSTILE_DIR (a relative --out must not follow)
  *   stdout        load() and every epoch's first batch print to stdout (run --json must stay one clean line)
  *   rmout         the 5th get_batch removes the folder $HOSTILE_DIR (the results folder, while a matrix runs)
+ *   overrun       get_batch writes past the end of the batch buffer the host gave it
  *   fork          load() starts a helper that leaves khost's session (setsid) and whose own child is orphaned;
  *                 both sleep, their pids in $HOSTILE_DIR/helpers
  * Otherwise it is 4 separable classes in 8 dimensions, Dense(4, softmax), 256 train / 64 validation. */
@@ -125,6 +126,8 @@ static kh_status get_batch(kh_tdata *d, uint32_t split, const int64_t *idx, int3
     }
     float *xs = x->data;
     int32_t *ys = y->data;
+    if (IS("overrun"))
+        for (int i = 0; i < 4096; i++) ((volatile float *)xs)[info.batch_size * DIM + i] = 1.0f;
     for (int i = 0; i < n; i++) {
         if (idx[i] < 0 || idx[i] >= d->n[split]) {
             snprintf(d->err, sizeof d->err, "index %lld out of range", (long long)idx[i]);

@@ -309,6 +309,18 @@ world)
     check "... naming the call: $says" has "$o" "$says"
     check "... recorded as error" test "$(json_field "$t/abi/hostile_chdir/hostile_${way}__cpu.json" status)" = error
   done
+  # a module that crashes: the cell is crashed, naming the module and the call (the batch ends at a guard page,
+  # so the task's overrun faults in get_batch itself)
+  task overrun; backend segv
+  o=$(k run --plugin fixture --task hostile_overrun --device cpu --epochs 1 --out "$t/crash"); rc=$?
+  asan=$(ldd "$bin" 2>/dev/null | grep -c libasan) # ASan reports the SIGSEGV and exits 1
+  check "a task writing past its batch buffer dies of SIGSEGV ($rc)" test $rc -eq 139 -o \( "$asan" -gt 0 -a $rc -eq 1 \)
+  check "... named on the way: $o" has "$o" "khost: crashed in task 'hostile_overrun' get_batch"
+  o=$(HOSTILE_DIR=$t k matrix --plugins hostile_segv --tasks hostile_chdir --devices cpu --epochs 1 --out "$t/crash"); rc=$?
+  j=$t/crash/hostile_chdir/hostile_segv__cpu.json
+  check "a backend crashing in train_batch: the matrix records crashed ($rc)" test "$(json_field "$j" status)" = crashed
+  check "... with the module and the call: $(json_field "$j" reason)" has "$(json_field "$j" reason)" \
+    "in backend 'hostile_segv' train_batch"
   # a module that changes the working directory: the relative --out was resolved at start
   mkdir -p "$t/elsewhere" "$t/cwd"
   o=$(cd "$t/cwd" && HOSTILE_DIR=$t/elsewhere k run --plugin fixture --task hostile_chdir --device cpu --epochs 1 --out rel); rc=$?
