@@ -24,9 +24,11 @@ static const int g_sigs[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT};
 #define N_SIGS (sizeof g_sigs / sizeof *g_sigs)
 static struct sigaction g_old[N_SIGS]; /* what was there before (the default, or a sanitizer's handler) */
 
-/* Async-signal-safe: write(2) of strings set before the call, then the previous action back in place; returning
- * re-runs the faulting instruction (abort() raises again itself), which now meets that action. */
-static void on_fatal(int sig) {
+/* Async-signal-safe: write(2) of strings set before the call, then the previous action back in place. A fault
+ * (si_code > 0) re-runs its instruction when the handler returns and meets that action; a signal sent by
+ * raise() or kill() would not come again, so it is raised again here. */
+static void on_fatal(int sig, siginfo_t *info, void *uctx) {
+    (void)uctx;
     const char *call = g_call;
     if (call) {
         put(KH_CALLMARK_PREFIX);
@@ -38,6 +40,7 @@ static void on_fatal(int sig) {
     }
     for (size_t i = 0; i < N_SIGS; i++)
         if (g_sigs[i] == sig) sigaction(sig, &g_old[i], NULL);
+    if (!info || info->si_code <= 0) raise(sig);
 }
 
 void kh_callmark_install(const char *backend, const char *task) {
@@ -50,8 +53,8 @@ void kh_callmark_install(const char *backend, const char *task) {
     }
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_fatal;
-    sa.sa_flags = SA_ONSTACK | SA_NODEFER;
+    sa.sa_sigaction = on_fatal;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER;
     sigemptyset(&sa.sa_mask);
     for (size_t i = 0; i < N_SIGS; i++) sigaction(g_sigs[i], &sa, &g_old[i]);
 }

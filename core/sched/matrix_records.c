@@ -46,10 +46,17 @@ static void last_log_line(const char *path, char *buf, size_t n) {
     if (size >= 0 && fseek(f, from, SEEK_SET) == 0) got = fread(tail, 1, sizeof tail - 1, f);
     fclose(f);
     tail[got] = 0;
-    while (got && (tail[got - 1] == '\n' || tail[got - 1] == '\r' || tail[got - 1] == ' ')) tail[--got] = 0;
-    char *start = strrchr(tail, '\n');
-    start = start ? start + 1 : tail;
-    snprintf(buf, n, "%s", start);
+    for (;;) { /* the last line, passing over khost's own "crashed in" line (cell/callmark.h: said apart) */
+        while (got && (tail[got - 1] == '\n' || tail[got - 1] == '\r' || tail[got - 1] == ' ')) tail[--got] = 0;
+        char *start = strrchr(tail, '\n');
+        start = start ? start + 1 : tail;
+        if (strncmp(start, KH_CALLMARK_PREFIX, strlen(KH_CALLMARK_PREFIX)) || start == tail) {
+            snprintf(buf, n, "%s", strncmp(start, KH_CALLMARK_PREFIX, strlen(KH_CALLMARK_PREFIX)) ? start : "");
+            return;
+        }
+        *start = 0;
+        got = (size_t)(start - tail);
+    }
 }
 
 /* The module call a crashed cell named on its way down (cell/callmark.h): "backend 'cntk' train_batch" from
@@ -238,11 +245,8 @@ void mx_settle(const mx_cell *c, const kh_child_result *res, const char *json_pa
         const char *sn = strsignal(res->code);
         status = "crashed";
         snprintf(reason, sizeof reason, "signal %d (%s)", res->code, sn ? sn : "unknown signal");
-        crashed_in(log_path, line, sizeof line);
-        if (line[0]) {
-            size_t len = strlen(reason);
-            snprintf(reason + len, sizeof reason - len, " in %s", line);
-        }
+        char in[300];
+        crashed_in(log_path, in, sizeof in);
         if (c->o->memory_limit) {
             int s = res->code;
             last_log_line(log_path, line, sizeof line);
@@ -251,6 +255,10 @@ void mx_settle(const mx_cell *c, const kh_child_result *res, const char *json_pa
             size_t len = strlen(reason);
             snprintf(reason + len, sizeof reason - len, " under --memory-limit %s%s%s", c->o->memory_limit,
                      line[0] ? ": " : "", line);
+        }
+        if (in[0]) { /* the module call it died in */
+            size_t len = strlen(reason);
+            snprintf(reason + len, sizeof reason - len, c->o->memory_limit ? " (in %s)" : " in %s", in);
         }
         break;
     }

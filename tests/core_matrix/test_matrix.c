@@ -86,7 +86,8 @@ int main(int argc, char **argv) {
     }
     if (kh_e2e_record(tmp, "fixture_blobs", "fixture_segv", &r) == 0) {
         CHECK(!strcmp(r.status, "crashed"), "segv status %s", r.status);
-        CHECK(!strcmp(r.reason, "signal 11 (Segmentation fault)"), "segv reason %s", r.reason);
+        CHECK(!strcmp(r.reason, "signal 11 (Segmentation fault) in backend 'fixture_segv' train_batch"),
+              "segv reason, with the module call it died in: %s", r.reason);
         CHECK(!strcmp(r.plugin, "fixture_segv") && !strcmp(r.task, "fixture_blobs") && !strcmp(r.device, "cpu"),
               "segv cell %s %s %s", r.plugin, r.task, r.device);
         CHECK(r.epochs_requested == 2 && !strcmp(r.metric, "val_acc"), "segv record: epochs %d metric %s",
