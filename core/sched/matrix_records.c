@@ -33,25 +33,43 @@
 #endif
 
 // --- records --------------------------------------------------------------------------------------------
-/* The last non-empty line of the child's log (its error message, usually). */
-static void last_log_line(const char *path, char *buf, size_t n) {
-    buf[0] = 0;
+/* The end of a child's log, read once for everything the record says of how the cell ended. */
+typedef struct log_tail {
+    char text[8193];
+    size_t len;
+} log_tail;
+
+static void log_tail_read(const char *path, log_tail *t) {
+    t->len = 0;
+    t->text[0] = 0;
     char why[64];
-    FILE *f = kh_fopen_regular(path, why, sizeof why);
+    FILE *f = path ? kh_fopen_regular(path, why, sizeof why) : NULL;
     if (!f) return;
-    char tail[2048];
-    long size = (fseek(f, 0, SEEK_END) == 0) ? ftell(f) : -1;
-    long from = size > (long)sizeof tail - 1 ? size - (long)sizeof tail + 1 : 0;
-    size_t got = 0;
-    if (size >= 0 && fseek(f, from, SEEK_SET) == 0) got = fread(tail, 1, sizeof tail - 1, f);
+    long size = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+    long max = (long)sizeof t->text - 1;
+    if (size >= 0 && fseek(f, size > max ? size - max : 0, SEEK_SET) == 0) t->len = fread(t->text, 1, (size_t)max, f);
     fclose(f);
-    tail[got] = 0;
-    for (;;) { /* the last line, passing over khost's own "crashed in" line (cell/callmark.h: said apart) */
+    t->text[t->len] = 0;
+}
+
+/* The tail's last `window` bytes (the window each reading below has always looked at). */
+static const char *tail_window(const log_tail *t, size_t window) {
+    return t->text + (t->len > window ? t->len - window : 0);
+}
+
+/* The last non-empty line of the child's log (its error message, usually), passing over khost's own
+ * "crashed in" line (cell/callmark.h: said apart). */
+static void last_log_line(const log_tail *t, char *buf, size_t n) {
+    char tail[2048];
+    snprintf(tail, sizeof tail, "%s", tail_window(t, sizeof tail - 1));
+    size_t got = strlen(tail);
+    for (;;) {
         while (got && (tail[got - 1] == '\n' || tail[got - 1] == '\r' || tail[got - 1] == ' ')) tail[--got] = 0;
         char *start = strrchr(tail, '\n');
         start = start ? start + 1 : tail;
-        if (strncmp(start, KH_CALLMARK_PREFIX, strlen(KH_CALLMARK_PREFIX)) || start == tail) {
-            snprintf(buf, n, "%s", strncmp(start, KH_CALLMARK_PREFIX, strlen(KH_CALLMARK_PREFIX)) ? start : "");
+        int ours = !strncmp(start, KH_CALLMARK_PREFIX, strlen(KH_CALLMARK_PREFIX));
+        if (!ours || start == tail) {
+            snprintf(buf, n, "%s", ours ? "" : start);
             return;
         }
         *start = 0;
@@ -61,35 +79,21 @@ static void last_log_line(const char *path, char *buf, size_t n) {
 
 /* The module call a crashed cell named on its way down (cell/callmark.h): "backend 'cntk' train_batch" from
  * the last such line in its log's tail, into buf; "" when there is none. */
-static void crashed_in(const char *path, char *buf, size_t n) {
+static void crashed_in(const log_tail *t, char *buf, size_t n) {
     buf[0] = 0;
-    char tail[8193], why[64];
-    FILE *f = kh_fopen_regular(path, why, sizeof why);
-    if (!f) return;
-    long size = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
-    size_t got = 0;
-    if (size >= 0 && fseek(f, size > 8192 ? size - 8192 : 0, SEEK_SET) == 0) got = fread(tail, 1, 8192, f);
-    fclose(f);
-    tail[got] = 0;
     const char *at = NULL;
-    for (const char *p = tail; (p = strstr(p, KH_CALLMARK_PREFIX)); p++) at = p;
+    for (const char *p = t->text; (p = strstr(p, KH_CALLMARK_PREFIX)); p++) at = p;
     if (!at) return;
     at += strlen(KH_CALLMARK_PREFIX);
     snprintf(buf, n, "%.*s", (int)strcspn(at, "\r\n"), at);
 }
 
 /* Does the tail of a child's log blame memory? (libc, C++ and the host all say it in one of these ways.) */
-static int mx_speaks_of_memory(const char *path) {
-    char tail[4097], why[64];
-    FILE *f = kh_fopen_regular(path, why, sizeof why);
-    if (!f) return 0;
-    long size = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
-    size_t got = 0;
-    if (size >= 0 && fseek(f, size > 4096 ? size - 4096 : 0, SEEK_SET) == 0) got = fread(tail, 1, 4096, f);
-    fclose(f);
-    tail[got] = 0;
-    for (size_t i = 0; i < got; i++)
-        if (tail[i] >= 'A' && tail[i] <= 'Z') tail[i] = (char)(tail[i] - 'A' + 'a');
+static int mx_speaks_of_memory(const log_tail *t) {
+    char tail[4097];
+    snprintf(tail, sizeof tail, "%s", tail_window(t, sizeof tail - 1));
+    for (char *c = tail; *c; c++)
+        if (*c >= 'A' && *c <= 'Z') *c = (char)(*c - 'A' + 'a');
     static const char *const words[] = {"out of memory", "bad_alloc", "cannot allocate memory", "memory exhausted"};
     for (size_t i = 0; i < sizeof words / sizeof *words; i++)
         if (strstr(tail, words[i])) return 1;
@@ -204,6 +208,7 @@ static int record_is_cell(const kh_cell_record *r, const mx_cell *c, const char 
 void mx_settle(const mx_cell *c, const kh_child_result *res, const char *json_path, const char *log_path,
                kh_cell_record *r) {
     char err[1200], reason[600], line[400], wrong[600] = "";
+    log_tail lt; /* read where an ending needs it */
     int have = kh_record_read(json_path, r, err, sizeof err) == 0;
     if (have && !record_is_cell(r, c, json_path, wrong, sizeof wrong)) {
         kh_record_free(r); /* another cell's record, or another repetition's: never taken as this one's */
@@ -226,13 +231,14 @@ void mx_settle(const mx_cell *c, const kh_child_result *res, const char *json_pa
             snprintf(reason, sizeof reason, "%s", wrong);
             break;
         }
-        crashed_in(log_path, line, sizeof line);
+        log_tail_read(log_path, &lt);
+        crashed_in(&lt, line, sizeof line);
         if (line[0]) { /* a fatal signal in a module, turned into an exit by a handler (a sanitizer's report) */
             status = "crashed";
             snprintf(reason, sizeof reason, "exit %d after a fatal signal in %s", res->code, line);
             break;
         }
-        last_log_line(log_path, line, sizeof line);
+        last_log_line(&lt, line, sizeof line);
         if (res->code == 0) {
             status = "error";
             snprintf(reason, sizeof reason, "no record written (exit 0)%s%s", line[0] ? ": " : "", line);
@@ -246,11 +252,12 @@ void mx_settle(const mx_cell *c, const kh_child_result *res, const char *json_pa
         status = "crashed";
         snprintf(reason, sizeof reason, "signal %d (%s)", res->code, sn ? sn : "unknown signal");
         char in[300];
-        crashed_in(log_path, in, sizeof in);
+        log_tail_read(log_path, &lt);
+        crashed_in(&lt, in, sizeof in);
         if (c->o->memory_limit) {
             int s = res->code;
-            last_log_line(log_path, line, sizeof line);
-            if ((s == SIGABRT || s == SIGSEGV || s == SIGBUS || s == SIGKILL) && mx_speaks_of_memory(log_path))
+            last_log_line(&lt, line, sizeof line);
+            if ((s == SIGABRT || s == SIGSEGV || s == SIGBUS || s == SIGKILL) && mx_speaks_of_memory(&lt))
                 status = "oom";
             size_t len = strlen(reason);
             snprintf(reason + len, sizeof reason - len, " under --memory-limit %s%s%s", c->o->memory_limit,
