@@ -3,10 +3,10 @@
  * Slurm array tasks run through it. */
 #define _GNU_SOURCE /* environ */
 #include "base/child.h"
+#include "base/files.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <sys/stat.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -132,17 +132,10 @@ int kh_child_run(char *const argv[], char *const envp[], const char *log_path, d
     if ((rc = posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0)) != 0) goto fail;
     if (log_path) {
         /* a link in the log's place is not followed, a FIFO never waited on: a regular file or an error */
-        logfd = open(log_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0666);
-        struct stat lst;
-        if (logfd >= 0 && (fstat(logfd, &lst) != 0 || !S_ISREG(lst.st_mode))) {
-            close(logfd);
-            logfd = -1;
-            errno = EINVAL;
-        }
+        char why[128];
+        logfd = kh_create_regular(log_path, O_WRONLY | O_TRUNC | O_CLOEXEC, 0666, why, sizeof why);
         if (logfd < 0) {
-            snprintf(out->err, sizeof out->err, "%s: cannot create log: %s", log_path,
-                     errno == ELOOP ? "it is a symbolic link (not followed)"
-                     : errno == EINVAL || errno == ENXIO ? "not a regular file" : strerror(errno));
+            snprintf(out->err, sizeof out->err, "%s: cannot create log: %s", log_path, why);
             goto cleanup;
         }
         if ((rc = posix_spawn_file_actions_adddup2(&fa, logfd, 1)) != 0 ||

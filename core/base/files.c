@@ -11,6 +11,22 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+int kh_create_regular(const char *path, int flags, unsigned mode, char *why, size_t whylen) {
+    int fd = open(path, flags | O_CREAT | O_NOFOLLOW | O_NONBLOCK, (mode_t)mode);
+    struct stat st;
+    if (fd < 0) {
+        snprintf(why, whylen, "%s", errno == ELOOP ? "it is a symbolic link (not followed)"
+                                    : errno == ENXIO ? "not a regular file" : strerror(errno)); /* ENXIO: a FIFO */
+        return -1;
+    }
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        snprintf(why, whylen, "not a regular file");
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
 int kh_abs_path(const char *path, char *buf, size_t n) {
     char cwd[4096];
     if (path[0] != '/' && !getcwd(cwd, sizeof cwd)) return -1;

@@ -18,6 +18,11 @@ FILE *kh_memfile_open(kh_memfile *m, const char *name, char *err, size_t errlen)
 /* Closes f (from kh_memfile_open) and replaces path with what it holds; frees the text either way. 0 ok, else
  * err says why ("<path>: out of memory" when the stream could not hold it all). */
 int kh_memfile_write(kh_memfile *m, FILE *f, const char *path, char *err, size_t errlen);
+/* Open path to write, made when absent (flags: the access mode and O_TRUNC / O_APPEND / O_CLOEXEC as the caller
+ * needs), never through a symbolic link and never waiting on a FIFO: anything but a regular file there is
+ * refused. The descriptor, or -1 with why (no path: "it is a symbolic link (not followed)", "not a regular
+ * file", or the system's reason). */
+int kh_create_regular(const char *path, int flags, unsigned mode, char *why, size_t whylen);
 /* mkdir -p; 0 ok. */
 int kh_mkdirs(const char *path);
 /* path made absolute against the working directory now, into buf: so a module that calls chdir() later cannot

@@ -1,6 +1,7 @@
 /* core/cell/mapped.c — the files this process has mapped, from /proc/self/maps (mapped.h). */
 #define _POSIX_C_SOURCE 200809L /* fdopen */
 #include "cell/mapped.h"
+#include "base/files.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -14,11 +15,12 @@ int kh_mapped_write(const char *path, char *err, size_t errlen) {
         snprintf(err, errlen, "/proc/self/maps: cannot open: %s", strerror(errno));
         return -1;
     }
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0644);
+    char why[128] = "";
+    int fd = kh_create_regular(path, O_WRONLY | O_TRUNC | O_CLOEXEC, 0644, why, sizeof why);
     FILE *out = fd >= 0 ? fdopen(fd, "w") : NULL;
     if (!out && fd >= 0) close(fd);
     if (!out) {
-        snprintf(err, errlen, "%s: cannot create: %s", path, strerror(errno));
+        snprintf(err, errlen, "%s: cannot create: %s", path, why[0] ? why : strerror(errno));
         fclose(in);
         return -1;
     }

@@ -228,7 +228,8 @@ static int cpu_peak(const kh_device *dev, kh_peak *out) {
         snprintf(out->source + strlen(out->source), sizeof out->source - strlen(out->source), " (not saved)");
     } else if (kh_mkdirs(dir) == 0) {
         chmod(dir, 0700);
-        int fd = open(file, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0600);
+        char why[128];
+        int fd = kh_create_regular(file, O_WRONLY | O_APPEND | O_CLOEXEC, 0600, why, sizeof why);
         FILE *f = fd >= 0 ? fdopen(fd, "a") : NULL;
         if (!f && fd >= 0) close(fd);
         if (f) {

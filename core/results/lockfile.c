@@ -1,6 +1,7 @@
 /* core/results/lockfile.c — results-directory and cell locks (lockfile.h). */
 #define _GNU_SOURCE
 #include "results/lockfile.h"
+#include "base/files.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -9,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "base/log.h"
@@ -34,16 +34,10 @@ int kh_lock_acquire(kh_lock *l, const char *path, int exclusive, const char *wha
     }
     /* No O_CLOEXEC: cells inherit the lock (see lockfile.h). A link planted in the lock file's place is never
      * followed (khost would write its pid into whatever it names), nor is anything but a regular file used. */
-    int fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK, 0644);
-    struct stat st;
+    char why[128];
+    int fd = kh_create_regular(path, O_RDWR, 0644, why, sizeof why);
     if (fd < 0) {
-        snprintf(err, errlen, "%s: cannot create the lock file: %s", path,
-                 errno == ELOOP ? "it is a symbolic link (not followed)" : strerror(errno));
-        goto fail;
-    }
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        snprintf(err, errlen, "%s: the lock file is not a regular file", path);
-        close(fd);
+        snprintf(err, errlen, "%s: cannot create the lock file: %s", path, why);
         goto fail;
     }
     while (flock(fd, (exclusive ? LOCK_EX : LOCK_SH) | LOCK_NB) != 0) {

@@ -121,9 +121,10 @@ static int fetch_data(const kh_slurm_plan *p, const kh_slurm_cell *c) {
     }
     char lock[4200];
     snprintf(lock, sizeof lock, "%s/.khost-fetch.lock", p->data_dir);
-    int fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0666);
+    char why[128] = "";
+    int fd = kh_create_regular(lock, O_RDWR | O_CLOEXEC, 0666, why, sizeof why);
     if (fd < 0 || flock(fd, LOCK_EX) != 0) {
-        kh_logf(KH_LOG_ERROR, "slurm: %s: cannot lock: %s", lock, strerror(errno));
+        kh_logf(KH_LOG_ERROR, "slurm: %s: cannot lock: %s", lock, why[0] ? why : strerror(errno));
         if (fd >= 0) close(fd);
         return -1;
     }
