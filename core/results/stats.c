@@ -182,19 +182,29 @@ typedef struct boot {
 /* The statistic of one resample, drawn from bs->st. */
 typedef double (*boot_stat)(boot *bs);
 
-/* The median of a resample of x (n values) drawn with replacement; its draws are kept in idx when keep. The
- * loops work on local copies (the state, restrict pointers) so a count's store does not reload them. */
+/* The median of x's resample idx[0..n) (draws of positions), from how often each rank was drawn. */
+static double median_of_draws(const ranked *x, const int *restrict idx, int n, int *restrict count) {
+    const int *restrict rank = x->rank;
+    memset(count, 0, (size_t)n * sizeof *count);
+    for (int i = 0; i < n; i++) count[rank[idx[i]]]++;
+    return counted_median(x, count, n);
+}
+
+/* The median of a resample of x (n values) drawn with replacement; its draws are kept in bs->idx when keep (a
+ * paired ratio reads the other sample at the same positions). Otherwise each draw is counted as it is made:
+ * one pass, no index array to write and read back. The loops keep the state in a local and
+ * restrict pointers, so a count's store does not reload them. */
 static double draw_median(boot *bs, const ranked *x, int n, int keep) {
-    int *restrict count = bs->count, *restrict idx = bs->idx;
+    int *restrict idx = bs->idx, *restrict count = bs->count;
     const int *restrict rank = x->rank;
     uint64_t st = bs->st;
-    memset(count, 0, (size_t)n * sizeof *count);
     if (keep) {
         for (int i = 0; i < n; i++) idx[i] = draw(&st, n);
-        for (int i = 0; i < n; i++) count[rank[idx[i]]]++;
-    } else {
-        for (int i = 0; i < n; i++) count[rank[draw(&st, n)]]++;
+        bs->st = st;
+        return median_of_draws(x, idx, n, count);
     }
+    memset(count, 0, (size_t)n * sizeof *count);
+    for (int i = 0; i < n; i++) count[rank[draw(&st, n)]]++;
     bs->st = st;
     return counted_median(x, count, n);
 }
@@ -204,11 +214,7 @@ static double median_of_a(boot *bs) { return draw_median(bs, &bs->a, bs->na, 0);
 /* Paired samples resample whole pairs: one draw of indices for both. */
 static double paired_ratio(boot *bs) {
     double ra = draw_median(bs, &bs->a, bs->na, 1);
-    int *restrict count = bs->count;
-    const int *restrict idx = bs->idx, *restrict rank = bs->b.rank;
-    memset(count, 0, (size_t)bs->na * sizeof *count);
-    for (int i = 0; i < bs->na; i++) count[rank[idx[i]]]++;
-    return ra / counted_median(&bs->b, count, bs->na);
+    return ra / median_of_draws(&bs->b, bs->idx, bs->na, bs->count);
 }
 
 static double unpaired_ratio(boot *bs) {
