@@ -80,24 +80,17 @@ void kh_esc_line(FILE *f, const char *s) {
     while (*p) put_char(f, &p, 1);
 }
 
-char *kh_esc_line_buf(const char *s, char *buf, size_t n) {
-    if (n == 0) return buf;
-    buf[0] = 0;
+char *kh_esc_line_dup(const char *s) {
     char *text = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&text, &len);
-    if (!f) return buf;
+    if (!f) return NULL;
     kh_esc_line(f, s);
-    if (fclose(f) != 0 || !text) {
+    if (fclose(f) != 0) {
         free(text);
-        return buf;
+        return NULL;
     }
-    size_t m = len < n ? len : n - 1;
-    while (m > 0 && m < len && ((unsigned char)text[m] & 0xc0) == 0x80) m--; /* not inside a character */
-    memcpy(buf, text, m);
-    buf[m] = 0;
-    free(text);
-    return buf;
+    return text;
 }
 
 void kh_esc_msg(const char *prefix, const char *text) {

@@ -16,8 +16,8 @@ void kh_esc_md(FILE *f, const char *s);
 /* A terminal line (stderr messages that quote what was read): a tab is kept, everything else as kh_esc_md's
  * replacement, no escaping of punctuation. */
 void kh_esc_line(FILE *f, const char *s);
-/* kh_esc_line into buf (truncated at a character boundary to fit n); returns buf. */
-char *kh_esc_line_buf(const char *s, char *buf, size_t n);
+/* kh_esc_line into a new string (free it); NULL when out of memory. */
+char *kh_esc_line_dup(const char *s);
 /* A message line on stderr: prefix as given, then text as kh_esc_line writes it, then a line break. */
 void kh_esc_msg(const char *prefix, const char *text);
 #endif

@@ -343,10 +343,9 @@ static void print_markdown(FILE *f, const char *bdir, const char *ndir, const ro
 /* A string member from text that was read (a path, a why naming a file or a record's setting): valid UTF-8
  * whatever the bytes were, so the JSON parses anywhere (cJSON escapes the rest). */
 static void add_text(cJSON *o, const char *key, const char *text) {
-    size_t n = 3 * strlen(text) + 1; /* each byte at most one U+FFFD */
-    char *buf = malloc(n);
-    cJSON_AddStringToObject(o, key, buf ? kh_esc_line_buf(text, buf, n) : "(out of memory)");
-    free(buf);
+    char *valid = kh_esc_line_dup(text);
+    cJSON_AddStringToObject(o, key, valid ? valid : "(out of memory)");
+    free(valid);
 }
 
 static cJSON *jnum(double v) { return isfinite(v) ? cJSON_CreateNumber(v) : cJSON_CreateNull(); }

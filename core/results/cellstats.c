@@ -109,6 +109,9 @@ done:
     return rc;
 }
 
+/* A repetition's value of one kind: 0 its mean epoch time, 1 its median step time. */
+static double rep_value(const kh_rep *r, int kind) { return kind ? r->step_s : r->epoch_s; }
+
 static void rep_stats(kh_cell_stats *c, int kind, int with_ci, kh_rep_stats *o) {
     memset(o, 0, sizeof *o);
     kh_stats_summary(NULL, 0, &o->s); /* all NAN */
@@ -125,7 +128,7 @@ static void rep_stats(kh_cell_stats *c, int kind, int with_ci, kh_rep_stats *o) 
     o->n_outliers = kh_stats_outliers(v, n, z, flag);
     for (int i = 0, j = 0; i < c->n_reps; i++) {
         kh_rep *r = &c->reps[i];
-        double x = kind ? r->step_s : r->epoch_s;
+        double x = rep_value(r, kind);
         if (!isfinite(x)) continue;
         if (kind) r->step_z = z[j], r->step_outlier = flag[j];
         else r->epoch_z = z[j], r->epoch_outlier = flag[j];
@@ -165,13 +168,11 @@ int kh_rep_settings_differ(const kh_rep_settings *a, const kh_rep_settings *b, c
 int kh_cell_stats_values(const kh_cell_stats *c, int kind, double *v) {
     int n = 0;
     for (int i = 0; i < c->n_reps; i++) {
-        double x = kind ? c->reps[i].step_s : c->reps[i].epoch_s;
+        double x = rep_value(&c->reps[i], kind);
         if (isfinite(x)) v[n++] = x;
     }
     return n;
 }
-
-static double rep_value(const kh_rep *r, int kind) { return kind ? r->step_s : r->epoch_s; }
 
 /* y's repetitions with a value, ordered by round and then by position (so the first of a round comes first). */
 typedef struct by_round {

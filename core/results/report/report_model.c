@@ -265,11 +265,18 @@ typedef struct rec_at {
     int i;
 } rec_at;
 
+/* Records by cell (task, plugin, device: the report's order). */
+static int cmp_rec(const void *a, const void *b) {
+    const kh_cell_record *x = a, *y = b;
+    int c = strcmp(x->task, y->task);
+    if (!c) c = strcmp(x->plugin, y->plugin);
+    if (!c) c = kh_report_cmp_device(x->device, y->device);
+    return c;
+}
+
 static int cmp_rec_at(const void *a, const void *b) {
     const rec_at *x = a, *y = b;
-    int c = strcmp(x->r->task, y->r->task);
-    if (!c) c = strcmp(x->r->plugin, y->r->plugin);
-    if (!c) c = strcmp(x->r->device, y->r->device);
+    int c = cmp_rec(x->r, y->r);
     return c ? c : (x->i > y->i) - (x->i < y->i);
 }
 
@@ -287,7 +294,7 @@ static int drop_listed_twice(reader *rd, int from) {
     for (int i = 0; i < rd->n; i++) o[i] = (rec_at){&rd->recs[i], i};
     qsort(o, (size_t)rd->n, sizeof *o, cmp_rec_at);
     for (int i = 1; i < rd->n; i++)
-        if (o[i].i >= from && !cmp_rec_at(&(rec_at){o[i - 1].r, 0}, &(rec_at){o[i].r, 0})) drop[o[i].i] = 1;
+        if (o[i].i >= from && !cmp_rec(o[i - 1].r, o[i].r)) drop[o[i].i] = 1;
     free(o);
     int m = from;
     for (int i = from; i < rd->n; i++) {
@@ -358,14 +365,6 @@ static int read_slurm_plans(reader *rd, const char *dir) {
 }
 
 // --- grouping -------------------------------------------------------------------------------------------
-static int cmp_rec(const void *a, const void *b) {
-    const kh_cell_record *x = a, *y = b;
-    int c = strcmp(x->task, y->task);
-    if (!c) c = strcmp(x->plugin, y->plugin);
-    if (!c) c = kh_report_cmp_device(x->device, y->device);
-    return c;
-}
-
 static int cmp_dev_ptr(const void *a, const void *b) {
     return kh_report_cmp_device(*(const char *const *)a, *(const char *const *)b);
 }
