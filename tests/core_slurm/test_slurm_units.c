@@ -203,7 +203,8 @@ static void test_scripts(void) {
               strstr(s, "#SBATCH --constraint=h100\n") && strstr(s, "export KHOST_DATA='/shared/data'\n") &&
               strstr(s, " matrix --slurm-cell \"$SLURM_ARRAY_TASK_ID\" --slurm-plan '") &&
               strstr(s, "#SBATCH --output="), "array.sh:\n%s", s);
-    CHECK(sbatch_options(s, "array.sh", "", NULL, 0) == 8, "array.sh: 8 options as sbatch reads them");
+    CHECK(sbatch_options(s, "array.sh", "", NULL, 0) == 9, "array.sh: 9 options as sbatch reads them");
+    CHECK(strstr(s, "#SBATCH --no-requeue\n") != NULL, "array.sh: a failed node's cell is recorded, not requeued");
     snprintf(path, sizeof path, "%s/collect.sh", pd);
     s = slurp(path);
     CHECK(strstr(s, "#SBATCH --partition=p1\n") && !strstr(s, "h100") && strstr(s, "--slurm-collect \"$1\""),
@@ -284,7 +285,7 @@ static void test_scripts(void) {
         snprintf(path, sizeof path, "%s/array.sh", pd);
         s = slurp(path);
         char val[4400], want[4400];
-        CHECK(sbatch_options(s, "quoted array.sh", "--partition", val, sizeof val) == 8 && !strcmp(val, "p --array=0-9"),
+        CHECK(sbatch_options(s, "quoted array.sh", "--partition", val, sizeof val) == 9 && !strcmp(val, "p --array=0-9"),
               "the partition is one value: '%s'\n%s", val, s);
         sbatch_options(s, "quoted array.sh", "--account", val, sizeof val);
         CHECK(!strcmp(val, "a\"b"), "the account is one value: '%s'", val);
@@ -430,7 +431,7 @@ static void test_collect(void) {
     snprintf(env, sizeof env, "PATH='%s':\"$PATH\"", fake);
     snprintf(args, sizeof args, "matrix --slurm-collect 90 --slurm-plan '%s'", plan);
     rc = khost(env, args);
-    CHECK(rc == 0 && strstr(out, "4 cell(s): 1 recorded by their array task, 2 recorded here (states from scontrol)") &&
+    CHECK(rc == 0 && strstr(out, "4 cell(s): 1 recorded by their array task, 2 recorded here (states: 0 from sacct, 3 from scontrol)") &&
               strstr(out, "is still RUNNING"), "collect (scontrol): %d\n%s", rc, out);
     kh_cell_record r;
     if (kh_e2e_record(dir, "fixture_blobs", "fixture", &r) == 0) {
@@ -465,7 +466,7 @@ static void test_collect(void) {
     kh_test_write_file(path, sacct, strlen(sacct));
     snprintf(args, sizeof args, "matrix --slurm-collect 95 --slurm-plan '%s'", plan);
     rc = khost(env, args);
-    CHECK(rc == 0 && strstr(out, "0 recorded by their array task, 4 recorded here (states from sacct)"),
+    CHECK(rc == 0 && strstr(out, "0 recorded by their array task, 4 recorded here (states: 4 from sacct, 0 from scontrol)"),
           "collect (sacct): %d\n%s", rc, out);
     static const char *const want[4][3] = {{"fixture_blobs", "fixture", "error"},
                                            {"fixture_blobs", "fixture_nan", "cancelled"},
@@ -487,7 +488,7 @@ static void test_collect(void) {
     if (plan_dir(hdir, "cpu", pd, sizeof pd) == 0) {
         snprintf(args, sizeof args, "matrix --slurm-collect 57 --slurm-plan '%s/cells'", pd);
         rc = khost(env, args);
-        CHECK(rc == 0 && strstr(out, "0 recorded by their array task, 1 recorded here (states from scontrol)"),
+        CHECK(rc == 0 && strstr(out, "0 recorded by their array task, 1 recorded here (states: 0 from sacct, 1 from scontrol)"),
               "collect job 57: %d\n%s", rc, out);
         if (kh_e2e_record(hdir, "fixture_blobs", "fixture_hang", &r) == 0) {
             CHECK(!strcmp(r.status, "cancelled") && strstr(r.reason, "CANCELLED (array task 57_0, from scontrol)"),
@@ -503,6 +504,35 @@ static void test_collect(void) {
           out);
     CHECK(strstr(out, "Slurm array tasks: fixture on cpu = 95_2 on n3; fixture_nan on cpu = 95_3 on nodeY.\n"),
           "report names the array tasks:\n%s", out);
+
+    /* The accounting database behind the controller: sacct lists the array as one pending job at first, while
+     * scontrol already has every task's end; the collector waits for sacct, whose states it then records. */
+    char counter[600];
+    snprintf(counter, sizeof counter, "%s/sacct-calls", tmp);
+    char lagging[2048];
+    snprintf(lagging, sizeof lagging,
+             "#!/bin/sh\ncase \"$*\" in *'-j 99 '*) ;; *) exit 1;; esac\n"
+             "if [ ! -e '%s' ]; then : > '%s'; echo '99|PENDING|None assigned|99'; exit 0; fi\n"
+             "echo '99_0|FAILED|n1|100'\necho '99_1|CANCELLED by 0|n1|101'\necho '99_2|NODE_FAIL|n3|102'\n"
+             "echo '99_3|TIMEOUT|n1|99'\n", counter, counter);
+    const char *ctl99 =
+        "#!/bin/sh\n[ \"$*\" = 'show job -o 99' ] || exit 1\n"
+        "for i in 0 1 2 3; do echo \"JobId=10$i ArrayJobId=99 ArrayTaskId=$i JobState=FAILED BatchHost=n1\"; done\n";
+    snprintf(path, sizeof path, "%s/sacct", fake);
+    kh_test_write_file(path, lagging, strlen(lagging));
+    snprintf(path, sizeof path, "%s/scontrol", fake);
+    kh_test_write_file(path, ctl99, strlen(ctl99));
+    snprintf(args, sizeof args, "matrix --slurm-collect 99 --slurm-plan '%s'", plan);
+    rc = khost(env, args);
+    CHECK(rc == 0 && strstr(out, "does not have the end of 4 array task(s) yet: waiting") &&
+              strstr(out, "0 recorded by their array task, 4 recorded here (states: 4 from sacct, 0 from scontrol)"),
+          "collect (sacct behind scontrol): %d\n%s", rc, out);
+    if (kh_e2e_record(dir, "fixture_conv", "fixture", &r) == 0) {
+        CHECK(!strcmp(r.status, "node_fail") && strstr(r.reason, "NODE_FAIL (array task 99_2, from sacct)"),
+              "sacct's state once it caught up: %s: %s", r.status, r.reason);
+        kh_record_free(&r);
+    }
+
 }
 
 /* Submission with a stand-in sbatch: the array first, then the collector depending on it (afterany), the

@@ -6,9 +6,10 @@
  * into an interrupt: the cell's process group is killed and this process writes the cell's record itself,
  * with the status Slurm's own message in the task's output file names ("*** JOB 12 ON node1 CANCELLED AT
  * ... DUE TO TIME LIMIT ***", written by slurmstepd before it signals), keeping the epochs the cell
- * checkpointed. Collector: runs after the whole array (afterany), asks sacct (accounting) or else scontrol
- * (the controller's memory of finished jobs) for each array task's final state, and records every cell
- * whose own task left no record, or only a checkpoint: cancelled while pending, SIGKILLed, node failure.
+ * checkpointed. Collector: runs after the whole array (afterany), asks sacct (accounting) and scontrol (the
+ * controller's memory of finished jobs) for each array task's final state, and records every cell whose own
+ * task left no record, or only a checkpoint: cancelled while pending, SIGKILLed, a node that died under it.
+ * The array is submitted --no-requeue, so a node failure ends the task NODE_FAIL rather than restarting it.
  */
 #define _GNU_SOURCE /* setenv, flock */
 #include <errno.h>
@@ -299,10 +300,12 @@ static size_t kv(const char *line, const char *key, const char **val) {
     return 0;
 }
 
-/* sacct -X -P: "12_3|CANCELLED by 0|node1" per array task (the parent job only). Number of states found. */
+/* sacct -X -P: "12_3|CANCELLED by 0|node1" per array task (the parent job only). Number of states found, -1
+ * when sacct fails (no accounting database). Until the controller has told slurmdbd about each task, sacct
+ * lists the array as one pending job ("12|PENDING"): no task's state. */
 static int from_sacct(const char *job, sc_state *st, int n, char *buf, size_t bn) {
     char *argv[] = {"sacct", "-n", "-P", "-X", "-j", (char *)job, "--format=JobID,State,NodeList,JobIDRaw", NULL};
-    if (kh_slurm_exec(argv, buf, bn, 60) != 0) return 0;
+    if (kh_slurm_exec(argv, buf, bn, 60) != 0) return -1;
     int found = 0;
     size_t jl = strlen(job);
     char *save = NULL;
@@ -355,6 +358,43 @@ static int from_scontrol(const char *job, sc_state *st, int n, char *buf, size_t
     return found;
 }
 
+static int is_over(const sc_state *s) { return s->state[0] && kh_slurm_status(s->state); }
+
+/* Each array task's final state, and where it came from ("sacct" or "scontrol"; NULL when neither lists the
+ * task). sacct (the accounting database) is the source of record, but slurmctld tells slurmdbd asynchronously:
+ * right after the array ends, which is when this runs, the controller may know a task's end before sacct
+ * does. So both are asked, and while the controller knows an end that sacct does not yet, sacct is asked
+ * again (every 5 s, at most 60 s); what sacct still lacks then is taken from the controller. scontrol alone
+ * answers where there is no accounting database; sacct alone once the controller has forgotten the jobs
+ * (MinJobAge). 0 ok, -1 out of memory. */
+static int states(const char *job, sc_state *st, const char **source, int n, char *buf, size_t bn) {
+    sc_state *ctl = calloc((size_t)n, sizeof *ctl);
+    if (!ctl) return -1;
+    for (int tries = 0;; tries++) {
+        memset(st, 0, (size_t)n * sizeof *st);
+        memset(ctl, 0, (size_t)n * sizeof *ctl);
+        int acct = from_sacct(job, st, n, buf, bn);
+        from_scontrol(job, ctl, n, buf, bn);
+        int behind = 0;
+        for (int i = 0; i < n; i++) behind += is_over(&ctl[i]) && !is_over(&st[i]);
+        if (acct < 0 || !behind || tries == 12) break;
+        if (tries == 0)
+            printf("slurm: the accounting database does not have the end of %d array task(s) yet: waiting for it\n",
+                   behind);
+        fflush(stdout);
+        sleep(5);
+    }
+    for (int i = 0; i < n; i++) {
+        if (is_over(&st[i]) || (st[i].state[0] && !ctl[i].state[0])) source[i] = "sacct";
+        else if (ctl[i].state[0]) {
+            st[i] = ctl[i];
+            source[i] = "scontrol";
+        } else source[i] = NULL;
+    }
+    free(ctl);
+    return 0;
+}
+
 int kh_slurm_collect(kh_host *h, const char *plan_path, const char *job) {
     kh_slurm_plan p;
     char err[1400];
@@ -377,11 +417,15 @@ int kh_slurm_collect(kh_host *h, const char *plan_path, const char *job) {
     }
     char pdir[4096];
     plan_dir(plan_path, pdir, sizeof pdir);
-    const char *source = "sacct";
-    if (from_sacct(job, st, p.n, buf, bn) == 0) {
-        source = "scontrol";
-        if (from_scontrol(job, st, p.n, buf, bn) == 0) source = NULL;
+    const char **source = calloc((size_t)p.n, sizeof *source);
+    if (!source || states(job, st, source, p.n, buf, bn) != 0) {
+        kh_logf(KH_LOG_ERROR, "slurm: out of memory");
+        rc = KH_EXIT_IO;
+        free(source);
+        goto done;
     }
+    int n_acct = 0, n_ctl = 0, any = 0;
+    for (int i = 0; i < p.n; i++) any |= source[i] != NULL;
     for (int i = 0; i < p.n; i++) {
         const kh_slurm_cell *c = &p.cells[i];
         char json[4200], idx[16], reason[600];
@@ -393,6 +437,7 @@ int kh_slurm_collect(kh_host *h, const char *plan_path, const char *job) {
         const char *rt = have ? kh_record_get_env(&r, "slurm_array_task_id") : NULL;
         int mine = have && rj && rt && !strcmp(rj, job) && !strcmp(rt, idx);
         const char *status = st[i].state[0] ? kh_slurm_status(st[i].state) : "missing";
+        if (source[i]) *(source[i][1] == 'a' ? &n_acct : &n_ctl) += 1;
         if (mine && strcmp(r.status, "running") && (strcmp(r.status, "killed") || !status || !*status ||
                                                      !strcmp(status, "missing"))) {
             own++; /* the task's own account stands */
@@ -415,13 +460,14 @@ int kh_slurm_collect(kh_host *h, const char *plan_path, const char *job) {
             if (access(out_file, F_OK) != 0) {
                 status = "cancelled";
                 snprintf(reason, sizeof reason, "array task %s_%d never started (no %s_%d.out) and %s: cancelled "
-                         "while pending", job, i, job, i, source ? "Slurm does not list it" : "Slurm gave no states");
+                         "while pending", job, i, job, i, any ? "Slurm does not list it" : "Slurm gave no states");
             } else {
                 snprintf(reason, sizeof reason, "array task %s_%d started but left no record, and %s", job, i,
-                         source ? "Slurm no longer lists it" : "neither sacct nor scontrol answered");
+                         any ? "Slurm no longer lists it" : "neither sacct nor scontrol answered");
             }
         } else {
-            snprintf(reason, sizeof reason, "Slurm state %s (array task %s_%d, from %s)", st[i].state, job, i, source);
+            snprintf(reason, sizeof reason, "Slurm state %s (array task %s_%d, from %s)", st[i].state, job, i,
+                     source[i]);
         }
         if (!mine) { /* nothing of this run to keep: a stale record from an earlier one is replaced */
             if (have) kh_record_free(&r);
@@ -443,8 +489,9 @@ int kh_slurm_collect(kh_host *h, const char *plan_path, const char *job) {
         printf("slurm: cell %d: %s x %s x %s ... %s: %s\n", i, c->plugin, c->task, c->device, status, reason);
         kh_record_free(&r);
     }
-    printf("slurm: job %s: %d cell(s): %d recorded by their array task, %d recorded here (states from %s)\n", job,
-           p.n, own, written, source ? source : "nowhere");
+    printf("slurm: job %s: %d cell(s): %d recorded by their array task, %d recorded here (states: %d from sacct, %d "
+           "from scontrol)\n", job, p.n, own, written, n_acct, n_ctl);
+    free(source);
 done:
     free(st);
     free(buf);

@@ -326,6 +326,9 @@ static int write_scripts(const sl_ctx *x, const char *dir, const char *kind, int
                " --slurm)\n", kind, plan);
     fprintf(f, "#SBATCH --job-name=khost-%s\n#SBATCH --array=0-%d\n#SBATCH --output=", kind, n - 1);
     directive_token(f, dir, 1, "/%A_%a.out");
+    /* A cell Slurm requeued (node failure, preemption) would start again from nothing and its new record
+     * would hide the failure: it is recorded instead, and --resume runs it again. */
+    fputs("#SBATCH --no-requeue\n", f);
     if (o->time_per_cell) fprintf(f, "#SBATCH --time=%s\n", o->time_per_cell);
     else if (o->timeout_s > 0) fprintf(f, "#SBATCH --time=%d\n", (int)ceil(o->timeout_s / 60.0) + SL_MARGIN_MIN);
     if (!strcmp(kind, "cuda")) fprintf(f, "#SBATCH --gres=gpu:1\n");
