@@ -171,7 +171,7 @@ int kh_cell_init_weights(const kh_backend_api *b, kh_bsession *s, kh_bmodel *m, 
     for (int l = 0; l < sh.n_layers && rc == 0; l++) {
         for (int p = 0; p < sh.layers[l].n_params && rc == 0; p++) {
             const kh_param_shape *ps = &sh.layers[l].params[p];
-            float *w = malloc((size_t)ps->numel * sizeof *w);
+            float *w = kh_guarded_alloc((size_t)ps->numel * sizeof *w); /* the backend reads it */
             if (!w) {
                 snprintf(err, errlen, "out of memory for layer %d %s", l, ps->name);
                 rc = -1;
@@ -182,11 +182,13 @@ int kh_cell_init_weights(const kh_backend_api *b, kh_bsession *s, kh_bmodel *m, 
             if (kh_init_param(&rng, ps, w) != KH_OK) {
                 snprintf(err, errlen, "layer %d %s: initialiser failed", l, ps->name);
                 rc = -1;
-            } else if (b->set_weight(m, l, p, &t) != KH_OK) {
+            } else if (kh_callmark_set('b', "set_weight"), b->set_weight(m, l, p, &t) != KH_OK) {
+                kh_callmark_none();
                 snprintf(err, errlen, "set_weight layer %d %s: %s", l, ps->name, b->last_error(s));
                 rc = -1;
             }
-            free(w);
+            kh_callmark_none();
+            kh_guarded_free(w);
         }
     }
     kh_model_shapes_free(&sh);
@@ -270,25 +272,25 @@ static int run_epoch(cell *c, int epoch, int epochs, int64_t *order, int64_t n_t
 
     int64_t n_val = c->info->has_validation ? c->t->count(c->data, KH_SPLIT_VAL) : 0;
     if (n_val > 0) {
-        int64_t *vidx = malloc((size_t)c->batch * sizeof *vidx);
+        int64_t *vidx = kh_guarded_alloc((size_t)c->batch * sizeof *vidx); /* the task reads it */
         if (!vidx) return fail(c, "error", KH_EXIT_TRAIN, "out of memory");
         for (int64_t s = 0; s < n_val; s += c->batch) {
             int n = (int)(n_val - s < c->batch ? n_val - s : c->batch);
             for (int i = 0; i < n; i++) vidx[i] = s + i;
             kh_tensor xb, y;
             if (load_batch(c, KH_SPLIT_VAL, vidx, n, 0, &xb, &y) != 0) {
-                free(vidx);
+                kh_guarded_free(vidx);
                 return fail(c, "data", KH_EXIT_DATA, "validation batch: %s", c->t->last_error(c->data));
             }
             kh_callmark_set('b', "eval_batch");
             kh_status es = c->b->eval_batch(c->model, &xb, &y);
             kh_callmark_none();
             if (es != KH_OK) {
-                free(vidx);
+                kh_guarded_free(vidx);
                 return fail_status(c, es, "error", KH_EXIT_TRAIN, "eval_batch", berr(c));
             }
         }
-        free(vidx);
+        kh_guarded_free(vidx);
         if (c->b->sync(c->model) != KH_OK) return fail(c, "error", KH_EXIT_TRAIN, "sync: %s", berr(c));
         if (c->b->read_metrics(c->model, KH_PHASE_EVAL, &m, 1) != KH_OK)
             return fail(c, "error", KH_EXIT_TRAIN, "read_metrics: %s", berr(c));
@@ -724,12 +726,12 @@ static int run(cell *c) {
     if (kh_cell_init_weights(c->b, c->sess, c->model, &c->spec, o->seed, err, sizeof err) != 0)
         return fail(c, "error", KH_EXIT_TRAIN, "%s", err);
 
-    int64_t *order = malloc((size_t)n_train * sizeof *order);
+    int64_t *order = kh_guarded_alloc((size_t)n_train * sizeof *order); /* the task reads slices */
     if (!order) return fail_status(c, KH_ERR_NOMEM, "error", KH_EXIT_TRAIN, "shuffle order", "host allocation failed");
     if (o->warmup_steps > 0) {
         int wc = warmup(c, order, n_train);
         if (wc != KH_EXIT_OK) {
-            free(order);
+            kh_guarded_free(order);
             return wc;
         }
     }
@@ -740,7 +742,7 @@ static int run(cell *c) {
     kh_energy *energy = kh_energy_open(o->dev);
     double *epoch_j = calloc((size_t)epochs + 1, sizeof *epoch_j), *epoch_w = calloc((size_t)epochs + 1, sizeof *epoch_w);
     if (!epoch_j || !epoch_w) {
-        free(epoch_j), free(epoch_w), free(order);
+        free(epoch_j), free(epoch_w), kh_guarded_free(order);
         kh_energy_close(energy);
         return fail_status(c, KH_ERR_NOMEM, "error", KH_EXIT_TRAIN, "energy samples", "host allocation failed");
     }
@@ -763,7 +765,7 @@ static int run(cell *c) {
     if (rec->n_rows == 0) set_energy(rec, energy, epoch_j, epoch_w, 0);
     kh_energy_close(energy);
     free(epoch_j), free(epoch_w);
-    free(order);
+    kh_guarded_free(order);
     memory_info(c, rec);
     if (kh_device_mem_info(o->dev, &rec->dev_free_after, &dev_total) != 0) rec->dev_free_after = -1;
     char finished[64];

@@ -5,7 +5,8 @@
  *   nullmodel   compile returns KH_OK without a model
  *   envpast     environment() writes 64 bytes past the buffer it was given
  *   metrics     read_metrics counts more correct answers than samples (an accuracy of 2.0)
- *   segv        train_batch writes through a NULL pointer */
+ *   segv        train_batch writes through a NULL pointer
+ *   weightpast  set_weight reads 16 KiB past the end of the weights it was given */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <stdint.h>
@@ -44,6 +45,14 @@ static kh_status null_write(kh_bmodel *m, const kh_tensor *x, const kh_tensor *y
     return KH_OK;
 }
 
+static kh_status weight_past(kh_bmodel *m, int32_t layer, int32_t param, const kh_tensor *w) {
+    int64_t n = 1;
+    for (int d = 0; d < w->rank; d++) n *= w->dims[d];
+    float sum = 0;
+    for (int64_t i = n; i < n + 4096; i++) sum += ((const volatile float *)w->data)[i];
+    return sum == sum ? inner_api.set_weight(m, layer, param, w) : KH_ERR_INVALID;
+}
+
 __attribute__((visibility("default"))) const kh_module_desc *khost_module_entry(const kh_host_api *host) {
     void *h = dlopen(HOSTILE_INNER, RTLD_NOW | RTLD_LOCAL);
     if (!h) return NULL;
@@ -60,6 +69,7 @@ __attribute__((visibility("default"))) const kh_module_desc *khost_module_entry(
     if (IS("envpast")) api.environment = env_past;
     if (IS("metrics")) api.read_metrics = double_correct;
     if (IS("segv")) api.train_batch = null_write;
+    if (IS("weightpast")) api.set_weight = weight_past;
     desc = *inner;
     desc.name = "hostile_" HOSTILE_WAY;
     desc.api = &api;

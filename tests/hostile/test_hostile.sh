@@ -321,6 +321,11 @@ world)
   check "a backend crashing in train_batch: the matrix records crashed ($rc)" test "$(json_field "$j" status)" = crashed
   check "... with the module and the call: $(json_field "$j" reason)" has "$(json_field "$j" reason)" \
     "in backend 'hostile_segv' train_batch"
+  # the weights the host hands a backend end at a guard page too: a read past them faults in set_weight
+  backend weightpast
+  o=$(HOSTILE_DIR=$t k run --plugin hostile_weightpast --task hostile_chdir --device cpu --epochs 1 --out "$t/crash"); rc=$?
+  check "a backend reading past its weights dies of SIGSEGV ($rc)" test $rc -eq 139 -o \( "$asan" -gt 0 -a $rc -eq 1 \)
+  check "... named on the way: $o" has "$o" "khost: crashed in backend 'hostile_weightpast' set_weight"
   # a module that changes the working directory: the relative --out was resolved at start
   mkdir -p "$t/elsewhere" "$t/cwd"
   o=$(cd "$t/cwd" && HOSTILE_DIR=$t/elsewhere k run --plugin fixture --task hostile_chdir --device cpu --epochs 1 --out rel); rc=$?
