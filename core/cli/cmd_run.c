@@ -6,9 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "base/files.h"
+#include "base/pinned.h"
 #include "base/args.h"
 #include "cell/cell.h"
 #include "cell/mapped.h"
@@ -159,6 +161,12 @@ int kh_cmd_run(kh_host *h, int argc, char **argv) {
         return KH_EXIT_IO;
     }
     if (out_dir) out_dir = out_abs;
+    /* Held open from here (base/pinned.h): a module cannot move where the record goes. A matrix cell's folder
+     * is the matrix's to make. */
+    if ((!kh_procguard_is_child() && kh_mkdirs(out_dir) != 0) || kh_pin_dir(out_dir, 0) != 0) {
+        kh_logf(KH_LOG_ERROR, "results: %s: cannot open the results folder: %s", out_dir, strerror(errno));
+        return KH_EXIT_IO;
+    }
     /* Beside no matrix, and one writer per cell; a matrix cell writes under its parent's lock (lockfile.h). */
     kh_lock dir_lock = {-1, NULL}, cell_lock = {-1, NULL};
     if (!kh_procguard_is_child()) {
@@ -234,8 +242,14 @@ int kh_cmd_run(kh_host *h, int argc, char **argv) {
     if (strcmp(rec.status, "ok") != 0)
         kh_logf(code == KH_EXIT_UNSUPPORTED ? KH_LOG_WARN : KH_LOG_ERROR, "%s x %s x %s: %s: %s", rec.plugin,
                 rec.task, rec.device, rec.status, rec.reason);
+    struct stat pinned, now;
     if (kh_record_write(&rec, out_dir, err, sizeof err) != 0) {
         kh_logf(KH_LOG_ERROR, "results: %s", err);
+        if (code == KH_EXIT_OK) code = KH_EXIT_IO;
+    } else if (kh_pinned_stat(&pinned) == 0 && (stat(out_dir, &now) != 0 || now.st_dev != pinned.st_dev ||
+                                                 now.st_ino != pinned.st_ino)) {
+        kh_logf(KH_LOG_ERROR, "results: the results folder %s was moved or replaced while the cell ran: the record is "
+                "in the folder opened at the start, which is no longer at that path", out_dir);
         if (code == KH_EXIT_OK) code = KH_EXIT_IO;
     } else if (!r.quiet && !r.json) {
         char path[4200];
@@ -260,5 +274,6 @@ int kh_cmd_run(kh_host *h, int argc, char **argv) {
         kh_logf(KH_LOG_ERROR, "%s: %s", KH_MAPPED_ENV, err);
         if (code == KH_EXIT_OK) code = KH_EXIT_IO;
     }
+    kh_unpin_dir();
     return code;
 }

@@ -46,6 +46,7 @@
 
 #include "base/exitcodes.h"
 #include "base/files.h"
+#include "base/pinned.h"
 #include "base/procguard.h"
 #include "cell/cell.h"
 #include "base/sysinfo.h"
@@ -152,15 +153,15 @@ int kh_matrix_run(kh_host *h, const kh_matrix_opts *given) {
         goto done;
     }
     out_dir = out_abs;
-    if (kh_mkdirs(out_dir) != 0) {
+    if (kh_mkdirs(out_dir) != 0 || kh_pin_dir(out_dir, 0) != 0) { /* held open from here: base/pinned.h */
         kh_logf(KH_LOG_ERROR, "matrix: %s: cannot create: %s", out_dir, strerror(errno));
         rc = KH_EXIT_IO;
         goto done;
     }
     if (kh_subreaper_begin() != 0) /* a cell's orphans come back here, and end with the cell */
         kh_logf(KH_LOG_WARN, "matrix: cannot become a child subreaper: %s", strerror(errno));
-    struct stat out_st; /* the folder itself: one removed (and made again by a cell) is another inode */
-    if (stat(out_dir, &out_st) != 0) {
+    struct stat out_st; /* the folder itself: one removed and made again, or replaced, is another inode */
+    if (kh_pinned_stat(&out_st) != 0) {
         kh_logf(KH_LOG_ERROR, "matrix: %s: %s", out_dir, strerror(errno));
         rc = KH_EXIT_IO;
         goto done;
@@ -180,7 +181,7 @@ int kh_matrix_run(kh_host *h, const kh_matrix_opts *given) {
 
     if (o.repeat > 1 && !o.order_seed_set) o.order_seed = (uint64_t)time(NULL);
     int total = np * nt * nd * o.repeat, idx = 0, n_done = 0, n_final = 0, n_ok = 0, n_skipped = 0, interrupted = 0;
-    int vanished = 0; /* times the results folder was found removed */
+    int vanished = 0, replaced = 0; /* times the results folder was found removed; moved or replaced */
     int n_by[7] = {0}; /* ok, unsupported, crashed, timeout, error (and data), diverged, oom */
     if (!o.quiet)
         printf("matrix: %d plugin(s) x %d task(s) x %d device(s)%s = %d cell(s) -> %s\n", np, nt, nd,
@@ -203,7 +204,7 @@ int kh_matrix_run(kh_host *h, const kh_matrix_opts *given) {
     for (int t = 0, k = 0; t < nt; t++)
         for (int p = 0; p < np; p++)
             for (int d = 0; d < nd; d++, k++) cells[k].t = t, cells[k].p = p, cells[k].d = d;
-    for (int round = 1; round <= o.repeat && !interrupted; round++) {
+    for (int round = 1; round <= o.repeat && !interrupted && !replaced; round++) {
         for (int k = 0; k < n_cells; k++) order[k] = k;
         if (o.repeat > 1) {
             kh_rng rng;
@@ -213,7 +214,7 @@ int kh_matrix_run(kh_host *h, const kh_matrix_opts *given) {
                 order[k] = order[j], order[j] = x;
             }
         }
-        for (int pos = 0; pos < n_cells && !interrupted; pos++) {
+        for (int pos = 0; pos < n_cells && !interrupted && !replaced; pos++) {
             if (kh_child_interrupted()) { /* arrived between cells: start nothing more */
                 interrupted = 1;
                 break;
@@ -251,10 +252,19 @@ int kh_matrix_run(kh_host *h, const kh_matrix_opts *given) {
             mx_remove_partial(json);
             mx_remove_partial(csv);
             if (!mx_same_folder(out_dir, &out_st)) {
+                struct stat there;
+                if (!kh_pinned_gone() || lstat(out_dir, &there) == 0) {
+                    /* moved away, another file or folder in its place: the records so far are in the folder
+                     * that moved, and nothing goes into what now has its name */
+                    kh_logf(KH_LOG_ERROR, "matrix: the results folder %s was moved or replaced while the matrix ran:"
+                            " stopping (the records so far are in the folder that was there)", out_dir);
+                    replaced = 1;
+                    break;
+                }
                 kh_logf(KH_LOG_WARN, "matrix: the results folder %s is gone (removed while the matrix ran): "
                         "making it again; the records of the cells before this one are lost", out_dir);
                 vanished++;
-                if (kh_mkdirs(out_dir) != 0 || stat(out_dir, &out_st) != 0)
+                if (kh_mkdirs(out_dir) != 0 || kh_pin_dir(out_dir, 1) != 0 || kh_pinned_stat(&out_st) != 0)
                     kh_logf(KH_LOG_ERROR, "matrix: %s: cannot create: %s", out_dir, strerror(errno));
             }
             snprintf(dir, sizeof dir, "%s/%s", out_dir, c.task->name);
@@ -386,8 +396,12 @@ int kh_matrix_run(kh_host *h, const kh_matrix_opts *given) {
            n_skipped ? " (resumed: skipped recorded cells)" : "", interrupted ? "; interrupted" : "", out_dir);
     fflush(stdout);
     rc = !interrupted && n_final == total ? KH_EXIT_OK : KH_EXIT_TRAIN;
-    if (!mx_same_folder(out_dir, &out_st)) vanished++;
-    if (vanished) {
+    if (!replaced && !mx_same_folder(out_dir, &out_st)) *(kh_pinned_gone() ? &vanished : &replaced) += 1;
+    if (replaced) {
+        kh_logf(KH_LOG_ERROR, "matrix: the results folder %s was moved or replaced while the matrix ran: its records "
+                "are in the folder that was there when the matrix started", out_dir);
+        rc = KH_EXIT_IO;
+    } else if (vanished) {
         kh_logf(KH_LOG_ERROR, "matrix: the results folder %s was removed while the matrix ran: records are lost "
                 "(run the matrix again, or with --resume)", out_dir);
         rc = KH_EXIT_IO;
@@ -395,6 +409,7 @@ int kh_matrix_run(kh_host *h, const kh_matrix_opts *given) {
 done:
     free(envp);
     kh_lock_release(&lock);
+    kh_unpin_dir();
     free(plugins);
     free(tasks);
     free(devs);

@@ -9,6 +9,8 @@
  *   chdir         load() changes the working directory to $HOSTILE_DIR (a relative --out must not follow)
  *   stdout        load() and every epoch's first batch print to stdout (run --json must stay one clean line)
  *   rmout         the 5th get_batch removes the folder $HOSTILE_DIR (the results folder, while a matrix runs)
+ *   swapout       the 5th get_batch moves the folder $HOSTILE_DIR away (to <it>.away) and puts a link to a decoy
+ *                 folder (<it>.decoy) in its place; with HOSTILE_SUB=name, the folder $HOSTILE_DIR/name instead
  *   overrun       get_batch writes past the end of the batch buffer the host gave it
  *   fork          load() starts a helper that leaves khost's session (setsid) and whose own child is orphaned;
  *                 both sleep, their pids in $HOSTILE_DIR/helpers
@@ -19,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -123,6 +126,15 @@ static kh_status get_batch(kh_tdata *d, uint32_t split, const int64_t *idx, int3
         char cmd[4200];
         snprintf(cmd, sizeof cmd, "rm -rf '%s'", getenv("HOSTILE_DIR"));
         if (system(cmd) != 0) fprintf(stderr, "hostile: %s failed\n", cmd);
+    }
+    if (IS("swapout") && calls == 0 && ++rm_calls == 5 && getenv("HOSTILE_DIR")) {
+        char dir[4096], away[4200], decoy[4200];
+        const char *sub = getenv("HOSTILE_SUB");
+        snprintf(dir, sizeof dir, "%s%s%s", getenv("HOSTILE_DIR"), sub ? "/" : "", sub ? sub : "");
+        snprintf(away, sizeof away, "%s.away", dir);
+        snprintf(decoy, sizeof decoy, "%s.decoy", getenv("HOSTILE_DIR"));
+        if (rename(dir, away) != 0 || mkdir(decoy, 0777) != 0 || symlink(decoy, dir) != 0)
+            fprintf(stderr, "hostile: swapping %s failed\n", dir);
     }
     float *xs = x->data;
     int32_t *ys = y->data;

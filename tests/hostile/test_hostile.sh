@@ -278,7 +278,7 @@ world)
     check "$args: exit 2 ($rc): $o" test $rc -eq 2
     check "... saying the value is empty" has "$o" "not an empty one"
   done
-  task chdir; task stdout; task rmout; task fork
+  task chdir; task stdout; task rmout; task fork; task swapout
   # a module's helpers that leave khost's session and are orphaned: ended with the cell (run, then a matrix)
   for how in run matrix; do
     mkdir -p "$t/fork-$how" && : >"$t/fork-$how/helpers"
@@ -342,6 +342,23 @@ world)
   o=$(HOSTILE_DIR=$t/gone k matrix --plugins fixture --tasks hostile_rmout --devices cpu --epochs 2 --out "$t/gone"); rc=$?
   check "a removed results folder fails the matrix ($rc): $o" test $rc -ne 0
   check "... naming it" has "$o" "the results folder $t/gone was removed while the matrix ran"
+  # the results folder (or its task folder) moved away during a cell and a link to a decoy put in its place:
+  # the record goes where khost opened at the start, never through the link
+  for how in run matrix; do
+    d=$t/swap-$how
+    mkdir -p "$d"
+    o=$(HOSTILE_DIR=$d k $how $([ $how = run ] && echo "--plugin fixture --task" || echo "--plugins fixture --tasks") \
+      hostile_swapout $([ $how = run ] && echo "--device" || echo "--devices") cpu --epochs 2 --out "$d"); rc=$?
+    check "$how: a results folder swapped for a link fails with exit 8 ($rc): $o" test $rc -eq 8
+    check "... saying so" has "$o" "the results folder $d was moved or replaced while the"
+    check "... the record is in the folder that moved" test -s "$d.away/hostile_swapout/fixture__cpu.json"
+    check "... nothing went through the link: $(ls -A "$d.decoy")" test -z "$(ls -A "$d.decoy")"
+  done
+  d=$t/swap-sub && mkdir -p "$d"
+  o=$(HOSTILE_DIR=$d HOSTILE_SUB=hostile_swapout k run --plugin fixture --task hostile_swapout --device cpu --epochs 2 --out "$d"); rc=$?
+  check "a task folder swapped for a link: the record is refused, exit 8 ($rc): $o" test $rc -eq 8
+  check "... naming the link" has "$o" "hostile_swapout/fixture__cpu.csv: cannot write: a folder on its way is a symbolic link"
+  check "... nothing went through the link: $(ls -A "$d.decoy")" test -z "$(ls -A "$d.decoy")"
   # the lock file's place taken by a link: never followed, the named file untouched
   mkdir -p "$t/locked" && echo precious >"$t/precious" && ln -s "$t/precious" "$t/locked/.khost.lock"
   o=$(k matrix --plugins fixture --tasks hostile_chdir --devices cpu --epochs 1 --out "$t/locked"); rc=$?
