@@ -34,6 +34,7 @@
 #include "results/report/report.h"
 #include "base/exitcodes.h"
 #include "results/results.h"
+#include "results/setfile.h"
 #include "results/stats.h"
 
 #define NOISE_DEFAULT 2.0 /* percent */
@@ -101,29 +102,43 @@ static int side_scan_folder(side *s, const char *folder, const char *task, char 
     return rc;
 }
 
+/* The next task folder name of s->dir: from its pack when it is packed (setfile.h), else from the folder. */
+static const char *next_name(DIR *d, char **packed, int *i) {
+    if (packed) return packed[*i] ? packed[(*i)++] : NULL;
+    struct dirent *e = readdir(d);
+    return e ? e->d_name : NULL;
+}
+
 static int side_scan(side *s, char *err, size_t errlen) {
-    DIR *d = opendir(s->dir);
-    if (!d) {
-        snprintf(err, errlen, "%s: cannot read: %s", s->dir, strerror(errno));
+    int packed = kh_set_mount(s->dir, err, errlen), n_packed = 0, oom = 0, at = 0;
+    if (packed < 0) return -1;
+    if (packed && kh_set_loose_folders(s->dir) > 0)
+        kh_esc_msg("khost: compare: warning: its records are read from " KH_SETFILE_NAME " only; the task folders "
+                   "beside it are not read (khost pack them in again): ", s->dir);
+    char **names = packed ? kh_set_names(s->dir, 1, &n_packed, &oom) : NULL;
+    DIR *d = packed ? NULL : opendir(s->dir);
+    if ((packed && !names) || (!packed && !d)) {
+        snprintf(err, errlen, "%s: cannot read: %s", s->dir, packed ? "out of memory" : strerror(errno));
         return -1;
     }
     int rc = side_scan_folder(s, s->dir, "", err, errlen);
-    struct dirent *e;
-    while (rc == 0 && (e = readdir(d))) {
-        if (e->d_name[0] == '.' || !strcmp(e->d_name, "slurm")) continue;
+    const char *name;
+    while (rc == 0 && (name = next_name(d, names, &at))) {
+        if (name[0] == '.' || !strcmp(name, "slurm")) continue;
         char path[4096];
         struct stat st;
-        if ((size_t)snprintf(path, sizeof path, "%s/%s", s->dir, e->d_name) >= sizeof path) continue;
-        if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode)) continue;
-        if (!kh_record_name_ok(e->d_name, sizeof s->c->task - 1)) { /* a task is a name (results.h) */
+        if ((size_t)snprintf(path, sizeof path, "%s/%s", s->dir, name) >= sizeof path) continue;
+        if (!packed && (stat(path, &st) != 0 || !S_ISDIR(st.st_mode))) continue;
+        if (!kh_record_name_ok(name, sizeof s->c->task - 1)) { /* a task is a name (results.h) */
             fputs("khost: compare: skipped the folder ", stderr);
             kh_esc_line(stderr, path);
             fputs(" (a task folder's name is 1 to 127 of " KH_RECORD_NAME_CHARS ")\n", stderr);
             continue;
         }
-        rc = side_scan_folder(s, path, e->d_name, err, errlen);
+        rc = side_scan_folder(s, path, name, err, errlen);
     }
-    closedir(d);
+    if (d) closedir(d);
+    kh_set_names_free(names);
     if (rc == 0 && s->n > 1) qsort(s->c, (size_t)s->n, sizeof *s->c, cmp_cell);
     return rc;
 }

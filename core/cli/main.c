@@ -55,6 +55,9 @@ static const char usage[] =
     "      two result folders cell by cell: the change of the median time with a bootstrap 95 % CI and a\n"
     "      verdict (faster / slower / unchanged below the noise threshold or not significant /\n"
     "      inconclusive / missing); exit 1 when a cell is slower than BASE by more than --fail-above.\n"
+    "  khost pack DIR [--remove]\n"
+    "      DIR's record files packed into DIR/records.jsonl.gz (one file for a committed set); report and\n"
+    "      compare read a packed folder as they read the files. --remove deletes the packed files.\n"
     "  khost describe --task T [--limit-train N] [--limit-val N]\n"
     "      what the task will train on: samples per split, shapes, classes, vocabulary, the model.\n"
     "  khost verify --plugin P [--device D] [--task T|all|none] [--tol X] [--seed N] [--batch N]\n"
@@ -124,6 +127,10 @@ int main(int argc, char **argv) {
         int rc = kh_cmd_report(sub_argc, sub_argv);
         kh_scan_set_helper(NULL);
         return rc;
+    }
+    if (!strcmp(cmd, "pack")) { /* records only: no registry, no modules */
+        kh_scan_set_helper(NULL);
+        return kh_cmd_pack(sub_argc, sub_argv);
     }
     if (!strcmp(cmd, "compare")) { /* reads records only: no registry, no modules */
         int rc = kh_cmd_compare(sub_argc, sub_argv);

@@ -2,6 +2,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "base/grow.h"
 #include "results/cellfiles.h"
+#include "results/setfile.h"
 #include "results/results.h"
 
 #include <dirent.h>
@@ -48,43 +49,48 @@ void kh_cell_files_free(kh_cell_files *l) {
     memset(l, 0, sizeof *l);
 }
 
+/* One name of the folder into l (or counted as odd); 0 ok, -1 out of memory. */
+static int add_name(kh_cell_files *l, int *cap, const char *name) {
+    char base[256];
+    int k;
+    if (!kh_cell_parse_name(name, base, sizeof base, &k)) {
+        size_t len = strlen(name); /* a .json that is neither a record nor a summary: the reader says so */
+        if (name[0] != '.' && len > 5 && !strcmp(name + len - 5, ".json") &&
+            !(len > 11 && !strcmp(name + len - 11, ".stats.json")) && l->n_odd++ == 0)
+            snprintf(l->odd, sizeof l->odd, "%s", name);
+        return 0;
+    }
+    if (l->n == *cap) {
+        kh_cell_file *nv = kh_grow(l->v, cap, sizeof *nv, 64);
+        if (!nv) return -1;
+        l->v = nv;
+    }
+    kh_cell_file *f = &l->v[l->n];
+    if (!(f->name = strdup(name))) return -1;
+    f->base_len = (int)strlen(base);
+    f->k = k;
+    l->n++;
+    return 0;
+}
+
 int kh_cell_files_read(const char *dir, kh_cell_files *l, char *err, size_t errlen) {
     memset(l, 0, sizeof *l);
-    DIR *d = opendir(dir);
-    if (!d) {
-        snprintf(err, errlen, "%s: cannot read: %s", dir, strerror(errno));
-        return -1;
+    int cap = 0, rc = 0, n_packed, oom;
+    char **packed = kh_set_names(dir, 0, &n_packed, &oom); /* a packed folder's task folder: setfile.h */
+    if (packed || oom) {
+        for (int i = 0; rc == 0 && i < n_packed; i++) rc = add_name(l, &cap, packed[i]);
+        kh_set_names_free(packed);
+        if (oom) rc = -1;
+    } else {
+        DIR *d = opendir(dir);
+        if (!d) {
+            snprintf(err, errlen, "%s: cannot read: %s", dir, strerror(errno));
+            return -1;
+        }
+        struct dirent *e;
+        while (rc == 0 && (e = readdir(d))) rc = add_name(l, &cap, e->d_name);
+        closedir(d);
     }
-    int cap = 0, rc = 0;
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        char base[256];
-        int k;
-        if (!kh_cell_parse_name(e->d_name, base, sizeof base, &k)) {
-            size_t len = strlen(e->d_name); /* a .json that is neither a record nor a summary: the reader says so */
-            if (e->d_name[0] != '.' && len > 5 && !strcmp(e->d_name + len - 5, ".json") &&
-                !(len > 11 && !strcmp(e->d_name + len - 11, ".stats.json")) && l->n_odd++ == 0)
-                snprintf(l->odd, sizeof l->odd, "%s", e->d_name);
-            continue;
-        }
-        if (l->n == cap) {
-            kh_cell_file *nv = kh_grow(l->v, &cap, sizeof *nv, 64);
-            if (!nv) {
-                rc = -1;
-                break;
-            }
-            l->v = nv;
-        }
-        kh_cell_file *f = &l->v[l->n];
-        if (!(f->name = strdup(e->d_name))) {
-            rc = -1;
-            break;
-        }
-        f->base_len = (int)strlen(base);
-        f->k = k;
-        l->n++;
-    }
-    closedir(d);
     if (rc != 0) {
         snprintf(err, errlen, "%s: out of memory", dir);
         kh_cell_files_free(l);

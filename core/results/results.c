@@ -5,6 +5,7 @@
 #include "base/files.h"
 #include "base/grow.h"
 #include "results/json_scan.h"
+#include "results/setfile.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -364,7 +365,16 @@ void kh_record_newer_text(const char *path, int version, char *buf, size_t n) {
              "understood", path, version, KH_RECORD_VERSION);
 }
 
-cJSON *kh_record_json_read(const char *path, kh_json_int *ints, int n, int *version, char *err, size_t errlen) {
+/* A record file's text: from a packed folder's pack (setfile.h) or the file itself. NULL with err. */
+static char *record_text(const char *path, size_t *len_out, char *err, size_t errlen) {
+    size_t plen;
+    const char *packed = kh_set_text(path, &plen);
+    if (packed) {
+        char *t = malloc(plen + 1);
+        if (!t) snprintf(err, errlen, "%s: out of memory", path);
+        else memcpy(t, packed, plen), t[plen] = 0, *len_out = plen;
+        return t;
+    }
     FILE *f = kh_fopen_regular(path, err, errlen); /* a FIFO or a device named like a record never blocks */
     if (!f) return NULL;
     char *buf = NULL;
@@ -393,6 +403,14 @@ cJSON *kh_record_json_read(const char *path, kh_json_int *ints, int n, int *vers
         return NULL;
     }
     buf[len] = 0;
+    *len_out = len;
+    return buf;
+}
+
+cJSON *kh_record_json_read(const char *path, kh_json_int *ints, int n, int *version, char *err, size_t errlen) {
+    size_t len;
+    char *buf = record_text(path, &len, err, errlen);
+    if (!buf) return NULL;
     cJSON *o = cJSON_Parse(buf);
     char why[160];
     if (!o) {

@@ -423,7 +423,7 @@ int kh_cmd_report(int argc, char **argv) {
     int skipped = 0, lrc = kh_report_load(dir, &rep, &skipped);
     if (lrc != 0) {
         if (lrc == -1) fprintf(stderr, "khost: report: %s: cannot read: %s\n", dir, strerror(errno));
-        else fprintf(stderr, "khost: report: %s: out of memory\n", dir);
+        else if (lrc == -2) fprintf(stderr, "khost: report: %s: out of memory\n", dir); /* -3: said already */
         return KH_EXIT_IO;
     }
     int rc = KH_EXIT_OK;

@@ -4,6 +4,7 @@
 #define _GNU_SOURCE /* strdup, open_memstream */
 #include "base/grow.h"
 #include "results/report/report.h"
+#include "results/setfile.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -143,6 +144,14 @@ static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *
 
 /* Entries of a folder, sorted; dirs != 0 keeps sub-folders, else *.json files. -1 with errno. */
 static int list_dir(const char *dir, int dirs, names *out) {
+    int n_packed, oom;
+    char **packed = kh_set_names(dir, dirs, &n_packed, &oom); /* a packed folder (setfile.h) */
+    if (packed || oom) {
+        for (int i = 0; !oom && i < n_packed; i++) oom = names_add(out, packed[i]) != 0;
+        kh_set_names_free(packed);
+        if (oom) errno = ENOMEM;
+        return oom ? -1 : 0;
+    }
     DIR *d = opendir(dir);
     if (!d) return -1;
     struct dirent *e;
@@ -443,6 +452,15 @@ static int report_build(kh_report *rep, kh_cell_record *recs, int n, kh_report_c
 int kh_report_load(const char *dir, kh_report *rep, int *skipped) {
     reader rd = {0};
     names sub = {0};
+    char err[4400];
+    int packed = kh_set_mount(dir, err, sizeof err);
+    if (packed < 0) {
+        kh_esc_msg("khost: report: ", err);
+        return -3;
+    }
+    if (packed && kh_set_loose_folders(dir) > 0)
+        kh_esc_msg("khost: report: warning: its records are read from " KH_SETFILE_NAME " only; the task folders "
+                   "beside it are not read (khost pack them in again): ", dir);
     if (list_dir(dir, 1, &sub) != 0) {
         int e = errno;
         names_free(&sub);
