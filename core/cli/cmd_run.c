@@ -11,6 +11,7 @@
 
 #include "base/files.h"
 #include "base/pinned.h"
+#include "results/setfile.h"
 #include "base/args.h"
 #include "cell/cell.h"
 #include "cell/mapped.h"
@@ -161,6 +162,11 @@ int kh_cmd_run(kh_host *h, int argc, char **argv) {
         return KH_EXIT_IO;
     }
     if (out_dir) out_dir = out_abs;
+    if (kh_set_is_packed(out_dir)) {
+        kh_logf(KH_LOG_ERROR, "results: %s holds a packed set (%s, khost pack): a finished set takes no new results;"
+                " give another --out", out_dir, KH_SETFILE_NAME);
+        return KH_EXIT_IO;
+    }
     /* Held open from here (base/pinned.h): a module cannot move where the record goes. A matrix cell's folder
      * is the matrix's to make. */
     if ((!kh_procguard_is_child() && kh_mkdirs(out_dir) != 0) || kh_pin_dir(out_dir, 0) != 0) {

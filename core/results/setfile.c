@@ -211,6 +211,13 @@ static int read_pack(const char *pack, entry **e, int *n, char *err, size_t errl
     return rc;
 }
 
+int kh_set_is_packed(const char *dir) {
+    char pack[4200];
+    struct stat st;
+    snprintf(pack, sizeof pack, "%s/%s", dir, KH_SETFILE_NAME);
+    return lstat(pack, &st) == 0;
+}
+
 int kh_set_mount(const char *dir, char *err, size_t errlen) {
     char nd[4096], pack[4200];
     if (normal(dir, nd, sizeof nd) != 0) {

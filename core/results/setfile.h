@@ -20,6 +20,8 @@
  * .stats.json companions, and task folders left empty. *n_files: how many were packed. 0 ok; -1 with err. */
 int kh_set_pack(const char *dir, int remove, int *n_files, char *err, size_t errlen);
 
+/* 1 when dir holds a pack (its name exists there): a finished set, to which run and matrix add nothing. */
+int kh_set_is_packed(const char *dir);
 /* If dir holds a pack, read it and answer for dir from now on (at most 8 folders at once). 1 when a pack
  * was read, 0 when dir has none, -1 when it cannot be read or is not a valid pack (err names it and the line). */
 int kh_set_mount(const char *dir, char *err, size_t errlen);

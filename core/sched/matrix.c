@@ -47,6 +47,7 @@
 #include "base/exitcodes.h"
 #include "base/files.h"
 #include "base/pinned.h"
+#include "results/setfile.h"
 #include "base/procguard.h"
 #include "cell/cell.h"
 #include "base/sysinfo.h"
@@ -153,6 +154,12 @@ int kh_matrix_run(kh_host *h, const kh_matrix_opts *given) {
         goto done;
     }
     out_dir = out_abs;
+    if (kh_set_is_packed(out_dir)) {
+        kh_logf(KH_LOG_ERROR, "matrix: %s holds a packed set (%s, khost pack): a finished set takes no new results; "
+                "give another --out", out_dir, KH_SETFILE_NAME);
+        rc = KH_EXIT_IO;
+        goto done;
+    }
     if (kh_mkdirs(out_dir) != 0 || kh_pin_dir(out_dir, 0) != 0) { /* held open from here: base/pinned.h */
         kh_logf(KH_LOG_ERROR, "matrix: %s: cannot create: %s", out_dir, strerror(errno));
         rc = KH_EXIT_IO;

@@ -3,7 +3,7 @@
 
 Reads README.md, docs/*.md and the READMEs one or two folders down (plugins/cntk/README.md, tests/sdk/...),
 finds each path under a source folder of the tree (core/, kit/, plugins/, tasks/, tests/, tools/, include/,
-conf/, cmake/, examples/, docs/) that names a source file (by its extension), a tool (tools/...) or a folder
+conf/, cmake/, examples/, docs/, and bench/: the results the docs cite) that names a source file (by its extension), a tool (tools/...) or a folder
 (a trailing /), expands {a,b} alternatives and * globs, and prints FILE:LINE: PATH for each one missing.
 Placeholders (<plugin>) and build outputs (.so, test executables) are not source paths. Exit 1 when any is
 missing."""
@@ -14,7 +14,7 @@ import re
 import sys
 
 ROOT = sys.argv[1] if len(sys.argv) > 1 else "."
-TOPS = "core|kit|plugins|tasks|tests|tools|include|conf|cmake|examples|docs"
+TOPS = "core|kit|plugins|tasks|tests|tools|include|conf|cmake|examples|docs|bench"
 EXTS = (".c", ".h", ".cu", ".cmake", ".sh", ".py", ".md", ".in", ".txt", ".ini", ".json")
 PATH = re.compile(r"(?<![\w./<>-])((?:%s)/[A-Za-z0-9_.*{},/+-]*[A-Za-z0-9_*}/])" % TOPS)
 

@@ -1,11 +1,12 @@
-/* tests/roofline/test_roofline_records.c — every committed record under bench/cpu/matrix-quick/ recounted with
+/* tests/roofline/test_roofline_records.c — every committed record of bench/cpu/matrix-quick/ (a packed set, read
+ * through results/setfile.h as report reads it; a folder of files is read too) recounted with
  * the kit's current FLOP and byte model (kh_spec_flops over the benchmark's own model definitions) and placed
  * under its own record's peaks: the time the record measured may not beat the roofline (fraction <= 1), since
  * a fraction above 1 means the byte or FLOP count claims more work than the step can have done. The sizes the
  * data decides (imdb_fasttext's features, lstm_text_generation's characters) are not in a record; FLOPs are
  * affine in them, so they are solved from the record's flops_per_epoch and the solution must reproduce it. */
+#define _POSIX_C_SOURCE 200809L /* strndup */
 #include <cjson/cJSON.h>
-#include <dirent.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +15,8 @@
 #include "bench_models.h"
 #include "khost/kit/flops.h"
 #include "khost/kit/spec.h"
+#include "results/cellfiles.h"
+#include "results/setfile.h"
 #include "testutil.h"
 
 typedef struct rec {
@@ -67,7 +70,9 @@ static double num(const cJSON *o, const char *k) {
 }
 
 static void check_record(const char *path, int *n_checked) {
-    char *text = read_all(path);
+    size_t plen;
+    const char *packed = kh_set_text(path, &plen);
+    char *text = packed ? strndup(packed, plen) : read_all(path);
     CHECK(text != NULL, "%s: cannot read", path);
     if (!text) return;
     cJSON *o = cJSON_Parse(text);
@@ -122,22 +127,21 @@ int main(void) {
     char dir[4096];
     snprintf(dir, sizeof dir, "%s/bench/cpu/matrix-quick", src);
     int n_checked = 0;
+    char err[4400];
+    CHECK(kh_set_mount(dir, err, sizeof err) >= 0, "%s", err);
     for (int t = 0; t < KH_BENCH_N_MODELS; t++) {
         char sub[4200];
         snprintf(sub, sizeof sub, "%s/%s", dir, kh_bench_model_names[t]);
-        DIR *d = opendir(sub);
-        CHECK(d != NULL, "%s: no records for a bundled model", sub);
-        if (!d) continue;
-        struct dirent *e;
-        while ((e = readdir(d))) {
-            size_t len = strlen(e->d_name);
-            if (len < 6 || strcmp(e->d_name + len - 5, ".json")) continue;
+        kh_cell_files l;
+        CHECK(kh_cell_files_read(sub, &l, err, sizeof err) == 0 && l.n > 0, "%s: no records for a bundled model", sub);
+        for (int i = 0; i < l.n; i++) {
             char path[4500];
-            snprintf(path, sizeof path, "%s/%s", sub, e->d_name);
+            snprintf(path, sizeof path, "%s/%s", sub, l.v[i].name);
             check_record(path, &n_checked);
         }
-        closedir(d);
+        kh_cell_files_free(&l);
     }
+    kh_set_unmount_all();
     CHECK(n_checked >= KH_BENCH_N_MODELS, "%d records checked", n_checked);
     return kh_test_finish("test_roofline_records");
 }

@@ -3,7 +3,8 @@
 #   1. a fixture matrix (2 plugins x 2 tasks, 3 repetitions) packed with --remove: the task folders' files are
 #      gone, other files stay; report (text, --html), compare (Markdown, --json) and compare of packed against
 #      unpacked give byte for byte what they gave on the files;
-#   2. a packed folder with a task folder beside it: read from the pack, with a warning;
+#   2. run and matrix refuse to add results to a packed folder; a packed folder with a task folder beside it
+#      is read from the pack, with a warning;
 #   3. hostile packs (truncated gzip, a path with .., a path twice, a count that does not match, a line that
 #      is not JSON, an extra field, not gzip at all but plain text, a FIFO in its place): each refused with
 #      exit 8 naming the pack (and the line where there is one), never a crash or a hang.
@@ -57,6 +58,14 @@ check "... and the other way round, no cell faster or slower: $o" \
   test -z "$(grep -E '\| (faster|slower) *\|' <<<"$o")" -a -n "$(grep -E '\| (unchanged|inconclusive) *\|' <<<"$o")"
 o=$(k pack "$t/empty" 2>&1); rc=$?
 check "pack of a folder without records: exit 8 ($rc): $o" test $rc -eq 8
+
+for cmd in run matrix; do
+  if [ $cmd = run ]; then o=$(k run --plugin fixture --task fixture_blobs --device cpu --epochs 1 --out "$t/set" 2>&1)
+  else o=$(k matrix --plugins fixture --tasks fixture_blobs --devices cpu --epochs 1 --out "$t/set" 2>&1); fi; rc=$?
+  check "$cmd into a packed folder is refused, exit 8 ($rc): $o" test $rc -eq 8
+  check "... saying why" has "$o" "$t/set holds a packed set (records.jsonl.gz, khost pack)"
+  check "... adding nothing" test ! -e "$t/set/fixture_blobs"
+done
 
 # --- 2. a task folder beside the pack ------------------------------------------------------------------------
 mkdir -p "$t/set/fixture_blobs" && cp "$t/files/fixture_blobs/fixture__cpu.rep1.json" "$t/set/fixture_blobs/"
