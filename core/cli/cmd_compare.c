@@ -34,6 +34,7 @@
 #include "results/report/report.h"
 #include "base/exitcodes.h"
 #include "results/results.h"
+#include "results/resultsdb.h"
 #include "results/setfile.h"
 #include "results/stats.h"
 
@@ -110,7 +111,7 @@ static const char *next_name(DIR *d, char **packed, int *i) {
 }
 
 static int side_scan(side *s, char *err, size_t errlen) {
-    int packed = kh_set_mount(s->dir, err, errlen), n_packed = 0, oom = 0, at = 0;
+    int packed = kh_results_mount(s->dir, err, errlen), n_packed = 0, oom = 0, at = 0;
     if (packed < 0) return -1;
     if (packed && kh_set_loose_folders(s->dir) > 0)
         kh_esc_msg("khost: compare: warning: its records are read from " KH_SETFILE_NAME " only; the task folders "

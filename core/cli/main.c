@@ -45,7 +45,7 @@ static const char usage[] =
     "      the same cells as a Slurm job array, one array task per cell (--devices cpu, cuda or all), into\n"
     "      the shared --out folder; prints the job ids. --resume submits only cells without a finished\n"
     "      record. --slurm-script-only writes the scripts without submitting. khost matrix --slurm --help.\n"
-    "  khost report DIR [--svg FILE] [--html FILE] [--published]\n"
+    "  khost report DIR|DB[:filters] [--svg FILE] [--html FILE] [--published]\n"
     "      the original benchmark's tables (accuracy; time per epoch with factors and model-compile time,\n"
     "      cold / warm; GFLOP/s and fraction of the roofline) from stored results; --html writes one\n"
     "      self-contained page with charts. Times are medians over a cell's repetitions [95 % bootstrap\n"
@@ -58,6 +58,9 @@ static const char usage[] =
     "  khost pack DIR [--remove]\n"
     "      DIR's record files packed into DIR/records.jsonl.gz (one file for a committed set); report and\n"
     "      compare read a packed folder as they read the files. --remove deletes the packed files.\n"
+    "  khost db import FILE DIR... [--set NAME] | khost db list FILE\n"
+    "      result folders into an SQLite database (one transaction each; a record stored once by content);\n"
+    "      report and compare read FILE[:set=NAME,rev=PREFIX,machine=TEXT,since=DATE,until=DATE] as a folder.\n"
     "  khost describe --task T [--limit-train N] [--limit-val N]\n"
     "      what the task will train on: samples per split, shapes, classes, vocabulary, the model.\n"
     "  khost verify --plugin P [--device D] [--task T|all|none] [--tol X] [--seed N] [--batch N]\n"
@@ -127,6 +130,10 @@ int main(int argc, char **argv) {
         int rc = kh_cmd_report(sub_argc, sub_argv);
         kh_scan_set_helper(NULL);
         return rc;
+    }
+    if (!strcmp(cmd, "db")) { /* records only: no registry, no modules */
+        kh_scan_set_helper(NULL);
+        return kh_cmd_db(sub_argc, sub_argv);
     }
     if (!strcmp(cmd, "pack")) { /* records only: no registry, no modules */
         kh_scan_set_helper(NULL);

@@ -365,8 +365,7 @@ void kh_record_newer_text(const char *path, int version, char *buf, size_t n) {
              "understood", path, version, KH_RECORD_VERSION);
 }
 
-/* A record file's text: from a packed folder's pack (setfile.h) or the file itself. NULL with err. */
-static char *record_text(const char *path, size_t *len_out, char *err, size_t errlen) {
+char *kh_record_text(const char *path, size_t *len_out, char *err, size_t errlen) {
     size_t plen;
     const char *packed = kh_set_text(path, &plen);
     if (packed) {
@@ -409,7 +408,7 @@ static char *record_text(const char *path, size_t *len_out, char *err, size_t er
 
 cJSON *kh_record_json_read(const char *path, kh_json_int *ints, int n, int *version, char *err, size_t errlen) {
     size_t len;
-    char *buf = record_text(path, &len, err, errlen);
+    char *buf = kh_record_text(path, &len, err, errlen);
     if (!buf) return NULL;
     cJSON *o = cJSON_Parse(buf);
     char why[160];

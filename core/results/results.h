@@ -141,6 +141,9 @@ int kh_record_read(const char *path, kh_cell_record *r, char *err, size_t errlen
  * understands it (the caller warns: kh_record_newer_text). ints[0..n) get the exact integers asked for
  * (json_scan.h). */
 #define KH_RECORD_VERSION 2
+/* A record file's bytes, NUL-ended (free them): from the pack of a mounted folder (setfile.h) or the file,
+ * which must be regular. NULL with err naming the file. */
+char *kh_record_text(const char *path, size_t *len, char *err, size_t errlen);
 struct cJSON;
 struct kh_json_int;
 struct cJSON *kh_record_json_read(const char *path, struct kh_json_int *ints, int n, int *version, char *err,

@@ -240,6 +240,47 @@ int kh_set_mount(const char *dir, char *err, size_t errlen) {
     return 1;
 }
 
+int kh_set_mount_files(const char *dir, const char *const *paths, const char *const *texts, int n, char *err,
+                       size_t errlen) {
+    char nd[4096];
+    if (normal(dir, nd, sizeof nd) != 0 || g_n_mounts == MAX_MOUNTS) {
+        snprintf(err, errlen, "%s: %s", dir, g_n_mounts == MAX_MOUNTS ? "too many sets at once" : "name too long");
+        return -1;
+    }
+    entry *e = calloc((size_t)n + 1, sizeof *e);
+    if (!e) {
+        snprintf(err, errlen, "%s: out of memory", dir);
+        return -1;
+    }
+    for (int i = 0; i < n; i++) {
+        if (!path_ok(paths[i])) {
+            snprintf(err, errlen, "%s: %s is not <task>/<record file>", dir, paths[i]);
+            entries_free(e, i);
+            return -1;
+        }
+        e[i].path = strdup(paths[i]);
+        e[i].text = strdup(texts[i]);
+        e[i].len = e[i].text ? strlen(e[i].text) : 0;
+        if (!e[i].path || !e[i].text) {
+            snprintf(err, errlen, "%s: out of memory", dir);
+            entries_free(e, i + 1);
+            return -1;
+        }
+    }
+    if (n > 1) qsort(e, (size_t)n, sizeof *e, cmp_entry);
+    for (int i = 1; i < n; i++)
+        if (!strcmp(e[i].path, e[i - 1].path)) {
+            snprintf(err, errlen, "%s: the file %s is in it twice", dir, e[i].path);
+            entries_free(e, n);
+            return -1;
+        }
+    mount *m = &g_mounts[g_n_mounts++];
+    snprintf(m->dir, sizeof m->dir, "%s", nd);
+    m->e = e;
+    m->n = n;
+    return 0;
+}
+
 void kh_set_unmount_all(void) {
     for (int i = 0; i < g_n_mounts; i++) entries_free(g_mounts[i].e, g_mounts[i].n);
     g_n_mounts = 0;
@@ -279,6 +320,13 @@ char **kh_set_names(const char *dir, int dirs, int *n, int *oom) {
     char rest[4200];
     *n = 0, *oom = 0;
     const mount *m = mount_of(dir, rest, sizeof rest);
+    struct stat st;
+    /* a database's set (no folder of that name): no record files beside its task folders */
+    if (m && !dirs && !rest[0] && (stat(m->dir, &st) != 0 || !S_ISDIR(st.st_mode))) {
+        char **none = calloc(1, sizeof *none);
+        if (!none) *oom = 1;
+        return none;
+    }
     if (!m || (dirs ? rest[0] != 0 : (rest[0] == 0 || strchr(rest, '/') != NULL))) return NULL;
     char **v = calloc((size_t)m->n + 1, sizeof *v);
     if (!v) {
@@ -481,5 +529,31 @@ int kh_set_pack(const char *dir, int remove, int *n_files, char *err, size_t err
     for (int i = 0; rc == 0 && remove && i < n; i++) remove_companions(dir, e[i].path);
     entries_free(e, n);
     if (rc == 0) *n_files = n;
+    return rc;
+}
+
+int kh_set_each(const char *dir, int (*fn)(void *ctx, const char *rel, const char *path), void *ctx, char *err,
+                size_t errlen) {
+    int packed = kh_set_mount(dir, err, errlen);
+    if (packed < 0) return -1;
+    char rest[4200], path[8400];
+    const mount *m = packed ? mount_of(dir, rest, sizeof rest) : NULL;
+    if (m) {
+        for (int i = 0; i < m->n; i++) {
+            snprintf(path, sizeof path, "%s/%s", m->dir, m->e[i].path);
+            int rc = fn(ctx, m->e[i].path, path);
+            if (rc) return rc;
+        }
+        return 0;
+    }
+    entry *e;
+    int n;
+    if (collect(dir, &e, &n, err, errlen) != 0) return -1;
+    int rc = 0;
+    for (int i = 0; rc == 0 && i < n; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, e[i].path);
+        rc = fn(ctx, e[i].path, path);
+    }
+    entries_free(e, n);
     return rc;
 }

@@ -26,6 +26,14 @@ int kh_set_is_packed(const char *dir);
  * was read, 0 when dir has none, -1 when it cannot be read or is not a valid pack (err names it and the line). */
 int kh_set_mount(const char *dir, char *err, size_t errlen);
 void kh_set_unmount_all(void);
+/* Answer for dir (any name: it need not exist) with n files given as paths ("<task>/<file>", checked as a pack's
+ * are) and texts, copied; a path given twice is an error. 0 ok, -1 with err. */
+int kh_set_mount_files(const char *dir, const char *const *paths, const char *const *texts, int n, char *err,
+                       size_t errlen);
+/* Every record file of dir, packed or not, in path order: fn(ctx, "<task>/<file>", full path) for each; stops
+ * at the first non-zero return, which it returns. -1 with err when dir cannot be read. */
+int kh_set_each(const char *dir, int (*fn)(void *ctx, const char *rel, const char *path), void *ctx, char *err,
+                size_t errlen);
 /* A packed file's text by its path (<mounted folder>/<task>/<file>); NULL when path is not in a pack. */
 const char *kh_set_text(const char *path, size_t *len);
 /* The names in dir when dir is a mounted folder (its task folders, dirs = 1) or one of its task folders (its

@@ -46,7 +46,9 @@
 
 #include "base/exitcodes.h"
 #include "base/files.h"
+#include "base/escape.h"
 #include "base/pinned.h"
+#include "results/resultsdb.h"
 #include "results/setfile.h"
 #include "base/procguard.h"
 #include "cell/cell.h"
@@ -66,6 +68,15 @@ extern char **environ;
 static int mx_env_is(const char *kv, const char *name) {
     size_t n = strlen(name);
     return !strncmp(kv, name, n) && kv[n] == '=';
+}
+
+/* A cell's record into the --db database as it lands; a failure is a warning (the record file stands). */
+static void mx_db_add(kh_db *db, const char *out_dir, const char *json) {
+    char err[4400];
+    size_t l = strlen(out_dir);
+    if (db && !strncmp(json, out_dir, l) && json[l] == '/' &&
+        kh_db_import_file(db, out_dir, json + l + 1, json, err, sizeof err) != 0)
+        kh_esc_msg("khost: matrix: warning: --db: ", err);
 }
 
 /* Whether path is still the folder st describes (not removed, not replaced by another). */
@@ -120,6 +131,7 @@ int kh_matrix_run(kh_host *h, const kh_matrix_opts *given) {
     int np = 0, nt = 0, nd = 0, rc;
     char **envp = NULL, err0[1200];
     kh_lock lock = {-1, NULL};
+    kh_db *db = NULL; /* --db: opened (and checked) before any cell runs */
     char ref_runner[4200] = "";
     int no_plugins = !strcmp(o.plugins, "none"); /* --plugins none: the references alone */
     if (no_plugins && !o.references) {
@@ -167,6 +179,12 @@ int kh_matrix_run(kh_host *h, const kh_matrix_opts *given) {
     }
     if (kh_subreaper_begin() != 0) /* a cell's orphans come back here, and end with the cell */
         kh_logf(KH_LOG_WARN, "matrix: cannot become a child subreaper: %s", strerror(errno));
+    char dberr[4400];
+    if (o.db && !(db = kh_db_open(o.db, 1, dberr, sizeof dberr))) {
+        kh_esc_msg("khost: matrix: --db: ", dberr);
+        rc = KH_EXIT_IO;
+        goto done;
+    }
     struct stat out_st; /* the folder itself: one removed and made again, or replaced, is another inode */
     if (kh_pinned_stat(&out_st) != 0) {
         kh_logf(KH_LOG_ERROR, "matrix: %s: %s", out_dir, strerror(errno));
@@ -284,6 +302,7 @@ int kh_matrix_run(kh_host *h, const kh_matrix_opts *given) {
                 if (kh_record_write(&r, out_dir, err, sizeof err) != 0)
                     kh_logf(KH_LOG_ERROR, "matrix: cannot write the record of %s x %s x %s: %s", c.plugin->name,
                             c.task->name, c.dev->id, err);
+                else mx_db_add(db, out_dir, json);
                 n_done++, n_final++, n_by[1]++;
                 mx_print_end(&c, idx, total, &r, -1, NULL);
                 kh_record_free(&r);
@@ -374,6 +393,7 @@ int kh_matrix_run(kh_host *h, const kh_matrix_opts *given) {
                     kh_logf(KH_LOG_ERROR, "matrix: cannot write the record of %s x %s x %s: %s", c.plugin->name,
                             c.task->name, c.dev->id, err);
             }
+            mx_db_add(db, out_dir, json);
             n_done++;
             mx_print_end(&c, idx, total, &r, res.wall_s, log);
             if (!strcmp(r.status, "ok")) n_by[0]++, n_final++;
@@ -403,6 +423,11 @@ int kh_matrix_run(kh_host *h, const kh_matrix_opts *given) {
            n_skipped ? " (resumed: skipped recorded cells)" : "", interrupted ? "; interrupted" : "", out_dir);
     fflush(stdout);
     rc = !interrupted && n_final == total ? KH_EXIT_OK : KH_EXIT_TRAIN;
+    if (db && !replaced) { /* the whole folder once more: cells --resume skipped, records rewritten since */
+        int added, files, skipped;
+        if (kh_db_import_dir(db, out_dir, NULL, &added, &files, &skipped, dberr, sizeof dberr) != 0)
+            kh_esc_msg("khost: matrix: warning: --db: ", dberr);
+    }
     if (!replaced && !mx_same_folder(out_dir, &out_st)) *(kh_pinned_gone() ? &vanished : &replaced) += 1;
     if (replaced) {
         kh_logf(KH_LOG_ERROR, "matrix: the results folder %s was moved or replaced while the matrix ran: its records "
@@ -414,6 +439,7 @@ int kh_matrix_run(kh_host *h, const kh_matrix_opts *given) {
         rc = KH_EXIT_IO;
     }
 done:
+    kh_db_close(db);
     free(envp);
     kh_lock_release(&lock);
     kh_unpin_dir();

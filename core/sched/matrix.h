@@ -22,6 +22,7 @@ typedef struct kh_matrix_opts {
     int order_seed_set;
     double timeout_s;
     const char *memory_limit; /* as given; checked by kh_parse_bytes */
+    const char *db;           /* --db: each record also goes into this results database (resultsdb.h) */
     int resume, quiet;
 } kh_matrix_opts;
 /* Six hours: the slowest published cell (theano cifar10_cnn on a Titan X, 630 s x 20 epochs = 3.5 h)

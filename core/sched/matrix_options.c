@@ -21,7 +21,7 @@ static void mx_usage(FILE *f) {
             "                    [--epochs N] [--batch-size N] [--limit-train N] [--limit-val N] [--seed N]\n"
             "                    [--steps N] [--warmup-steps N] [--repeat N] [--order-seed S]\n"
             "                    [--math fp32|tf32] [--references LIST|all] [--out DIR] [--timeout SECONDS]\n"
-            "                    [--memory-limit BYTES[K|M|G]] [--resume] [--quiet]\n"
+            "                    [--memory-limit BYTES[K|M|G]] [--db FILE] [--resume] [--quiet]\n"
             "Runs every plugin x task x device cell in its own child process (khost run).\n"
             "  LIST            comma-separated names; all = every enabled module / every device\n"
             "                  (defaults: plugins all, tasks all, devices = the registry's default_device)\n"
@@ -37,6 +37,8 @@ static void mx_usage(FILE *f) {
             "  --references L  also run these frameworks of tools/reference as cells, in the same rounds and with the\n"
             "                  same options: pytorch, keras3-jax, keras3-tensorflow, keras3-torch, or all\n"
             "                  (tools/reference/setup installs them; --plugins none runs only the references)\n"
+            "  --db FILE       also add each record, as it lands, to the results database FILE (the set named by\n"
+            "                  the absolute --out; khost db import does the same for a finished folder)\n"
             "  --resume        skip cells (repetitions) already recorded as ok or unsupported; rerun the others\n"
             "  --quiet         print only failed cells and the summary\n"
             "  --slurm ...     submit the cells as a Slurm job array instead (khost matrix --slurm --help)\n"
@@ -93,7 +95,7 @@ int mx_parse(int argc, char **argv, kh_matrix_opts *o) {
                                                  "--limit-val",   "--seed",      "--timeout",
                                                  "--memory-limit", "--steps",    "--warmup-steps",
                                                  "--repeat",      "--order-seed", "--math",
-                                                 "--references"};
+                                                 "--references",  "--db"};
         size_t k;
         for (k = 0; k < sizeof with_value / sizeof with_value[0]; k++)
             if (!strcmp(name, with_value[k])) break;
@@ -117,6 +119,7 @@ int mx_parse(int argc, char **argv, kh_matrix_opts *o) {
         else if (!strcmp(name, "--devices")) o->devices = val;
         else if (!strcmp(name, "--out")) o->out = val;
         else if (!strcmp(name, "--references")) o->references = val;
+        else if (!strcmp(name, "--db")) o->db = val;
         else if (!strcmp(name, "--timeout")) {
             if (kh_args_seconds(val, &o->timeout_s) != 0) {
                 kh_logf(KH_LOG_ERROR, "matrix: --timeout expects seconds >= 0, got '%s'", val);

@@ -4,6 +4,7 @@
 #define _GNU_SOURCE /* strdup, open_memstream */
 #include "base/grow.h"
 #include "results/report/report.h"
+#include "results/resultsdb.h"
 #include "results/setfile.h"
 
 #include <dirent.h>
@@ -453,7 +454,7 @@ int kh_report_load(const char *dir, kh_report *rep, int *skipped) {
     reader rd = {0};
     names sub = {0};
     char err[4400];
-    int packed = kh_set_mount(dir, err, sizeof err);
+    int packed = kh_results_mount(dir, err, sizeof err);
     if (packed < 0) {
         kh_esc_msg("khost: report: ", err);
         return -3;

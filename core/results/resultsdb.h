@@ -1,0 +1,42 @@
+/* core/results/resultsdb.h — every result set in one SQLite database (results/resultsdb.c): records keyed by their
+ * content (SHA-256 of the record's bytes), sets naming which record each of their files holds. Record folders
+ * stay the crash-safe source of truth: the database is filled from them (`khost db import`, `matrix --db`),
+ * one transaction per set, never written by a compute node, and a folder is never touched by it.
+ *
+ * Schema (PRAGMA user_version; each step a migration applied in order, in one transaction, on open):
+ *   1  records(id, digest UNIQUE, task, plugin, device, status, git_rev, finished_at, text),
+ *      sets(id, name UNIQUE, imported_at), set_files(set_id, path, record_id; PRIMARY KEY(set_id, path))
+ *   2  records.machine: the CPU model, its ISA, the device name and the driver of the record's environment,
+ *      one string ("AMD EPYC" alone names two kinds of machine), indexed with the cell */
+#ifndef KHOST_CORE_RESULTSDB_H
+#define KHOST_CORE_RESULTSDB_H
+
+#include <stddef.h>
+
+#define KH_DB_SCHEMA 2
+
+typedef struct kh_db kh_db;
+
+/* Open (create: make it when absent) the database at path, in WAL mode, migrated to KH_DB_SCHEMA. A file that
+ * is not SQLite, a database that is not khost's, one from a newer khost or a corrupt one is refused with err
+ * naming it, and left as it is. NULL on failure. */
+kh_db *kh_db_open(const char *path, int create, char *err, size_t errlen);
+void kh_db_close(kh_db *db);
+/* Every record file of dir (a folder of files or a packed one) into the set named set (dir when NULL), in one
+ * transaction: a killed import leaves the database as it was. A record already known (same bytes) is not
+ * stored twice; importing the same folder again changes nothing. *added: records new to the database, *files:
+ * files of the set, *skipped: files that are not valid records (each named on stderr). 0 ok, -1 with err. */
+int kh_db_import_dir(kh_db *db, const char *dir, const char *set, int *added, int *files, int *skipped, char *err,
+                     size_t errlen);
+/* One record file (path; rel is "<task>/<file>") into set, in its own transaction. 0 ok, -1 with err. */
+int kh_db_import_file(kh_db *db, const char *set, const char *rel, const char *path, char *err, size_t errlen);
+/* The sets of the database, one line each ("<name>\t<files>\t<imported_at>") on f. 0 ok, -1 with err. */
+int kh_db_list(kh_db *db, void *f, char *err, size_t errlen);
+
+/* What report and compare read: src is a results folder (of files or packed) or a database, optionally with
+ * filters, "FILE:key=value[,key=value...]" (set=NAME, rev=PREFIX, machine=TEXT contained, since=/until=DATE
+ * as ISO text). A database source answers as a folder named src whose files are the matching records
+ * (several matches of one file: the latest finished kept, with a warning). 1 when src was mounted (a pack or
+ * a database), 0 for a folder of files, -1 with err. */
+int kh_results_mount(const char *src, char *err, size_t errlen);
+#endif
