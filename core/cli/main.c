@@ -61,6 +61,9 @@ static const char usage[] =
     "  khost db import FILE DIR... [--set NAME] | khost db list FILE\n"
     "      result folders into an SQLite database (one transaction each; a record stored once by content);\n"
     "      report and compare read FILE[:set=NAME,rev=PREFIX,machine=TEXT,since=DATE,until=DATE] as a folder.\n"
+    "  khost history DB[:filters] [--task T] [--plugin P] [--threshold PCT] [--fail-above PCT]\n"
+    "      each cell's series of revisions on each machine, with change points (asv's step detection) and a\n"
+    "      CI for each change; exit 1 when a regression is above --fail-above.\n"
     "  khost describe --task T [--limit-train N] [--limit-val N]\n"
     "      what the task will train on: samples per split, shapes, classes, vocabulary, the model.\n"
     "  khost verify --plugin P [--device D] [--task T|all|none] [--tol X] [--seed N] [--batch N]\n"
@@ -130,6 +133,10 @@ int main(int argc, char **argv) {
         int rc = kh_cmd_report(sub_argc, sub_argv);
         kh_scan_set_helper(NULL);
         return rc;
+    }
+    if (!strcmp(cmd, "history")) { /* records only: no registry, no modules */
+        kh_scan_set_helper(NULL);
+        return kh_cmd_history(sub_argc, sub_argv);
     }
     if (!strcmp(cmd, "db")) { /* records only: no registry, no modules */
         kh_scan_set_helper(NULL);

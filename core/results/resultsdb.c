@@ -342,7 +342,7 @@ static int mount_db(const char *src, const char *file, filters *f, char *err, si
     if (!db) return -1;
     sqlite3_stmt *s = NULL;
     const char *sql = "SELECT f.path, r.text FROM set_files f JOIN records r ON r.id = f.record_id JOIN sets s ON "
-                      "s.id = f.set_id WHERE (?1 IS NULL OR s.name = ?1) AND (?2 IS NULL OR substr(r.git_rev, 1, "
+                      "s.id = f.set_id WHERE (?1 IS NULL OR s.name = ?1 OR (?1 LIKE '%*' AND substr(s.name, 1, length(?1) - 1) = substr(?1, 1, length(?1) - 1))) AND (?2 IS NULL OR substr(r.git_rev, 1, "
                       "length(?2)) = ?2) AND (?3 IS NULL OR instr(r.machine, ?3) > 0) AND (?4 IS NULL OR "
                       "r.finished_at >= ?4) AND (?5 IS NULL OR r.finished_at <= ?5) ORDER BY f.path, r.finished_at "
                       "DESC, r.id DESC";
@@ -386,29 +386,69 @@ static int mount_db(const char *src, const char *file, filters *f, char *err, si
     return rc;
 }
 
+const char *kh_db_source(const char *src, char *file, size_t n) {
+    struct stat st;
+    for (const char *c = src + strlen(src);; c--) { /* the file is the longest prefix that is one */
+        if (c == src + strlen(src) || *c == ':') {
+            snprintf(file, n, "%.*s", (int)(c - src), src);
+            if (stat(file, &st) == 0 && S_ISREG(st.st_mode) && sqlite_magic(file) == 1) return *c ? c + 1 : c;
+        }
+        if (c == src) return NULL;
+    }
+}
+
 int kh_results_mount(const char *src, char *err, size_t errlen) {
     struct stat st;
     if (stat(src, &st) == 0 && S_ISDIR(st.st_mode)) return kh_set_mount(src, err, errlen);
-    /* a database, or a database and filters: FILE:key=value,... (the file is the longest prefix that is one) */
-    for (const char *c = src + strlen(src);; c--) {
-        if (c == src + strlen(src) || *c == ':') {
-            char file[4096];
-            snprintf(file, sizeof file, "%.*s", (int)(c - src), src);
-            if (stat(file, &st) == 0 && S_ISREG(st.st_mode)) {
-                if (sqlite_magic(file) != 1) {
-                    snprintf(err, errlen, "%s: not a results folder or an SQLite database", file);
-                    return -1;
-                }
-                filters f = {0};
-                char *buf = strdup(*c ? c + 1 : "");
-                int rc = !buf ? -1 : parse_filters(buf, &f, src, err, errlen);
-                if (!buf) snprintf(err, errlen, "%s: out of memory", src);
-                if (rc == 0) rc = mount_db(src, file, &f, err, errlen);
-                free(buf);
-                return rc == 0 ? 1 : -1;
-            }
+    char file[4096];
+    const char *fl = kh_db_source(src, file, sizeof file);
+    if (!fl) {
+        if (stat(src, &st) == 0 && S_ISREG(st.st_mode)) {
+            snprintf(err, errlen, "%s: not a results folder or an SQLite database", src);
+            return -1;
         }
-        if (c == src) break;
+        return kh_set_mount(src, err, errlen); /* a folder: its listing says whether it exists */
     }
-    return kh_set_mount(src, err, errlen); /* a folder: its listing says whether it exists */
+    filters f = {0};
+    char *buf = strdup(fl);
+    int rc = !buf ? -1 : parse_filters(buf, &f, src, err, errlen);
+    if (!buf) snprintf(err, errlen, "%s: out of memory", src);
+    if (rc == 0) rc = mount_db(src, file, &f, err, errlen);
+    free(buf);
+    return rc == 0 ? 1 : -1;
+}
+
+int kh_db_each_record(kh_db *db, const char *fl, int (*fn)(void *ctx, const char *machine, const char *text),
+                      void *ctx, char *err, size_t errlen) {
+    filters f = {0};
+    char *buf = strdup(fl ? fl : "");
+    if (!buf) {
+        snprintf(err, errlen, "%s: out of memory", db->path);
+        return -1;
+    }
+    if (parse_filters(buf, &f, db->path, err, errlen) != 0) {
+        free(buf);
+        return -1;
+    }
+    sqlite3_stmt *s = NULL;
+    const char *sql = "SELECT r.machine, r.text FROM records r WHERE (?1 IS NULL OR EXISTS (SELECT 1 FROM set_files f "
+                      "JOIN sets s ON s.id = f.set_id WHERE f.record_id = r.id AND (s.name = ?1 OR (?1 LIKE '%*' AND "
+                      "substr(s.name, 1, length(?1) - 1) = substr(?1, 1, length(?1) - 1))))) AND (?2 IS NULL OR "
+                      "substr(r.git_rev, 1, length(?2)) = ?2) AND (?3 IS NULL OR instr(r.machine, ?3) > 0) AND (?4 IS "
+                      "NULL OR r.finished_at >= ?4) AND (?5 IS NULL OR r.finished_at <= ?5) ORDER BY r.finished_at, "
+                      "r.id";
+    const char *vals[5] = {f.set, f.rev, f.machine, f.since, f.until};
+    int rc = sqlite3_prepare_v2(db->h, sql, -1, &s, NULL) == SQLITE_OK ? 0 : fail(db, err, errlen, "cannot read");
+    for (int i = 0; rc == 0 && i < 5; i++)
+        if ((vals[i] ? bind_text(s, i + 1, vals[i]) : sqlite3_bind_null(s, i + 1)) != SQLITE_OK)
+            rc = fail(db, err, errlen, "cannot read");
+    int st = SQLITE_DONE;
+    while (rc == 0 && (st = sqlite3_step(s)) == SQLITE_ROW) {
+        rc = fn(ctx, (const char *)sqlite3_column_text(s, 0), (const char *)sqlite3_column_text(s, 1));
+        if (rc) snprintf(err, errlen, "%s: stopped", db->path);
+    }
+    if (rc == 0 && st != SQLITE_DONE) rc = fail(db, err, errlen, "cannot read");
+    sqlite3_finalize(s);
+    free(buf);
+    return rc ? -1 : 0;
 }

@@ -33,8 +33,17 @@ int kh_db_import_file(kh_db *db, const char *set, const char *rel, const char *p
 /* The sets of the database, one line each ("<name>\t<files>\t<imported_at>") on f. 0 ok, -1 with err. */
 int kh_db_list(kh_db *db, void *f, char *err, size_t errlen);
 
+/* Every record matching filters (the text after "FILE:" of a source, NULL or "" for none; see below) once,
+ * however many sets hold it, in the order first finished: fn(ctx, machine, record text) for each, stopping at
+ * its first non-zero return. 0 ok, -1 with err. */
+int kh_db_each_record(kh_db *db, const char *filters, int (*fn)(void *ctx, const char *machine, const char *text),
+                      void *ctx, char *err, size_t errlen);
+/* Split a source "FILE[:filters]" whose FILE is an existing SQLite database: file into buf, filters returned
+ * (pointing into src, "" for none); NULL when src names no database. */
+const char *kh_db_source(const char *src, char *file, size_t n);
+
 /* What report and compare read: src is a results folder (of files or packed) or a database, optionally with
- * filters, "FILE:key=value[,key=value...]" (set=NAME, rev=PREFIX, machine=TEXT contained, since=/until=DATE
+ * filters, "FILE:key=value[,key=value...]" (set=NAME or set=PREFIX*, rev=PREFIX, machine=TEXT contained, since=/until=DATE
  * as ISO text). A database source answers as a folder named src whose files are the matching records
  * (several matches of one file: the latest finished kept, with a warning). 1 when src was mounted (a pack or
  * a database), 0 for a folder of files, -1 with err. */

@@ -532,19 +532,28 @@ int kh_set_pack(const char *dir, int remove, int *n_files, char *err, size_t err
     return rc;
 }
 
+/* Forget the mount of dir (the last one made: kh_set_each's own). */
+static void unmount_last(void) {
+    if (g_n_mounts == 0) return;
+    g_n_mounts--;
+    entries_free(g_mounts[g_n_mounts].e, g_mounts[g_n_mounts].n);
+}
+
 int kh_set_each(const char *dir, int (*fn)(void *ctx, const char *rel, const char *path), void *ctx, char *err,
                 size_t errlen) {
+    char rest[4200], path[8400];
+    int was = mount_of(dir, rest, sizeof rest) != NULL && !rest[0];
     int packed = kh_set_mount(dir, err, errlen);
     if (packed < 0) return -1;
-    char rest[4200], path[8400];
     const mount *m = packed ? mount_of(dir, rest, sizeof rest) : NULL;
-    if (m) {
-        for (int i = 0; i < m->n; i++) {
+    if (m) { /* a folder mounted here only for this walk is let go after it: an import reads many */
+        int rc = 0;
+        for (int i = 0; rc == 0 && i < m->n; i++) {
             snprintf(path, sizeof path, "%s/%s", m->dir, m->e[i].path);
-            int rc = fn(ctx, m->e[i].path, path);
-            if (rc) return rc;
+            rc = fn(ctx, m->e[i].path, path);
         }
-        return 0;
+        if (!was) unmount_last();
+        return rc;
     }
     entry *e;
     int n;

@@ -12,9 +12,7 @@
 #   6. a database of schema 1 migrated to 2 when opened (the machine column filled from each record's text).
 set -u
 bin=$1 e2e=$2
-pass=0 fail=0
-check() { local what=$1; shift; if "$@"; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: $what" >&2; fi; }
-has() { grep -qF -- "$2" <<<"$1"; }
+. "$(dirname "$0")/../checks.sh"
 t=$(mktemp -d "${TMPDIR:-/tmp}/khost-db-XXXXXX")
 bg=()
 trap 'for p in "${bg[@]}"; do kill -9 $p 2>/dev/null; done; rm -rf "$t"' EXIT
@@ -143,5 +141,4 @@ m=$(sql "$t/v1.db" "select machine from records where id = 1")
 check "... its machine column filled from the record: '$m'" has "$m" "$cpu | "
 o=$(k report "$t/v1.db:set=old" 2>&1); rc=$?
 check "... and read ($rc)" test $rc -eq 0
-echo "test_db: $pass passed, $fail failed"
-[ $fail -eq 0 ]
+finish test_db

@@ -10,9 +10,7 @@
 #      exit 8 naming the pack (and the line where there is one), never a crash or a hang.
 set -u
 bin=$1 e2e=$2
-pass=0 fail=0
-check() { local what=$1; shift; if "$@"; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: $what" >&2; fi; }
-has() { grep -qF -- "$2" <<<"$1"; }
+. "$(dirname "$0")/../checks.sh"
 t=$(mktemp -d "${TMPDIR:-/tmp}/khost-setfile-XXXXXX")
 trap 'rm -rf "$t"' EXIT
 cat >"$t/khost.ini" <<EOF2
@@ -106,5 +104,4 @@ o=$(k report "$t/h/dupkey" 2>&1); rc=$?
 check "a packed record with a key twice is refused as the file would be: $o" has "$o" "dupkey/fixture_blobs/fixture__cpu.json: key \"status\" twice"
 o=$(k report "$t/h/plain-raw" 2>&1); rc=$?
 check "an uncompressed pack is read too ($rc)" test $rc -eq 0 -a -n "$(grep -F '| fixture |' <<<"$o")"
-echo "test_setfile: $pass passed, $fail failed"
-[ $fail -eq 0 ]
+finish test_setfile

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# tests/history/test_history.sh KHOST E2E_DIR — khost history over a results database: 30 revisions of one cell on
+# machine X with a planted +20 % step at revision 16, the same cell on machine Y (same CPU model, another ISA)
+# flat, and another cell flat on X, each revision a set of 3 repetitions (records made from a fixture run's
+# record). The step is found where it was planted, with a CI that excludes no change; the flat series have no
+# change point; the two machines are two series; --fail-above gates on the regression's size.
+set -u
+bin=$1 e2e=$2
+. "$(dirname "$0")/../checks.sh"
+t=$(mktemp -d "${TMPDIR:-/tmp}/khost-history-XXXXXX")
+trap 'rm -rf "$t"' EXIT
+export KHOST_CONF=$e2e/khost-test.ini KHOST_LIBCUDA=/nonexistent/libcuda.so.1 XDG_CACHE_HOME=$t/cache
+k() { timeout 120 "$bin" "$@"; }
+k run --plugin fixture --task fixture_blobs --device cpu --epochs 1 --steps 4 --out "$t/seed" >/dev/null 2>&1
+tpl=$t/seed/fixture_blobs/fixture__cpu.json
+check "a template record" test -s "$tpl"
+python3 - "$tpl" "$t/sets" <<'PY'
+import json, os, random, sys
+tpl = json.load(open(sys.argv[1]))
+rng = random.Random(7)
+def write(folder, task, rep, isa, rev, when, level):
+    r = json.loads(json.dumps(tpl))
+    r["task"] = task
+    r["environment"].update(git_rev=rev, finished_at=when, cpu_model="Test CPU", cpu_isa=isa, device_name="Test CPU")
+    r["samples"]["step_s"] = [level * (1 + rng.gauss(0, 0.01)) for _ in range(8)]
+    r["repeat"] = {"index": rep, "of": 3, "round": rep, "position": 0, "order_seed": 1}
+    d = os.path.join(folder, task)
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, "fixture__cpu.rep%d.json" % rep), "w") as f:
+        json.dump(r, f, indent=1)
+for i in range(30):
+    rev, when = "rev%02d" % i, "2026-11-%02dT10:00:00Z" % (i + 1)
+    for rep in (1, 2, 3):
+        write(os.path.join(sys.argv[2], "x-" + rev), "fixture_blobs", rep, "avx512", rev, when, 0.010 * (1.2 if i >= 15 else 1))
+        write(os.path.join(sys.argv[2], "x-" + rev), "fixture_conv", rep, "avx512", rev, when, 0.030)
+        write(os.path.join(sys.argv[2], "y-" + rev), "fixture_blobs", rep, "avx2", rev, when, 0.014)
+PY
+o=$(k db import "$t/h.db" "$t"/sets/* 2>&1); rc=$?
+check "60 sets imported ($rc)" test $rc -eq 0 -a "$(k db list "$t/h.db" | wc -l)" -eq 60
+o=$(k history "$t/h.db" 2>&1); rc=$?
+echo "$o" | grep -E '^(## |machine|levels|change|no change)'
+check "history: exit 0 without --fail-above ($rc)" test $rc -eq 0
+check "three series: one cell on two machines never mixed, and another cell" has "$o" "3 series from 270 repetition record(s)"
+x=$(awk '/^## fixture_blobs/{s=""} {s=s $0 "\n"} /^(no change point|change after)/{if (s ~ /avx512/) print s}' <<<"$o")
+y=$(awk '/^## fixture_blobs/{s=""} {s=s $0 "\n"} /^(no change point|change after)/{if (s ~ /avx2/) print s}' <<<"$o")
+check "machine X: the planted step found after revision 15 (rev14 → rev15), slower, a regression" \
+  has "$x" "change after revision 15 (rev14 → rev15): +"
+check "... named a regression" has "$x" "slower: a regression"
+pct=$(grep -o 'change after revision 15 (rev14 → rev15): +[0-9.]*' <<<"$x" | grep -o "[0-9.]*$" | head -n 1)
+check "... its size near +20 % ($pct)" python3 -c "import sys; assert 18 <= float(sys.argv[1]) <= 22" "$pct"
+check "... two levels" has "$x" "levels: revisions 1–15"
+check "machine Y (same CPU model, another ISA): its own series, no change point" has "$y" "no change point"
+check "the flat cell: no change point" has "$(awk '/^## fixture_conv/,0' <<<"$o")" "no change point"
+o=$(k history "$t/h.db" --fail-above 10 2>&1); rc=$?
+check "--fail-above 10: exit 1 ($rc)" test $rc -eq 1 -a -n "$(grep -F '1 regression(s) above 10 %' <<<"$o")"
+o=$(k history "$t/h.db" --fail-above 30 2>&1); rc=$?
+check "--fail-above 30: exit 0 ($rc)" test $rc -eq 0
+o=$(k history "$t/h.db:machine=avx2" 2>&1)
+check "a machine filter: one series" has "$o" "1 series from 90 repetition record(s)"
+o=$(k history "$t/sets" 2>&1); rc=$?
+check "a folder is not a database: exit 8 ($rc)" test $rc -eq 8
+finish test_history
