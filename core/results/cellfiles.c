@@ -11,26 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-int kh_cell_parse_name(const char *name, char *base, size_t n, int *k) {
-    size_t len = strlen(name);
-    *k = 0;
-    if (name[0] == '.' || len <= 5 || strcmp(name + len - 5, ".json")) return 0;
-    size_t stem = len - 5;
-    if (stem > 6 && !strncmp(name + stem - 6, ".stats", 6)) return 0;
-    /* ".rep<digits>" before ".json" */
-    size_t d = stem;
-    while (d > 0 && name[d - 1] >= '0' && name[d - 1] <= '9') d--;
-    if (d < stem && d >= 4 && !strncmp(name + d - 4, ".rep", 4) && stem - d <= 6 && name[d] != '0') {
-        *k = atoi(name + d);
-        stem = d - 4;
-    }
-    if (stem == 0 || stem + 1 > n) return 0;
-    memcpy(base, name, stem);
-    base[stem] = 0;
-    return kh_record_name_ok(base, n - 1);
-}
-
-
 /* Bases compared as byte strings of their lengths (a shorter prefix first), then k. */
 static int cmp_base(const char *a, int la, const char *b, int lb) {
     int c = memcmp(a, b, (size_t)(la < lb ? la : lb));

@@ -118,17 +118,6 @@ void kh_record_summarise(kh_cell_record *r, int target_is_max, double target) {
     }
 }
 
-int kh_record_name_ok(const char *s, size_t max) {
-    size_t n = 0;
-    for (; s[n]; n++) {
-        char c = s[n];
-        int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
-                 (n > 0 && (c == '.' || c == '-')) || c == ':' || c == '+';
-        if (!ok || n >= max) return 0;
-    }
-    return n > 0;
-}
-
 void kh_record_path(char *buf, size_t n, const char *out_dir, const char *task, const char *plugin,
                     const char *device, const char *ext) {
     char dev[32];

@@ -17,6 +17,9 @@
 #include "base/grow.h"
 #include "results/results.h"
 #include "results/setfile.h"
+#include "results/stats.h"
+#include <cjson/cJSON.h>
+#include <math.h>
 
 struct kh_db {
     sqlite3 *h;
@@ -451,4 +454,62 @@ int kh_db_each_record(kh_db *db, const char *fl, int (*fn)(void *ctx, const char
     sqlite3_finalize(s);
     free(buf);
     return rc ? -1 : 0;
+}
+
+double kh_record_value(const double *steps, long n_steps, double mean_epoch_s, int *is_step) {
+    *is_step = n_steps > 0;
+    if (n_steps > 0) return kh_stats_median(steps, (int)n_steps);
+    return mean_epoch_s > 0 ? mean_epoch_s : NAN;
+}
+
+/* "2026-12-04T20:29:47Z" as seconds since the epoch; NAN when it is not that. */
+static double iso_seconds(const char *s) {
+    struct tm tm = {0};
+    const char *end = s ? strptime(s, "%Y-%m-%dT%H:%M:%SZ", &tm) : NULL;
+    return end && !*end ? (double)timegm(&tm) : NAN;
+}
+
+int kh_db_cell_history(kh_db *db, const char *task, const char *plugin, const char *device, const char *machine,
+                       kh_cell_history *h, char *err, size_t errlen) {
+    memset(h, 0, sizeof *h);
+    h->wall_median = h->value_min = h->value_max = NAN;
+    sqlite3_stmt *s = NULL;
+    if (sqlite3_prepare_v2(db->h, "SELECT text FROM records WHERE task = ?1 AND plugin = ?2 AND device = ?3 AND "
+                           "status = 'ok' AND substr(machine, 1, length(?4)) = ?4 ORDER BY finished_at DESC LIMIT 20",
+                           -1, &s, NULL) != SQLITE_OK ||
+        bind_text(s, 1, task) != SQLITE_OK || bind_text(s, 2, plugin) != SQLITE_OK ||
+        bind_text(s, 3, device) != SQLITE_OK || bind_text(s, 4, machine) != SQLITE_OK) {
+        sqlite3_finalize(s);
+        return fail(db, err, errlen, "cannot read");
+    }
+    double walls[KH_CELL_HISTORY_MAX], vals[2][KH_CELL_HISTORY_MAX];
+    int nv[2] = {0, 0}, rc;
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+        cJSON *o = cJSON_Parse((const char *)sqlite3_column_text(s, 0));
+        const cJSON *env = cJSON_GetObjectItemCaseSensitive(o, "environment");
+        const cJSON *st = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(o, "samples"), "step_s");
+        const cJSON *me = cJSON_GetObjectItemCaseSensitive(o, "mean_epoch_s");
+        double w = iso_seconds(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(env, "finished_at"))) -
+                   iso_seconds(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(env, "started_at")));
+        if (isfinite(w) && w >= 0 && h->n_wall < KH_CELL_HISTORY_MAX) walls[h->n_wall++] = w;
+        int n = cJSON_GetArraySize(st), is_step, m = 0;
+        double *x = n > 0 ? malloc((size_t)n * sizeof *x) : NULL;
+        for (const cJSON *e = x ? st->child : NULL; e; e = e->next)
+            if (cJSON_IsNumber(e)) x[m++] = e->valuedouble;
+        double v = kh_record_value(x, m, cJSON_IsNumber(me) ? me->valuedouble : NAN, &is_step);
+        if (isfinite(v) && nv[is_step] < KH_CELL_HISTORY_MAX) vals[is_step][nv[is_step]++] = v;
+        free(x);
+        cJSON_Delete(o);
+    }
+    sqlite3_finalize(s);
+    if (rc != SQLITE_DONE) return fail(db, err, errlen, "cannot read");
+    h->wall_median = h->n_wall ? kh_stats_median(walls, h->n_wall) : NAN;
+    h->value_is_step = nv[1] >= nv[0];
+    h->n_value = nv[h->value_is_step];
+    for (int i = 0; i < h->n_value; i++) {
+        double v = vals[h->value_is_step][i];
+        h->value_min = i ? fmin(h->value_min, v) : v;
+        h->value_max = i ? fmax(h->value_max, v) : v;
+    }
+    return 0;
 }

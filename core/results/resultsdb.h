@@ -38,6 +38,22 @@ int kh_db_list(kh_db *db, void *f, char *err, size_t errlen);
  * its first non-zero return. 0 ok, -1 with err. */
 int kh_db_each_record(kh_db *db, const char *filters, int (*fn)(void *ctx, const char *machine, const char *text),
                       void *ctx, char *err, size_t errlen);
+/* What the database knows of one cell on one machine (machine: the start of the machine string, e.g. "CPU model
+ * | ISA | "): its last ok records' wall times, and their measured values (a repetition's median step time when
+ * it has step samples, else its mean epoch time: value_is_step says which, and only values of that kind count). */
+typedef struct kh_cell_history {
+    int n_wall;
+    double wall_median;      /* seconds from a record's start to its end; NAN when none */
+    int n_value, value_is_step;
+    double value_min, value_max;
+} kh_cell_history;
+#define KH_CELL_HISTORY_MAX 20 /* the last this many records count */
+int kh_db_cell_history(kh_db *db, const char *task, const char *plugin, const char *device, const char *machine,
+                       kh_cell_history *h, char *err, size_t errlen);
+/* A record's measured value as history and kh_cell_history count it: the median of its step samples when it has
+ * them (*is_step 1), else its mean epoch time; NAN when it has neither. */
+double kh_record_value(const double *steps, long n_steps, double mean_epoch_s, int *is_step);
+
 /* Split a source "FILE[:filters]" whose FILE is an existing SQLite database: file into buf, filters returned
  * (pointing into src, "" for none); NULL when src names no database. */
 const char *kh_db_source(const char *src, char *file, size_t n);

@@ -416,14 +416,17 @@ static int collect(const char *dir, entry **out, int *n_out, char *err, size_t e
         if (de->d_name[0] == '.' || !strcmp(de->d_name, "slurm") || !kh_record_name_ok(de->d_name, 127)) continue;
         snprintf(tdir, sizeof tdir, "%s/%s", dir, de->d_name);
         if (lstat(tdir, &st) != 0 || !S_ISDIR(st.st_mode)) continue;
-        kh_cell_files l;
-        if (kh_cell_files_read(tdir, &l, err, errlen) != 0) {
+        DIR *td = opendir(tdir);
+        if (!td) {
+            snprintf(err, errlen, "%s: cannot read: %s", tdir, strerror(errno));
             rc = -1;
             break;
         }
-        for (int i = 0; i < l.n && rc == 0; i++) {
-            char path[4700];
-            snprintf(path, sizeof path, "%s/%s", tdir, l.v[i].name);
+        for (struct dirent *fe; rc == 0 && (fe = readdir(td));) {
+            char path[4700], base[256];
+            int k;
+            if (!kh_cell_parse_name(fe->d_name, base, sizeof base, &k)) continue; /* a record file's name only */
+            snprintf(path, sizeof path, "%s/%s", tdir, fe->d_name);
             entry *ne = n == cap ? kh_grow(e, &cap, sizeof *e, 256) : e;
             if (!ne) {
                 snprintf(err, errlen, "out of memory");
@@ -432,7 +435,7 @@ static int collect(const char *dir, entry **out, int *n_out, char *err, size_t e
             }
             e = ne;
             memset(&e[n], 0, sizeof e[n]);
-            if (asprintf(&e[n].path, "%s/%s", de->d_name, l.v[i].name) < 0) e[n].path = NULL;
+            if (asprintf(&e[n].path, "%s/%s", de->d_name, fe->d_name) < 0) e[n].path = NULL;
             if (!e[n].path) {
                 snprintf(err, errlen, "out of memory");
                 rc = -1;
@@ -441,7 +444,7 @@ static int collect(const char *dir, entry **out, int *n_out, char *err, size_t e
                 rc = -1;
             } else n++;
         }
-        kh_cell_files_free(&l);
+        closedir(td);
     }
     closedir(d);
     if (rc != 0) {

@@ -36,6 +36,7 @@
 #include "sched/matrix.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,11 +54,13 @@
 #include "base/procguard.h"
 #include "cell/cell.h"
 #include "base/sysinfo.h"
+#include "devices/blas_tune.h"
 #include "cell/env.h"
 #include "base/log.h"
 #include "results/cellstats.h"
 #include "results/lockfile.h"
 #include "sched/matrix_internal.h"
+#include "sched/eta.h"
 #include "sched/refcell.h"
 #include "base/subreaper.h"
 #include "khost/kit/clock.h"
@@ -68,6 +71,28 @@ extern char **environ;
 static int mx_env_is(const char *kv, const char *name) {
     size_t n = strlen(name);
     return !strncmp(kv, name, n) && kv[n] == '=';
+}
+
+/* After a cell: the run's remaining time, and a measured value outside what the database has seen of this cell on
+ * this machine (its last runs' range). */
+static void mx_print_progress(const kh_eta *eta, const kh_cell_history *h, const kh_cell_record *r, const int *order,
+                              int pos, int round) {
+    int n_run, n_db, n_mean;
+    double left = kh_eta_left(eta, order, pos, round, &n_run, &n_db, &n_mean);
+    if (n_run + n_db + n_mean > 0 && isfinite(left)) {
+        char t[48];
+        kh_eta_format(left, t, sizeof t);
+        printf("matrix: about %s left (%d cell(s): %d timed earlier in this run, %d from the database's history on "
+               "this machine, %d from the mean so far)\n", t, n_run + n_db + n_mean, n_run, n_db, n_mean);
+    }
+    int is_step;
+    double v = kh_record_value(r->step_s, (long)r->n_step_s, r->mean_epoch_s, &is_step);
+    if (h && h->n_value >= 3 && is_step == h->value_is_step && !strcmp(r->status, "ok") && isfinite(v) &&
+        (v < h->value_min || v > h->value_max))
+        printf("matrix: %s x %s x %s: %.4g ms per %s is outside this machine's last %d runs of it (%.4g to %.4g ms)\n",
+               r->plugin, r->task, r->device, 1e3 * v, is_step ? "step" : "epoch", h->n_value, 1e3 * h->value_min,
+               1e3 * h->value_max);
+    fflush(stdout);
 }
 
 /* A cell's record into the --db database as it lands; a failure is a warning (the record file stands). */
@@ -229,6 +254,22 @@ int kh_matrix_run(kh_host *h, const kh_matrix_opts *given) {
     for (int t = 0, k = 0; t < nt; t++)
         for (int p = 0; p < np; p++)
             for (int d = 0; d < nd; d++, k++) cells[k].t = t, cells[k].p = p, cells[k].d = d;
+    kh_eta *eta = kh_eta_new(n_cells, o.repeat); /* NULL (out of memory): no estimate, nothing else lost */
+    kh_cell_history *hist = db ? calloc((size_t)n_cells, sizeof *hist) : NULL;
+    for (int k = 0; hist && k < n_cells; k++) { /* this machine's earlier runs of each cell */
+        const kh_device *dv = devs[cells[k].d];
+        char machine[600], cpu[256];
+        kh_env_cpu_model(cpu, sizeof cpu);
+        snprintf(machine, sizeof machine, "%s | %s | %s | ", cpu, kh_cpu_isa(), dv->name);
+        if (kh_db_cell_history(db, tasks[cells[k].t].name, plugins[cells[k].p].name, dv->id, machine, &hist[k], dberr,
+                               sizeof dberr) != 0) {
+            kh_esc_msg("khost: matrix: warning: --db: ", dberr);
+            free(hist);
+            hist = NULL;
+            break;
+        }
+        kh_eta_prior(eta, k, hist[k].wall_median);
+    }
     for (int round = 1; round <= o.repeat && !interrupted && !replaced; round++) {
         for (int k = 0; k < n_cells; k++) order[k] = k;
         if (o.repeat > 1) {
@@ -263,6 +304,7 @@ int kh_matrix_run(kh_host *h, const kh_matrix_opts *given) {
                                c.task->name, c.dev->id, r.status);
                         fflush(stdout);
                     }
+                    kh_eta_done(eta, order[pos], 0); /* a --resume skips it again in later rounds too */
                     n_final++;
                     n_skipped++;
                     n_done++;
@@ -299,6 +341,7 @@ int kh_matrix_run(kh_host *h, const kh_matrix_opts *given) {
             if (c.plugin->m && kh_cell_device_unavailable(c.plugin->m->backend, c.dev->kind, err, sizeof err)) {
                 kh_record_init(&r); /* not scheduled: the plugin cannot use this device kind */
                 mx_fill_record(&r, &c, "unsupported", err, NULL, 1);
+                kh_eta_done(eta, order[pos], 0);
                 if (kh_record_write(&r, out_dir, err, sizeof err) != 0)
                     kh_logf(KH_LOG_ERROR, "matrix: cannot write the record of %s x %s x %s: %s", c.plugin->name,
                             c.task->name, c.dev->id, err);
@@ -396,6 +439,8 @@ int kh_matrix_run(kh_host *h, const kh_matrix_opts *given) {
             mx_db_add(db, out_dir, json);
             n_done++;
             mx_print_end(&c, idx, total, &r, res.wall_s, log);
+            kh_eta_done(eta, order[pos], res.wall_s);
+            if (!o.quiet) mx_print_progress(eta, hist ? &hist[order[pos]] : NULL, &r, order, pos, round);
             if (!strcmp(r.status, "ok")) n_by[0]++, n_final++;
             else if (!strcmp(r.status, "unsupported")) n_by[1]++, n_final++;
             else if (!strcmp(r.status, "crashed")) n_by[2]++;
@@ -415,6 +460,8 @@ int kh_matrix_run(kh_host *h, const kh_matrix_opts *given) {
     }
     free(cells);
     free(order);
+    kh_eta_free(eta);
+    free(hist);
     kh_child_signals(0);
     n_ok = n_by[0];
     printf("matrix: %d of %d cell(s) done: %d ok, %d unsupported, %d crashed, %d timeout, %d error, %d diverged"

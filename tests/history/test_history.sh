@@ -3,7 +3,9 @@
 # machine X with a planted +20 % step at revision 16, the same cell on machine Y (same CPU model, another ISA)
 # flat, and another cell flat on X, each revision a set of 3 repetitions (records made from a fixture run's
 # record). The step is found where it was planted, with a CI that excludes no change; the flat series have no
-# change point; the two machines are two series; --fail-above gates on the regression's size.
+# change point; the two machines are two series; --fail-above gates on the regression's size. Then a matrix
+# with --db: its remaining time uses the database's wall times of this machine, and a cell whose step time is
+# outside its history on this machine is said to be.
 set -u
 bin=$1 e2e=$2
 . "$(dirname "$0")/../checks.sh"
@@ -59,4 +61,28 @@ o=$(k history "$t/h.db:machine=avx2" 2>&1)
 check "a machine filter: one series" has "$o" "1 series from 90 repetition record(s)"
 o=$(k history "$t/sets" 2>&1); rc=$?
 check "a folder is not a database: exit 8 ($rc)" test $rc -eq 8
+
+# --- the matrix with a database: its remaining time from this machine's history, and a cell outside it ---------
+python3 - "$tpl" "$t/past" <<'PY'
+import json, os, sys
+tpl = json.load(open(sys.argv[1]))  # a record of this machine: its CPU model, ISA and device
+for i in range(4):
+    r = json.loads(json.dumps(tpl))
+    r["environment"].update(git_rev="past%d" % i, started_at="2026-11-0%dT10:00:00Z" % (i + 1),
+                            finished_at="2026-11-0%dT10:10:00Z" % (i + 1))
+    r["samples"]["step_s"] = [1.0 + 0.01 * i] * 8  # a second per step: far above what the fixture takes
+    d = os.path.join(sys.argv[2] + str(i), "fixture_blobs")
+    os.makedirs(d, exist_ok=True)
+    json.dump(r, open(os.path.join(d, "fixture__cpu.json"), "w"), indent=1)
+PY
+k db import "$t/m.db" "$t"/past? >/dev/null 2>&1
+o=$(k matrix --plugins fixture --tasks fixture_blobs,fixture_conv --devices cpu --epochs 1 --steps 4 --out "$t/now" \
+  --db "$t/m.db" --order-seed 1 --repeat 2 2>&1); rc=$?
+echo "$o" | grep '^matrix: about\|outside'
+check "matrix --db ran ($rc)" test $rc -eq 0
+check "its remaining time counts the database's 10 minutes for each run of the cell not yet run here" \
+  grep -qE '^matrix: about (10|20) min left \(. cell\(s\): [0-9] timed earlier in this run, [12] from the database' <<<"$o"
+check "a cell far from its history on this machine is said to be outside it" \
+  has "$o" "fixture x fixture_blobs x cpu: "
+check "... with the range it left" grep -qE "is outside this machine's last 4 runs of it \(1000 to 1030 ms\)" <<<"$o"
 finish test_history
