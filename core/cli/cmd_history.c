@@ -11,7 +11,10 @@
 #include "base/escape.h"
 #include "base/exitcodes.h"
 #include "base/grow.h"
+#include "base/files.h"
 #include "cli/commands.h"
+#include "cli/history.h"
+#include "guard/outpath.h"
 #include "results/resultsdb.h"
 #include "results/stats.h"
 #include "results/steps.h"
@@ -23,6 +26,7 @@ typedef struct obs {
     char *series; /* task \t plugin \t device \t kind \t machine */
     char rev[48], when[32];
     double v; /* seconds: a repetition's median step time, or its mean epoch time */
+    char *where; /* its record files */
 } obs;
 
 typedef struct collect {
@@ -49,7 +53,7 @@ static const char *str(const cJSON *o, const char *k) {
     return cJSON_IsString(v) ? v->valuestring : "";
 }
 
-static int add_record(void *ctx, const char *machine, const char *text) {
+static int add_record(void *ctx, const char *machine, const char *text, const char *where) {
     collect *c = ctx;
     cJSON *o = cJSON_Parse(text);
     if (!o) return 0;
@@ -72,6 +76,7 @@ static int add_record(void *ctx, const char *machine, const char *text) {
         c->v = nv;
         obs *b = &c->v[c->n++];
         b->series = key;
+        if (!(b->where = strdup(where))) c->oom = 1;
         /* one revision whether recorded with 7 or 12 digits: 7, and a suffix such as "-dirty" kept */
         const char *g = *str(env, "git_rev") ? str(env, "git_rev") : "unknown";
         size_t hex = strspn(g, "0123456789abcdef");
@@ -83,131 +88,138 @@ static int add_record(void *ctx, const char *machine, const char *text) {
     return 0;
 }
 
+static void obs_free(collect *c) {
+    for (int i = 0; i < c->n; i++) free(c->v[i].series), free(c->v[i].where);
+    free(c->v);
+}
+
 static int cmp_obs(const void *a, const void *b) {
     const obs *x = a, *y = b;
     int c = strcmp(x->series, y->series);
     return c ? c : strcmp(x->when, y->when);
 }
 
-typedef struct rev {
-    const char *name, *first;
-    double *x;
-    int n;
-    double median;
-    kh_ci ci;
-} rev;
-
 /* All values of revisions [a, b) pooled into out (room for every observation); their number. */
-static int pool(const rev *r, int a, int b, double *out) {
+static int pool(const kh_hist_rev *r, int a, int b, double *out) {
     int m = 0;
     for (int i = a; i < b; i++)
         for (int j = 0; j < r[i].n; j++) out[m++] = r[i].x[j];
     return m;
 }
 
-/* One series: its table, levels and changes. Returns the number of regressions above fail_above (PCT). */
-static int one_series(const obs *o, int n, double threshold, double fail_above, int *oom) {
-    rev *r = calloc((size_t)n, sizeof *r);
-    double *all = malloc((size_t)n * 2 * sizeof *all), *med = malloc((size_t)n * sizeof *med);
+static void print_text(const kh_hist_series *s) {
+    printf("\n## %s · %s · %s (%s time)\n\nmachine: ", s->task, s->plugin, s->device, s->kind);
+    kh_esc_md(stdout, s->machine);
+    printf("\n\n| # | revision | first measured | n | median (ms) | 95 %% CI (ms) |\n|---:|---|---|---:|---:|---|\n");
+    for (int k = 0; k < s->n_revs; k++) {
+        const kh_hist_rev *r = &s->revs[k];
+        printf("| %d | ", k + 1);
+        kh_esc_md(stdout, r->name);
+        printf(" | %s | %d | %.4g | ", r->first, r->n, 1e3 * r->median);
+        if (isfinite(r->ci.lo)) printf("%.4g … %.4g |\n", 1e3 * r->ci.lo, 1e3 * r->ci.hi);
+        else printf("— |\n");
+    }
+    printf("\nlevels:");
+    for (int j = 0; j < s->n_steps; j++)
+        printf("%s revisions %d–%d %.4g ms", j ? ";" : "", s->steps[j].left + 1, s->steps[j].right,
+               1e3 * s->steps[j].value);
+    printf("\n");
+    for (int j = 0; j < s->n_changes; j++) {
+        const kh_hist_change *c = &s->changes[j];
+        printf("change after revision %d (", c->after);
+        kh_esc_md(stdout, s->revs[c->after - 1].name);
+        fputs(" → ", stdout);
+        kh_esc_md(stdout, s->revs[c->after].name);
+        printf("): %+.1f %%", 100 * c->change);
+        if (isfinite(c->ci.lo)) printf(" [%+.1f, %+.1f]", 100 * (c->ci.lo - 1), 100 * (c->ci.hi - 1));
+        printf(" %s%s\n", c->what, c->regression ? ": a regression (the latest level is above the best)" : "");
+    }
+    if (s->n_steps <= 1) printf("no change point\n");
+}
+
+/* One series: computed, printed and drawn (html: the page, or NULL). Returns the number of regressions above
+ * fail_above (PCT). */
+static int one_series(const obs *o, int n, double threshold, double fail_above, FILE *html, int index, int *oom) {
+    kh_hist_rev *r = calloc((size_t)n, sizeof *r);
+    double *xs = malloc((size_t)n * sizeof *xs), *med = malloc((size_t)n * sizeof *med);
+    double *a = malloc((size_t)n * sizeof *a), *b = malloc((size_t)n * sizeof *b);
+    const char **where = malloc((size_t)n * sizeof *where);
     kh_step *st = malloc((size_t)n * sizeof *st);
     kh_regression *reg = malloc((size_t)n * sizeof *reg);
+    kh_hist_change *ch = malloc((size_t)n * sizeof *ch);
+    char *key = strdup(o[0].series);
     int nr = 0, fails = 0;
-    if (!r || !all || !med || !st || !reg) {
+    if (!r || !xs || !med || !a || !b || !where || !st || !reg || !ch || !key) {
         *oom = 1;
         goto out;
     }
-    double *xs = all + n; /* values grouped by revision, in order of each revision's first measurement */
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < n; i++) { /* revisions in order of first measurement; values grouped by revision */
         int k = 0;
         while (k < nr && strcmp(r[k].name, o[i].rev)) k++;
-        if (k == nr) r[nr++] = (rev){.name = o[i].rev, .first = o[i].when};
+        if (k == nr) r[nr++] = (kh_hist_rev){.name = o[i].rev, .first = o[i].when};
         r[k].n++;
     }
-    for (int k = 0, at = 0; k < nr; k++) r[k].x = xs + at, at += r[k].n, r[k].n = 0;
+    for (int k = 0, at = 0; k < nr; k++) r[k].x = xs + at, r[k].where = where + at, at += r[k].n, r[k].n = 0;
     for (int i = 0; i < n; i++) {
         int k = 0;
         while (strcmp(r[k].name, o[i].rev)) k++;
+        r[k].where[r[k].n] = o[i].where;
         r[k].x[r[k].n++] = o[i].v;
     }
-    char *save = NULL, *key = strdup(o[0].series);
-    if (!key) {
-        *oom = 1;
-        goto out;
-    }
-    const char *task = strtok_r(key, "\t", &save), *plugin = strtok_r(NULL, "\t", &save);
-    const char *device = strtok_r(NULL, "\t", &save), *kind = strtok_r(NULL, "\t", &save);
-    const char *machine = save ? save : "";
-    printf("\n## %s · %s · %s (%s time)\n\nmachine: ", task, plugin, device, kind);
-    kh_esc_md(stdout, machine);
-    printf("\n\n| # | revision | first measured | n | median (ms) | 95 %% CI (ms) |\n|---:|---|---|---:|---:|---|\n");
     for (int k = 0; k < nr; k++) {
         r[k].median = med[k] = kh_stats_median(r[k].x, r[k].n);
         if (kh_stats_median_ci(r[k].x, r[k].n, RESAMPLES, SEED, 0.95, &r[k].ci) != 0) *oom = 1;
-        printf("| %d | ", k + 1);
-        kh_esc_md(stdout, r[k].name);
-        printf(" | %s | %d | %.4g | ", r[k].first, r[k].n, 1e3 * r[k].median);
-        if (isfinite(r[k].ci.lo)) printf("%.4g … %.4g |\n", 1e3 * r[k].ci.lo, 1e3 * r[k].ci.hi);
-        else printf("— |\n");
     }
+    char *save = NULL;
+    kh_hist_series s = {.revs = r, .n_revs = nr, .steps = st, .changes = ch};
+    s.task = strtok_r(key, "\t", &save), s.plugin = strtok_r(NULL, "\t", &save);
+    s.device = strtok_r(NULL, "\t", &save), s.kind = strtok_r(NULL, "\t", &save), s.machine = save ? save : "";
     int k = kh_steps_detect(med, NULL, nr, st);
     if (k < 0) {
         *oom = 1;
-        free(key);
         goto out;
     }
+    s.n_steps = k;
     double latest, best;
     int ng = kh_steps_regressions(st, k, threshold, 2, reg, &latest, &best);
-    printf("\nlevels:");
-    for (int j = 0; j < k; j++)
-        printf("%s revisions %d–%d %.4g ms", j ? ";" : "", st[j].left + 1, st[j].right, 1e3 * st[j].value);
-    printf("\n");
     for (int j = 0; j + 1 < k; j++) {
-        double *a = malloc((size_t)n * sizeof *a), *b = malloc((size_t)n * sizeof *b), ratio;
-        kh_ci ci = {0};
-        if (!a || !b) {
-            free(a), free(b);
-            *oom = 1;
-            break;
-        }
+        kh_hist_change *c = &ch[s.n_changes++];
+        double ratio;
         int na = pool(r, st[j].left, st[j].right, a), nb = pool(r, st[j + 1].left, st[j + 1].right, b);
-        if (kh_stats_ratio_unpaired(b, nb, a, na, RESAMPLES, SEED, 0.95, &ratio, &ci) != 0) *oom = 1;
-        double change = st[j + 1].value / st[j].value - 1;
-        int gating = 0;
-        for (int g = 0; g < ng; g++) gating |= reg[g].before == st[j].right - 1;
-        int sure = isfinite(ci.lo) && (ci.lo > 1 || ci.hi < 1);
-        const char *what = fabs(change) < threshold ? "below the threshold" : !sure ? "not significant"
-                           : change > 0 ? "slower" : "faster";
-        printf("change after revision %d (", st[j].right);
-        kh_esc_md(stdout, r[st[j].right - 1].name);
-        fputs(" → ", stdout);
-        kh_esc_md(stdout, r[st[j + 1].left].name);
-        printf("): %+.1f %%", 100 * change);
-        if (isfinite(ci.lo)) printf(" [%+.1f, %+.1f]", 100 * (ci.lo - 1), 100 * (ci.hi - 1));
-        printf(" %s%s\n", what, gating ? ": a regression (the latest level is above the best)" : "");
-        if (gating && sure && fail_above >= 0 && 100 * change > fail_above) fails++;
-        free(a), free(b);
+        if (kh_stats_ratio_unpaired(b, nb, a, na, RESAMPLES, SEED, 0.95, &ratio, &c->ci) != 0) *oom = 1;
+        c->after = st[j].right;
+        c->change = st[j + 1].value / st[j].value - 1;
+        c->regression = 0;
+        for (int g = 0; g < ng; g++) c->regression |= reg[g].before == st[j].right - 1;
+        int sure = isfinite(c->ci.lo) && (c->ci.lo > 1 || c->ci.hi < 1);
+        c->what = fabs(c->change) < threshold ? "below the threshold" : !sure ? "not significant"
+                  : c->change > 0 ? "slower" : "faster";
+        if (c->regression && sure && fail_above >= 0 && 100 * c->change > fail_above) fails++;
     }
-    if (k <= 1) printf("no change point\n");
-    free(key);
+    print_text(&s);
+    if (html) kh_history_page_series(html, &s, index);
 out:
-    free(r), free(all), free(med), free(st), free(reg);
+    free(r), free(xs), free(med), free(a), free(b), free(where), free(st), free(reg), free(ch), free(key);
     return fails;
 }
 
 static void history_usage(FILE *f) {
     fputs("usage: khost history DB[:filters] [--task T] [--plugin P] [--threshold PCT] [--fail-above PCT]\n"
+          "                     [--html FILE]\n"
           "  each backend x task x device x machine of the results database DB (khost db import) as a series of\n"
           "  revisions in the order they were first measured: per revision the median of its repetitions and a\n"
           "  95 % bootstrap CI; the series' levels and change points (asv's step detection), each change with\n"
           "  its size and a 95 % CI. A series never mixes machines (CPU model, ISA, device, driver) or step and\n"
           "  epoch times. --threshold: smallest change reported as one (default 5). --fail-above PCT: exit 1\n"
           "  when a regression (a change that leaves the latest level above the best) is larger than PCT and\n"
-          "  significant. filters as for report: set=, rev=, machine=, since=, until=.\n",
+          "  significant. --html FILE: the same as a page, a chart per series (medians, CI band, levels, change\n"
+          "  points; each point linked to its revision's row and records). filters as for report: set= (a name\n"
+          "  or PREFIX*), rev=, machine=, since=, until=.\n",
           f);
 }
 
 int kh_cmd_history(int argc, char **argv) {
-    const char *src = NULL;
+    const char *src = NULL, *html = NULL;
     double threshold = 5, fail_above = -1;
     collect c = {0};
     for (int i = 1; i < argc; i++) {
@@ -219,6 +231,7 @@ int kh_cmd_history(int argc, char **argv) {
             return KH_EXIT_OK;
         } else if (!strcmp(a, "--task") && has) c.task = argv[++i];
         else if (!strcmp(a, "--plugin") && has) c.plugin = argv[++i];
+        else if (!strcmp(a, "--html") && has) html = argv[++i];
         else if ((!strcmp(a, "--threshold") || !strcmp(a, "--fail-above")) && has) {
             double v = strtod(argv[++i], &end);
             if (*end || !isfinite(v) || v < 0 || v >= 1000) {
@@ -244,12 +257,15 @@ int kh_cmd_history(int argc, char **argv) {
         fputs(": not a results database (khost db import makes one)\n", stderr);
         return KH_EXIT_IO;
     }
+    if (html && kh_outpath_check(html, err, sizeof err) != 0) {
+        kh_esc_msg("khost: history: --html: ", err);
+        return KH_EXIT_IO;
+    }
     kh_db *db = kh_db_open(file, 0, err, sizeof err);
     if (!db || kh_db_each_record(db, filters, add_record, &c, err, sizeof err) != 0 || c.oom) {
         kh_esc_msg("khost: history: ", c.oom ? "out of memory" : err);
         kh_db_close(db);
-        for (int i = 0; i < c.n; i++) free(c.v[i].series);
-        free(c.v);
+        obs_free(&c);
         return KH_EXIT_IO;
     }
     kh_db_close(db);
@@ -266,14 +282,24 @@ int kh_cmd_history(int argc, char **argv) {
            "model, ISA, device, driver), step or epoch time; revisions in the order first measured. Change points: "
            "asv's step detection (a penalised L1 piecewise-constant fit); a change's CI compares the repetitions of "
            "the two levels (percentile bootstrap, 95 %%); threshold %g %%.\n", n_series, c.n, threshold);
-    for (int i = 0; i < c.n && !oom;) {
+    kh_memfile page;
+    FILE *pf = html ? kh_memfile_open(&page, html, err, sizeof err) : NULL;
+    if (html && !pf) oom = 1;
+    if (pf) kh_history_page_begin(pf, src, n_series, c.n, threshold);
+    for (int i = 0, index = 1; i < c.n && !oom; index++) {
         int j = i;
         while (j < c.n && !strcmp(c.v[j].series, c.v[i].series)) j++;
-        fails += one_series(c.v + i, j - i, threshold / 100, fail_above, &oom);
+        fails += one_series(c.v + i, j - i, threshold / 100, fail_above, pf, index, &oom);
         i = j;
     }
-    for (int i = 0; i < c.n; i++) free(c.v[i].series);
-    free(c.v);
+    obs_free(&c);
+    if (pf) {
+        kh_history_page_end(pf);
+        if (kh_memfile_write(&page, pf, html, err, sizeof err) != 0) {
+            kh_esc_msg("khost: history: --html: ", err);
+            return KH_EXIT_IO;
+        }
+    }
     if (oom) {
         fputs("khost: history: out of memory\n", stderr);
         return KH_EXIT_IO;

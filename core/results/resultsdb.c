@@ -421,8 +421,7 @@ int kh_results_mount(const char *src, char *err, size_t errlen) {
     return rc == 0 ? 1 : -1;
 }
 
-int kh_db_each_record(kh_db *db, const char *fl, int (*fn)(void *ctx, const char *machine, const char *text),
-                      void *ctx, char *err, size_t errlen) {
+int kh_db_each_record(kh_db *db, const char *fl, kh_db_record_fn fn, void *ctx, char *err, size_t errlen) {
     filters f = {0};
     char *buf = strdup(fl ? fl : "");
     if (!buf) {
@@ -434,7 +433,8 @@ int kh_db_each_record(kh_db *db, const char *fl, int (*fn)(void *ctx, const char
         return -1;
     }
     sqlite3_stmt *s = NULL;
-    const char *sql = "SELECT r.machine, r.text FROM records r WHERE (?1 IS NULL OR EXISTS (SELECT 1 FROM set_files f "
+    const char *sql = "SELECT r.machine, r.text, (SELECT group_concat(s.name || '/' || f.path, ' ') FROM set_files f "
+                      "JOIN sets s ON s.id = f.set_id WHERE f.record_id = r.id) FROM records r WHERE (?1 IS NULL OR EXISTS (SELECT 1 FROM set_files f "
                       "JOIN sets s ON s.id = f.set_id WHERE f.record_id = r.id AND (s.name = ?1 OR (?1 LIKE '%*' AND "
                       "substr(s.name, 1, length(?1) - 1) = substr(?1, 1, length(?1) - 1))))) AND (?2 IS NULL OR "
                       "substr(r.git_rev, 1, length(?2)) = ?2) AND (?3 IS NULL OR instr(r.machine, ?3) > 0) AND (?4 IS "
@@ -447,7 +447,9 @@ int kh_db_each_record(kh_db *db, const char *fl, int (*fn)(void *ctx, const char
             rc = fail(db, err, errlen, "cannot read");
     int st = SQLITE_DONE;
     while (rc == 0 && (st = sqlite3_step(s)) == SQLITE_ROW) {
-        rc = fn(ctx, (const char *)sqlite3_column_text(s, 0), (const char *)sqlite3_column_text(s, 1));
+        const char *where = (const char *)sqlite3_column_text(s, 2);
+        rc = fn(ctx, (const char *)sqlite3_column_text(s, 0), (const char *)sqlite3_column_text(s, 1),
+                where ? where : "");
         if (rc) snprintf(err, errlen, "%s: stopped", db->path);
     }
     if (rc == 0 && st != SQLITE_DONE) rc = fail(db, err, errlen, "cannot read");

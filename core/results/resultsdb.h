@@ -34,10 +34,11 @@ int kh_db_import_file(kh_db *db, const char *set, const char *rel, const char *p
 int kh_db_list(kh_db *db, void *f, char *err, size_t errlen);
 
 /* Every record matching filters (the text after "FILE:" of a source, NULL or "" for none; see below) once,
- * however many sets hold it, in the order first finished: fn(ctx, machine, record text) for each, stopping at
- * its first non-zero return. 0 ok, -1 with err. */
-int kh_db_each_record(kh_db *db, const char *filters, int (*fn)(void *ctx, const char *machine, const char *text),
-                      void *ctx, char *err, size_t errlen);
+ * however many sets hold it, in the order first finished: fn(ctx, machine, record text, where) for each, where
+ * its files are ("<set>/<task>/<file>", space-separated), stopping at its first non-zero return. 0 ok, -1 with
+ * err. */
+typedef int (*kh_db_record_fn)(void *ctx, const char *machine, const char *text, const char *where);
+int kh_db_each_record(kh_db *db, const char *filters, kh_db_record_fn fn, void *ctx, char *err, size_t errlen);
 /* What the database knows of one cell on one machine (machine: the start of the machine string, e.g. "CPU model
  * | ISA | "): its last ok records' wall times, and their measured values (a repetition's median step time when
  * it has step samples, else its mean epoch time: value_is_step says which, and only values of that kind count). */

@@ -30,6 +30,14 @@ def write(folder, task, rep, isa, rev, when, level):
     os.makedirs(d, exist_ok=True)
     with open(os.path.join(d, "fixture__cpu.rep%d.json" % rep), "w") as f:
         json.dump(r, f, indent=1)
+evil = "Evil <script>document.body.setAttribute('data-pwned', 1)</script> CPU"
+for rep in (1, 2, 3):  # a machine whose name is markup: a series of its own, shown as text
+    r = json.loads(json.dumps(tpl))
+    r["task"] = "fixture_conv"
+    r["environment"].update(git_rev="rev00", finished_at="2026-10-01T10:00:00Z", cpu_model=evil, cpu_isa="x", device_name=evil)
+    r["repeat"] = {"index": rep, "of": 3, "round": rep, "position": 0, "order_seed": 1}
+    os.makedirs(os.path.join(sys.argv[2], "evil", "fixture_conv"), exist_ok=True)
+    json.dump(r, open(os.path.join(sys.argv[2], "evil", "fixture_conv", "fixture__cpu.rep%d.json" % rep), "w"))
 for i in range(30):
     rev, when = "rev%02d" % i, "2026-11-%02dT10:00:00Z" % (i + 1)
     for rep in (1, 2, 3):
@@ -38,11 +46,12 @@ for i in range(30):
         write(os.path.join(sys.argv[2], "y-" + rev), "fixture_blobs", rep, "avx2", rev, when, 0.014)
 PY
 o=$(k db import "$t/h.db" "$t"/sets/* 2>&1); rc=$?
-check "60 sets imported ($rc)" test $rc -eq 0 -a "$(k db list "$t/h.db" | wc -l)" -eq 60
-o=$(k history "$t/h.db" 2>&1); rc=$?
+check "61 sets imported ($rc)" test $rc -eq 0 -a "$(k db list "$t/h.db" | wc -l)" -eq 61
+o=$(k history "$t/h.db" --html "$t/history.html" 2>&1); rc=$?
 echo "$o" | grep -E '^(## |machine|levels|change|no change)'
 check "history: exit 0 without --fail-above ($rc)" test $rc -eq 0
-check "three series: one cell on two machines never mixed, and another cell" has "$o" "3 series from 270 repetition record(s)"
+check "four series: one cell on two machines never mixed, another cell, a machine with markup in its name" \
+  has "$o" "4 series from 273 repetition record(s)"
 x=$(awk '/^## fixture_blobs/{s=""} {s=s $0 "\n"} /^(no change point|change after)/{if (s ~ /avx512/) print s}' <<<"$o")
 y=$(awk '/^## fixture_blobs/{s=""} {s=s $0 "\n"} /^(no change point|change after)/{if (s ~ /avx2/) print s}' <<<"$o")
 check "machine X: the planted step found after revision 15 (rev14 → rev15), slower, a regression" \
@@ -53,6 +62,29 @@ check "... its size near +20 % ($pct)" python3 -c "import sys; assert 18 <= floa
 check "... two levels" has "$x" "levels: revisions 1–15"
 check "machine Y (same CPU model, another ISA): its own series, no change point" has "$y" "no change point"
 check "the flat cell: no change point" has "$(awk '/^## fixture_conv/,0' <<<"$o")" "no change point"
+
+# --- the page ----------------------------------------------------------------------------------------------------
+p=$t/history.html
+check "--html wrote the page" test -s "$p"
+check "... a section per series" test "$(grep -c '<section class="series"' "$p")" -eq 4
+check "... the planted series has its change, marked" grep -q 'data-changes="1"' "$p"
+check "... a point links to its revision's row, which names the revision's records" \
+  grep -q 'href="#s[0-9]-r16"' "$p"
+check "... the markup in a machine's name is text" grep -q 'Evil &lt;script&gt;' "$p"
+chromium=$(command -v chromium || command -v chromium-browser || true)
+if [ -n "$chromium" ]; then
+  dom=$t/history.dom
+  HOME=$t/chromium-home timeout 120 "$chromium" --headless --no-sandbox --disable-gpu --disable-dev-shm-usage \
+    --no-first-run --disable-extensions --virtual-time-budget=3000 --dump-dom "file://$p" >"$dom" 2>"$t/chromium.log"
+  check "chromium opens the page: $(tail -n 2 "$t/chromium.log")" test -s "$dom"
+  check "... four charts" test "$(grep -o '<svg' "$dom" | wc -l)" -eq 4
+  check "... 30 points in the planted series' chart" \
+    test "$(awk '/data-changes="1"/,/<\/svg>/' "$dom" | grep -o '<circle' | wc -l)" -eq 30
+  check "... the row a point links to exists" grep -q "id=\"$(grep -o 's[0-9]-r16' "$p" | head -n 1)\"" "$dom"
+  check "... no script from a record ran" test -z "$(grep -o 'data-pwned="' "$dom")"
+else
+  echo "test_history: chromium not installed: the page was checked as text only"
+fi
 o=$(k history "$t/h.db" --fail-above 10 2>&1); rc=$?
 check "--fail-above 10: exit 1 ($rc)" test $rc -eq 1 -a -n "$(grep -F '1 regression(s) above 10 %' <<<"$o")"
 o=$(k history "$t/h.db" --fail-above 30 2>&1); rc=$?
