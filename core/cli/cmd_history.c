@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/escape.h"
 #include "base/exitcodes.h"
@@ -133,13 +134,19 @@ static void print_text(const kh_hist_series *s) {
         printf("): %+.1f %%", 100 * c->change);
         if (isfinite(c->ci.lo)) printf(" [%+.1f, %+.1f]", 100 * (c->ci.lo - 1), 100 * (c->ci.hi - 1));
         printf(" %s%s\n", c->what, c->regression ? ": a regression (the latest level is above the best)" : "");
+        if (c->confirm[0]) {
+            fputs("  confirm: ", stdout);
+            kh_esc_md(stdout, c->confirm);
+            putchar('\n');
+        }
     }
     if (s->n_steps <= 1) printf("no change point\n");
 }
 
 /* One series: computed, printed and drawn (html: the page, or NULL). Returns the number of regressions above
  * fail_above (PCT). */
-static int one_series(const obs *o, int n, double threshold, double fail_above, FILE *html, int index, int *oom) {
+static int one_series(const obs *o, int n, double threshold, double fail_above, FILE *html, int index,
+                      const kh_hist_confirm *cf, int *oom) {
     kh_hist_rev *r = calloc((size_t)n, sizeof *r);
     double *xs = malloc((size_t)n * sizeof *xs), *med = malloc((size_t)n * sizeof *med);
     double *a = malloc((size_t)n * sizeof *a), *b = malloc((size_t)n * sizeof *b);
@@ -195,6 +202,8 @@ static int one_series(const obs *o, int n, double threshold, double fail_above, 
         c->what = fabs(c->change) < threshold ? "below the threshold" : !sure ? "not significant"
                   : c->change > 0 ? "slower" : "faster";
         if (c->regression && sure && fail_above >= 0 && 100 * c->change > fail_above) fails++;
+        c->confirm[0] = 0;
+        if (cf && sure && fabs(c->change) >= threshold) kh_history_confirm(cf, &s, c, c->confirm, sizeof c->confirm);
     }
     print_text(&s);
     if (html) kh_history_page_series(html, &s, index);
@@ -214,13 +223,19 @@ static void history_usage(FILE *f) {
           "  when a regression (a change that leaves the latest level above the best) is larger than PCT and\n"
           "  significant. --html FILE: the same as a page, a chart per series (medians, CI band, levels, change\n"
           "  points; each point linked to its revision's row and records). filters as for report: set= (a name\n"
-          "  or PREFIX*), rev=, machine=, since=, until=.\n",
+          "  or PREFIX*), rev=, machine=, since=, until=.\n"
+          "  --confirm --build REV=KHOST...: each significant change re-measured by running the two revisions'\n"
+          "  builds (their khost) side by side, alternating over --confirm-rounds N (default 5) runs of\n"
+          "  --confirm-steps S timed steps (default 30), then compared: confirmed, refuted or inconclusive.\n",
           f);
 }
 
 int kh_cmd_history(int argc, char **argv) {
     const char *src = NULL, *html = NULL;
     double threshold = 5, fail_above = -1;
+    int confirm = 0;
+    kh_hist_build builds[64];
+    kh_hist_confirm cf = {.builds = builds, .rounds = 5, .steps = 30, .timeout_s = 1800};
     collect c = {0};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -232,6 +247,23 @@ int kh_cmd_history(int argc, char **argv) {
         } else if (!strcmp(a, "--task") && has) c.task = argv[++i];
         else if (!strcmp(a, "--plugin") && has) c.plugin = argv[++i];
         else if (!strcmp(a, "--html") && has) html = argv[++i];
+        else if (!strcmp(a, "--confirm")) confirm = 1;
+        else if (!strcmp(a, "--build") && has && strchr(argv[i + 1], '=') && cf.n_builds < 64) {
+            char *eq = strchr(argv[++i], '=');
+            *eq = 0;
+            if (!argv[i][0] || !eq[1]) {
+                fputs("khost: history: --build expects REV=KHOST (a revision and that build's khost)\n", stderr);
+                return KH_EXIT_USAGE;
+            }
+            builds[cf.n_builds++] = (kh_hist_build){argv[i], eq + 1};
+        } else if ((!strcmp(a, "--confirm-rounds") || !strcmp(a, "--confirm-steps")) && has) {
+            long v = strtol(argv[++i], &end, 10);
+            if (*end || v < 2 || v > 1000) {
+                fprintf(stderr, "khost: history: %s expects a count from 2 to 1000, got '%s'\n", a, argv[i]);
+                return KH_EXIT_USAGE;
+            }
+            *(!strcmp(a, "--confirm-rounds") ? &cf.rounds : &cf.steps) = (int)v;
+        }
         else if ((!strcmp(a, "--threshold") || !strcmp(a, "--fail-above")) && has) {
             double v = strtod(argv[++i], &end);
             if (*end || !isfinite(v) || v < 0 || v >= 1000) {
@@ -250,6 +282,10 @@ int kh_cmd_history(int argc, char **argv) {
         return KH_EXIT_USAGE;
     }
     char file[4096], err[4400];
+    static char self[4096]; /* this khost runs the comparison */
+    ssize_t sl = readlink("/proc/self/exe", self, sizeof self - 1);
+    self[sl > 0 ? sl : 0] = 0;
+    cf.self = sl > 0 ? self : argv[0];
     const char *filters = kh_db_source(src, file, sizeof file);
     if (!filters) {
         fputs("khost: history: ", stderr);
@@ -289,7 +325,7 @@ int kh_cmd_history(int argc, char **argv) {
     for (int i = 0, index = 1; i < c.n && !oom; index++) {
         int j = i;
         while (j < c.n && !strcmp(c.v[j].series, c.v[i].series)) j++;
-        fails += one_series(c.v + i, j - i, threshold / 100, fail_above, pf, index, &oom);
+        fails += one_series(c.v + i, j - i, threshold / 100, fail_above, pf, index, confirm ? &cf : NULL, &oom);
         i = j;
     }
     obs_free(&c);

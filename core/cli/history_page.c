@@ -85,7 +85,14 @@ void kh_history_page_series(FILE *f, const kh_hist_series *s, int index) {
         kh_esc_xml(f, r->name);
         fprintf(f, ": %.4g ms (n %d)</title></circle></a>\n", 1e3 * r->median, r->n);
     }
-    fputs("</svg>\n<table><tr><th>#</th><th>revision</th><th>first measured</th><th>n</th><th>median (ms)</th>"
+    fputs("</svg>\n", f);
+    for (int j = 0; j < s->n_changes; j++)
+        if (s->changes[j].confirm[0]) {
+            fprintf(f, "<p class=\"confirm\">change after revision %d: ", s->changes[j].after);
+            kh_esc_xml(f, s->changes[j].confirm);
+            fputs("</p>\n", f);
+        }
+    fputs("<table><tr><th>#</th><th>revision</th><th>first measured</th><th>n</th><th>median (ms)</th>"
           "<th>95 % CI (ms)</th><th>records</th></tr>\n", f);
     for (int i = 0; i < n; i++) {
         const kh_hist_rev *r = &s->revs[i];

@@ -269,6 +269,21 @@ static void update(kh_bmodel *m, float *w, float *a, float g, float lr) {
     else *w -= lr * g;
 }
 
+/* KHOST_FIXTURE_STEP_US: every training step also spins this many microseconds, so that a test can plant a known
+ * slowdown in one "build" (the same binary under another value) and have it measured side by side. */
+static void step_spin(void) {
+    static long us = -1;
+    if (us < 0) {
+        const char *v = getenv("KHOST_FIXTURE_STEP_US");
+        us = v && *v ? strtol(v, NULL, 10) : 0;
+    }
+    if (us <= 0) return;
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    do clock_gettime(CLOCK_MONOTONIC, &t);
+    while ((t.tv_sec - t0.tv_sec) * 1000000L + (t.tv_nsec - t0.tv_nsec) / 1000 < us);
+}
+
 static kh_status train_batch(kh_bmodel *m, const kh_tensor *x, const kh_tensor *yt) {
 #if FIXTURE_MODE == 1
     if (m->iterations >= 40) raise(SIGSEGV); /* a real crash signal, in epoch 2 */
@@ -282,6 +297,7 @@ static kh_status train_batch(kh_bmodel *m, const kh_tensor *x, const kh_tensor *
         nanosleep(&ts, NULL);
     }
 #endif
+    step_spin();
     int n = (int)x->dims[0];
     const float *xs = x->data;
     const int32_t *y = yt->data;

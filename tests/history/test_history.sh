@@ -5,12 +5,14 @@
 # record). The step is found where it was planted, with a CI that excludes no change; the flat series have no
 # change point; the two machines are two series; --fail-above gates on the regression's size. Then a matrix
 # with --db: its remaining time uses the database's wall times of this machine, and a cell whose step time is
-# outside its history on this machine is said to be.
+# outside its history on this machine is said to be. --confirm runs a change's two builds side by side: a build
+# with a planted slowdown (the fixture's KHOST_FIXTURE_STEP_US) confirms the change, the same build refutes it.
 set -u
 bin=$1 e2e=$2
 . "$(dirname "$0")/../checks.sh"
 t=$(mktemp -d "${TMPDIR:-/tmp}/khost-history-XXXXXX")
 trap 'rm -rf "$t"' EXIT
+export TMPDIR=$t # where --confirm keeps its side-by-side records
 export KHOST_CONF=$e2e/khost-test.ini KHOST_LIBCUDA=/nonexistent/libcuda.so.1 XDG_CACHE_HOME=$t/cache
 k() { timeout 120 "$bin" "$@"; }
 k run --plugin fixture --task fixture_blobs --device cpu --epochs 1 --steps 4 --out "$t/seed" >/dev/null 2>&1
@@ -93,6 +95,38 @@ o=$(k history "$t/h.db:machine=avx2" 2>&1)
 check "a machine filter: one series" has "$o" "1 series from 90 repetition record(s)"
 o=$(k history "$t/sets" 2>&1); rc=$?
 check "a folder is not a database: exit 8 ($rc)" test $rc -eq 8
+
+# --- --confirm: the two builds of a change run side by side ----------------------------------------------------
+# builds are khosts: here the same binary, one with a planted slowdown (the fixture spins 50 % longer per step)
+for b in base:300 same:300 slow:450; do
+  mkdir -p "$t/build-${b%%:*}"
+  printf '#!/bin/sh\nKHOST_FIXTURE_STEP_US=%s exec "%s" "$@"\n' "${b#*:}" "$bin" >"$t/build-${b%%:*}/khost"
+  chmod +x "$t/build-${b%%:*}/khost"
+done
+python3 - "$tpl" "$t/cf" <<'PY'
+import json, os, random, sys
+tpl = json.load(open(sys.argv[1]))  # this machine's record, so its history is this machine's
+rng = random.Random(3)
+for i in range(10):
+    rev = "a0000%02d" % (i + 1)
+    for rep in (1, 2, 3):
+        r = json.loads(json.dumps(tpl))
+        r["environment"].update(git_rev=rev, finished_at="2026-11-%02dT10:00:00Z" % (i + 1))
+        r["samples"]["step_s"] = [(0.0010 if i < 5 else 0.0015) * (1 + rng.gauss(0, 0.01)) for _ in range(8)]
+        r["repeat"] = {"index": rep, "of": 3, "round": rep, "position": 0, "order_seed": 1}
+        d = os.path.join(sys.argv[2], rev, "fixture_blobs")
+        os.makedirs(d, exist_ok=True)
+        json.dump(r, open(os.path.join(d, "fixture__cpu.rep%d.json" % rep), "w"))
+PY
+k db import "$t/cf.db" "$t"/cf/* >/dev/null 2>&1
+for w in "slow:confirmed: a000006 against a000005 side by side, 7 rounds: +" "same:refuted (no change side by side)"; do
+  o=$(k history "$t/cf.db" --confirm --build a000005="$t/build-base/khost" --build a000006="$t/build-${w%%:*}/khost" \
+    --confirm-rounds 7 --confirm-steps 20 2>&1); rc=$?
+  echo "$o" | grep -E '^change|confirm:'
+  check "--confirm against the ${w%%:*} build ($rc): ${w#*:}" has "$o" "${w#*:}"
+done
+o=$(k history "$t/cf.db" --confirm --build a000005="$t/build-base/khost" 2>&1)
+check "--confirm without the other revision's build says so" has "$o" "not confirmed: no --build for a000006"
 
 # --- the matrix with a database: its remaining time from this machine's history, and a cell outside it ---------
 python3 - "$tpl" "$t/past" <<'PY'
