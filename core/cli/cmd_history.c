@@ -15,6 +15,7 @@
 #include "base/files.h"
 #include "cli/commands.h"
 #include "cli/history.h"
+#include "sched/slurm/slurm.h"
 #include "guard/outpath.h"
 #include "results/resultsdb.h"
 #include "results/stats.h"
@@ -100,6 +101,54 @@ static int cmp_obs(const void *a, const void *b) {
     return c ? c : strcmp(x->when, y->when);
 }
 
+/* --git DIR: the repository's commits oldest first (rev-list --topo-order --reverse), by their first 7 digits. */
+typedef struct git_order {
+    char (*rev)[8];
+    int n;
+} git_order;
+
+static int git_order_read(const char *dir, git_order *g) {
+    size_t cap = 64u << 20;
+    char *out = malloc(cap);
+    char *argv[] = {"git", "-C", (char *)dir, "rev-list", "--topo-order", "--reverse", "--all", NULL};
+    if (!out || kh_slurm_exec(argv, out, cap, 120) != 0) {
+        fprintf(stderr, "khost: history: --git: ");
+        kh_esc_line(stderr, dir);
+        fprintf(stderr, ": git rev-list failed: %.200s\n", out ? out : "out of memory");
+        free(out);
+        return -1;
+    }
+    int lines = 0;
+    for (char *p = out; *p; p++) lines += *p == '\n';
+    g->rev = malloc(((size_t)lines + 1) * sizeof *g->rev);
+    if (!g->rev) {
+        free(out);
+        fputs("khost: history: out of memory\n", stderr);
+        return -1;
+    }
+    char *save = NULL;
+    for (char *l = strtok_r(out, "\n", &save); l; l = strtok_r(NULL, "\n", &save))
+        if (strspn(l, "0123456789abcdef") >= 7) snprintf(g->rev[g->n++], 8, "%.7s", l);
+    free(out);
+    return 0;
+}
+
+/* A revision's place in the repository's order (by its first 7 digits, a suffix such as "-dirty" ignored), -1
+ * when the repository does not have it. */
+static int git_index(const git_order *g, const char *rev) {
+    for (int i = 0; i < g->n; i++)
+        if (!strncmp(g->rev[i], rev, 7)) return i;
+    return -1;
+}
+
+static const git_order *sort_git; /* for cmp_git_rev: qsort has no context */
+static int cmp_git_rev(const void *a, const void *b) {
+    const kh_hist_rev *x = a, *y = b;
+    int i = git_index(sort_git, x->name), j = git_index(sort_git, y->name);
+    if (i != j) return (i > j) - (i < j);
+    return strcmp(x->first, y->first); /* a clean and a "-dirty" build of one commit: as measured */
+}
+
 /* All values of revisions [a, b) pooled into out (room for every observation); their number. */
 static int pool(const kh_hist_rev *r, int a, int b, double *out) {
     int m = 0;
@@ -111,6 +160,7 @@ static int pool(const kh_hist_rev *r, int a, int b, double *out) {
 static void print_text(const kh_hist_series *s) {
     printf("\n## %s · %s · %s (%s time)\n\nmachine: ", s->task, s->plugin, s->device, s->kind);
     kh_esc_md(stdout, s->machine);
+    printf("; revisions in %s", s->order);
     printf("\n\n| # | revision | first measured | n | median (ms) | 95 %% CI (ms) |\n|---:|---|---|---:|---:|---|\n");
     for (int k = 0; k < s->n_revs; k++) {
         const kh_hist_rev *r = &s->revs[k];
@@ -146,7 +196,7 @@ static void print_text(const kh_hist_series *s) {
 /* One series: computed, printed and drawn (html: the page, or NULL). Returns the number of regressions above
  * fail_above (PCT). */
 static int one_series(const obs *o, int n, double threshold, double fail_above, FILE *html, int index,
-                      const kh_hist_confirm *cf, int *oom) {
+                      const kh_hist_confirm *cf, const git_order *git, int *oom) {
     kh_hist_rev *r = calloc((size_t)n, sizeof *r);
     double *xs = malloc((size_t)n * sizeof *xs), *med = malloc((size_t)n * sizeof *med);
     double *a = malloc((size_t)n * sizeof *a), *b = malloc((size_t)n * sizeof *b);
@@ -173,12 +223,19 @@ static int one_series(const obs *o, int n, double threshold, double fail_above, 
         r[k].where[r[k].n] = o[i].where;
         r[k].x[r[k].n++] = o[i].v;
     }
+    int in_git = git != NULL;
+    for (int k = 0; in_git && k < nr; k++) in_git = git_index(git, r[k].name) >= 0;
+    if (in_git) { /* every revision is in the repository: its commit order */
+        sort_git = git;
+        qsort(r, (size_t)nr, sizeof *r, cmp_git_rev);
+    }
     for (int k = 0; k < nr; k++) {
         r[k].median = med[k] = kh_stats_median(r[k].x, r[k].n);
         if (kh_stats_median_ci(r[k].x, r[k].n, RESAMPLES, SEED, 0.95, &r[k].ci) != 0) *oom = 1;
     }
     char *save = NULL;
-    kh_hist_series s = {.revs = r, .n_revs = nr, .steps = st, .changes = ch};
+    kh_hist_series s = {.revs = r, .n_revs = nr, .steps = st, .changes = ch,
+                        .order = in_git ? "commit order (--git)" : git ? "the order first measured (a revision is not in --git's repository)" : "the order first measured"};
     s.task = strtok_r(key, "\t", &save), s.plugin = strtok_r(NULL, "\t", &save);
     s.device = strtok_r(NULL, "\t", &save), s.kind = strtok_r(NULL, "\t", &save), s.machine = save ? save : "";
     int k = kh_steps_detect(med, NULL, nr, st);
@@ -214,7 +271,7 @@ out:
 
 static void history_usage(FILE *f) {
     fputs("usage: khost history DB[:filters] [--task T] [--plugin P] [--threshold PCT] [--fail-above PCT]\n"
-          "                     [--html FILE]\n"
+          "                     [--html FILE] [--git DIR] [--confirm --build REV=KHOST...]\n"
           "  each backend x task x device x machine of the results database DB (khost db import) as a series of\n"
           "  revisions in the order they were first measured: per revision the median of its repetitions and a\n"
           "  95 % bootstrap CI; the series' levels and change points (asv's step detection), each change with\n"
@@ -224,6 +281,7 @@ static void history_usage(FILE *f) {
           "  significant. --html FILE: the same as a page, a chart per series (medians, CI band, levels, change\n"
           "  points; each point linked to its revision's row and records). filters as for report: set= (a name\n"
           "  or PREFIX*), rev=, machine=, since=, until=.\n"
+          "  --git DIR: revisions in that repository's commit order (rev-list --topo-order) where it has them all.\n"
           "  --confirm --build REV=KHOST...: each significant change re-measured by running the two revisions'\n"
           "  builds (their khost) side by side, alternating over --confirm-rounds N (default 5) runs of\n"
           "  --confirm-steps S timed steps (default 30), then compared: confirmed, refuted or inconclusive.\n",
@@ -231,7 +289,8 @@ static void history_usage(FILE *f) {
 }
 
 int kh_cmd_history(int argc, char **argv) {
-    const char *src = NULL, *html = NULL;
+    const char *src = NULL, *html = NULL, *git_dir = NULL;
+    git_order git = {0};
     double threshold = 5, fail_above = -1;
     int confirm = 0;
     kh_hist_build builds[64];
@@ -248,6 +307,7 @@ int kh_cmd_history(int argc, char **argv) {
         else if (!strcmp(a, "--plugin") && has) c.plugin = argv[++i];
         else if (!strcmp(a, "--html") && has) html = argv[++i];
         else if (!strcmp(a, "--confirm")) confirm = 1;
+        else if (!strcmp(a, "--git") && has) git_dir = argv[++i];
         else if (!strcmp(a, "--build") && has && strchr(argv[i + 1], '=') && cf.n_builds < 64) {
             char *eq = strchr(argv[++i], '=');
             *eq = 0;
@@ -297,8 +357,10 @@ int kh_cmd_history(int argc, char **argv) {
         kh_esc_msg("khost: history: --html: ", err);
         return KH_EXIT_IO;
     }
+    if (git_dir && git_order_read(git_dir, &git) != 0) return KH_EXIT_IO;
     kh_db *db = kh_db_open(file, 0, err, sizeof err);
     if (!db || kh_db_each_record(db, filters, add_record, &c, err, sizeof err) != 0 || c.oom) {
+        free(git.rev);
         kh_esc_msg("khost: history: ", c.oom ? "out of memory" : err);
         kh_db_close(db);
         obs_free(&c);
@@ -315,7 +377,8 @@ int kh_cmd_history(int argc, char **argv) {
     fputs("# khost history: ", stdout);
     kh_esc_md(stdout, src);
     printf("\n\n%d series from %d repetition record(s). A series is one backend x task x device on one machine (CPU "
-           "model, ISA, device, driver), step or epoch time; revisions in the order first measured. Change points: "
+           "model, ISA, device, driver), step or epoch time; revisions in commit order with --git, else in the "
+           "order first measured. Change points: "
            "asv's step detection (a penalised L1 piecewise-constant fit); a change's CI compares the repetitions of "
            "the two levels (percentile bootstrap, 95 %%); threshold %g %%.\n", n_series, c.n, threshold);
     kh_memfile page;
@@ -325,10 +388,12 @@ int kh_cmd_history(int argc, char **argv) {
     for (int i = 0, index = 1; i < c.n && !oom; index++) {
         int j = i;
         while (j < c.n && !strcmp(c.v[j].series, c.v[i].series)) j++;
-        fails += one_series(c.v + i, j - i, threshold / 100, fail_above, pf, index, confirm ? &cf : NULL, &oom);
+        fails += one_series(c.v + i, j - i, threshold / 100, fail_above, pf, index, confirm ? &cf : NULL,
+                            git_dir ? &git : NULL, &oom);
         i = j;
     }
     obs_free(&c);
+    free(git.rev);
     if (pf) {
         kh_history_page_end(pf);
         if (kh_memfile_write(&page, pf, html, err, sizeof err) != 0) {

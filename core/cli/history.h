@@ -28,6 +28,7 @@ typedef struct kh_hist_change {
 
 typedef struct kh_hist_series {
     const char *task, *plugin, *device, *kind, *machine;
+    const char *order; /* how the revisions are ordered, in words */
     kh_hist_rev *revs;
     int n_revs;
     const kh_step *steps;

@@ -52,6 +52,8 @@ void kh_history_page_series(FILE *f, const kh_hist_series *s, int index) {
     kh_esc_xml(f, s->device);
     fprintf(f, " (%s time)</h2>\n<p>machine: ", s->kind);
     kh_esc_xml(f, s->machine);
+    fputs("; revisions in ", f);
+    kh_esc_xml(f, s->order);
     fprintf(f, "</p>\n<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" role=\"img\">\n", W, H);
     fprintf(f, "<text class=\"lab\" x=\"4\" y=\"%d\">%.4g ms</text><text class=\"lab\" x=\"4\" y=\"%d\">%.4g ms</text>\n",
             TOP + 4, 1e3 * hi, H - BOTTOM, 1e3 * lo);

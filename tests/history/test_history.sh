@@ -96,6 +96,31 @@ check "a machine filter: one series" has "$o" "1 series from 90 repetition recor
 o=$(k history "$t/sets" 2>&1); rc=$?
 check "a folder is not a database: exit 8 ($rc)" test $rc -eq 8
 
+# --- --git: revisions in commit order, not in the order they were measured ---------------------------------------
+git init -q "$t/repo" && for i in 1 2 3; do
+  git -C "$t/repo" -c user.name=t -c user.email=t commit -q --allow-empty -m "c$i"
+done
+revs=($(git -C "$t/repo" rev-list --reverse HEAD))
+python3 - "$tpl" "$t/gitsets" "${revs[2]}" "${revs[0]}" "${revs[1]}" <<'PY'
+import json, os, sys
+tpl = json.load(open(sys.argv[1]))
+for day, rev in enumerate(sys.argv[3:]):  # measured newest commit first
+    r = json.loads(json.dumps(tpl))
+    r["environment"].update(git_rev=rev[:12], finished_at="2026-09-0%dT10:00:00Z" % (day + 1))
+    d = os.path.join(sys.argv[2], rev[:7], "fixture_blobs")
+    os.makedirs(d, exist_ok=True)
+    json.dump(r, open(os.path.join(d, "fixture__cpu.json"), "w"))
+PY
+k db import "$t/git.db" "$t"/gitsets/* >/dev/null 2>&1
+order() { grep -E '^\| [0-9]+ \|' <<<"$1" | cut -d'|' -f3 | tr -d ' ' | tr '\n' ' '; }
+o=$(k history "$t/git.db" 2>&1)
+check "without --git: the order measured" test "$(order "$o")" = "${revs[2]:0:7} ${revs[0]:0:7} ${revs[1]:0:7} "
+o=$(k history "$t/git.db" --git "$t/repo" 2>&1)
+check "with --git: commit order" test "$(order "$o")" = "${revs[0]:0:7} ${revs[1]:0:7} ${revs[2]:0:7} "
+check "... and it says so" has "$o" "revisions in commit order (--git)"
+o=$(k history "$t/git.db" --git "$t/nowhere" 2>&1); rc=$?
+check "--git on a folder that is no repository: exit 8 ($rc)" test $rc -eq 8
+
 # --- --confirm: the two builds of a change run side by side ----------------------------------------------------
 # builds are khosts: here the same binary, one with a planted slowdown (the fixture spins 50 % longer per step)
 for b in base:300 same:300 slow:450; do
