@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "base/child.h"
-#include "cli/history.h"
+#include "cli/history_confirm.h"
 #include "khost/kit/regular.h"
 
 extern char **environ;

@@ -73,8 +73,19 @@ check "... the planted series has its change, marked" grep -q 'data-changes="1"'
 check "... a point links to its revision's row, which names the revision's records" \
   grep -q 'href="#s[0-9]-r16"' "$p"
 check "... the markup in a machine's name is text" grep -q 'Evil &lt;script&gt;' "$p"
+k report "$t/h.db" --html "$t/report.html" >/dev/null 2>&1
+check "report of the database: its page ends with the history, a chart per series" \
+  test "$(grep -c '<section class="series"' "$t/report.html")" -eq 4 -a -n "$(grep -F '<h2>History</h2>' "$t/report.html")"
+k report "$t/sets/x-rev00" --html "$t/report-folder.html" >/dev/null 2>&1
+check "report of a folder: no history section" test -s "$t/report-folder.html" -a -z "$(grep -F '<h2>History</h2>' "$t/report-folder.html")"
 chromium=$(command -v chromium || command -v chromium-browser || true)
 if [ -n "$chromium" ]; then
+  HOME=$t/chromium-home timeout 120 "$chromium" --headless --no-sandbox --disable-gpu --disable-dev-shm-usage \
+    --no-first-run --disable-extensions --virtual-time-budget=3000 --dump-dom "file://$t/report.html" \
+    >"$t/report.dom" 2>"$t/chromium-report.log"
+  check "chromium opens the report's page with its history: $(tail -n 2 "$t/chromium-report.log")" \
+    test "$(grep -o '<svg class="history"' "$t/report.dom" | wc -l)" -eq 4
+  check "... no script from a record ran there either" test -z "$(grep -o 'data-pwned="' "$t/report.dom")"
   dom=$t/history.dom
   HOME=$t/chromium-home timeout 120 "$chromium" --headless --no-sandbox --disable-gpu --disable-dev-shm-usage \
     --no-first-run --disable-extensions --virtual-time-budget=3000 --dump-dom "file://$p" >"$dom" 2>"$t/chromium.log"

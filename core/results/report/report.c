@@ -20,6 +20,8 @@
  */
 #define _GNU_SOURCE /* strdup, open_memstream */
 #include "results/report/report.h"
+#include "results/history.h"
+#include "results/resultsdb.h"
 #include "guard/outpath.h"
 
 #include <dirent.h>
@@ -391,6 +393,36 @@ static int file_option(const char *name, int argc, char **argv, int *i, const ch
     return 1;
 }
 
+/* A database's report page ends with the history of its records (results/history.h): a chart per series. A
+ * folder has no history. */
+static void history_section(FILE *f, void *ctx) {
+    const char *src = ctx;
+    char file[4096], err[4400];
+    const char *filters = kh_db_source(src, file, sizeof file);
+    if (!filters) return;
+    kh_db *db = kh_db_open(file, 0, err, sizeof err);
+    kh_history *h = db ? kh_history_load(db, filters, NULL, NULL, err, sizeof err) : NULL;
+    kh_db_close(db);
+    if (!h) {
+        kh_esc_msg("khost: report: warning: no history on the page: ", err);
+        return;
+    }
+    fputs("<section class=\"history\" id=\"history\"><h2>History</h2>\n", f);
+    kh_history_page_style(f);
+    kh_history_page_intro(f, src, kh_history_n_series(h), kh_history_n_records(h), 5);
+    for (int i = 0; i < kh_history_n_series(h); i++) {
+        kh_hist_series s;
+        if (kh_history_series(h, i, 0.05, NULL, &s) != 0) {
+            fputs("khost: report: warning: out of memory: the history on the page is cut short\n", stderr);
+            break;
+        }
+        kh_history_page_series(f, &s, i + 1);
+        kh_hist_series_free(&s);
+    }
+    fputs("</section>\n", f);
+    kh_history_free(h);
+}
+
 int kh_cmd_report(int argc, char **argv) {
     const char *dir = NULL, *svg = NULL, *html = NULL;
     int published = 0, got;
@@ -450,7 +482,7 @@ int kh_cmd_report(int argc, char **argv) {
     if (html) {
         char err[4400];
         if (kh_outpath_check(html, err, sizeof err) != 0 ||
-            kh_report_html(&rep, host_ok ? task_info : NULL, &h, html, err, sizeof err) != 0) {
+            kh_report_html(&rep, host_ok ? task_info : NULL, &h, history_section, (void *)dir, html, err, sizeof err) != 0) {
             kh_esc_msg("khost: report: ", err);
             rc = KH_EXIT_IO;
         }

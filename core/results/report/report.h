@@ -80,9 +80,10 @@ int kh_report_cmp_device(const char *a, const char *b);
 int kh_report_svg(const kh_report *rep, const char *path, char *err, size_t errlen);
 /* The task module's info (published figures), or NULL when the module is not available. */
 typedef const kh_task_info *(*kh_report_info_fn)(void *ctx, const char *task);
-/* The self-contained HTML page, written atomically. 0 ok, else err names the file. */
-int kh_report_html(const kh_report *rep, kh_report_info_fn info_of, void *ctx, const char *path, char *err,
-                   size_t errlen);
+/* The self-contained HTML page, written atomically. extra (may be NULL) writes sections of its own after the
+ * tasks' (the history of a database's records). 0 ok, else err names the file. */
+int kh_report_html(const kh_report *rep, kh_report_info_fn info_of, void *ctx, void (*extra)(FILE *, void *),
+                   void *extra_ctx, const char *path, char *err, size_t errlen);
 /* DIR's records (DIR/<task>/ and DIR itself) and the cells its Slurm plans list without one, grouped and
  * sorted (report_model.c): 0 ok (*skipped: malformed files, each named on stderr), -1 DIR unreadable
  * (errno), -2 out of memory. kh_report_free releases it. */

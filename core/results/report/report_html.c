@@ -417,8 +417,8 @@ static const char script[] =
     "document.documentElement.setAttribute('data-ready',"
     "String(document.querySelectorAll('section.task').length));";
 
-int kh_report_html(const kh_report *rep, kh_report_info_fn info_of, void *ctx, const char *path, char *err,
-                   size_t errlen) {
+int kh_report_html(const kh_report *rep, kh_report_info_fn info_of, void *ctx, void (*extra)(FILE *, void *),
+                   void *extra_ctx, const char *path, char *err, size_t errlen) {
     kh_memfile m;
     FILE *f = kh_memfile_open(&m, path, err, errlen);
     if (!f) return -1;
@@ -456,6 +456,7 @@ int kh_report_html(const kh_report *rep, kh_report_info_fn info_of, void *ctx, c
         environment(f, t);
         fputs("</section>\n", f);
     }
+    if (extra) extra(f, extra_ctx);
     fprintf(f, "<script>%s</script>\n</body></html>\n", script);
     return kh_memfile_write(&m, f, path, err, errlen);
 }

@@ -1,9 +1,9 @@
-/* core/cli/history_page.c — `khost history --html FILE`'s page (history.h): self-contained, inline SVG, no script. */
+/* core/results/report/history_page.c — the history charts (results/history.h): `khost history --html` and report's page: self-contained, inline SVG, no script. */
 #include <math.h>
 #include <stdio.h>
 
 #include "base/escape.h"
-#include "cli/history.h"
+#include "results/history.h"
 
 #define W 760
 #define H 260
@@ -12,21 +12,32 @@
 #define TOP 20
 #define BOTTOM 40
 
+void kh_history_page_style(FILE *f) {
+    fputs("<style>svg.history{background:#fafafa}.band{fill:#9cf;opacity:.45}.med{fill:none;stroke:#246;"
+          "stroke-width:1.5}.pt{fill:#246}.level{stroke:#c60;stroke-width:2}.change{stroke:#a00;stroke-dasharray:4 3}"
+          ".lab{font-size:11px}table.history{border-collapse:collapse;margin:.5em 0 2em}table.history td,"
+          "table.history th{border:1px solid #ccc;padding:2px 6px;font-size:12px;text-align:right}"
+          "table.history td.l{text-align:left}tr:target{background:#ffc}</style>\n",
+          f);
+}
+
+void kh_history_page_intro(FILE *f, const char *src, int n_series, int n_records, double threshold_pct) {
+    fputs("<p>", f);
+    kh_esc_xml(f, src);
+    fprintf(f, ": %d series from %d repetition record(s). A series is one backend × task × device on one machine "
+               "(CPU model, ISA, device, driver); the band is each revision's 95 %% bootstrap CI, the orange lines "
+               "the levels and the dashed lines the change points found by asv's step detection (threshold %g %%). "
+               "A point links to its revision's row.</p>\n",
+            n_series, n_records, threshold_pct);
+}
+
 void kh_history_page_begin(FILE *f, const char *src, int n_series, int n_records, double threshold_pct) {
     fputs("<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>khost history: ", f);
     kh_esc_xml(f, src);
-    fputs("</title>\n<style>body{font:14px sans-serif;margin:2em;max-width:60em}svg{background:#fafafa}"
-          ".band{fill:#9cf;opacity:.45}.med{fill:none;stroke:#246;stroke-width:1.5}.pt{fill:#246}"
-          ".level{stroke:#c60;stroke-width:2}.change{stroke:#a00;stroke-dasharray:4 3}.lab{font-size:11px}"
-          "table{border-collapse:collapse;margin:.5em 0 2em}td,th{border:1px solid #ccc;padding:2px 6px;"
-          "font-size:12px;text-align:right}td.l{text-align:left}tr:target{background:#ffc}</style></head><body>\n"
-          "<h1>khost history</h1>\n<p>", f);
-    kh_esc_xml(f, src);
-    fprintf(f, ": %d series from %d repetition record(s). A series is one backend × task × device on one machine "
-               "(CPU model, ISA, device, driver); revisions in the order first measured; the band is each "
-               "revision's 95 %% bootstrap CI, the orange lines the levels and the dashed lines the change points "
-               "found by asv's step detection (threshold %g %%). A point links to its revision's row.</p>\n",
-            n_series, n_records, threshold_pct);
+    fputs("</title>\n<style>body{font:14px sans-serif;margin:2em;max-width:60em}</style>\n", f);
+    kh_history_page_style(f);
+    fputs("</head><body>\n<h1>khost history</h1>\n", f);
+    kh_history_page_intro(f, src, n_series, n_records, threshold_pct);
 }
 
 static double ypos(double v, double lo, double hi) { return TOP + (H - TOP - BOTTOM) * (hi - v) / (hi - lo); }
@@ -54,7 +65,8 @@ void kh_history_page_series(FILE *f, const kh_hist_series *s, int index) {
     kh_esc_xml(f, s->machine);
     fputs("; revisions in ", f);
     kh_esc_xml(f, s->order);
-    fprintf(f, "</p>\n<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" role=\"img\">\n", W, H);
+    fprintf(f, "</p>\n<svg class=\"history\" xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
+               "role=\"img\">\n", W, H);
     fprintf(f, "<text class=\"lab\" x=\"4\" y=\"%d\">%.4g ms</text><text class=\"lab\" x=\"4\" y=\"%d\">%.4g ms</text>\n",
             TOP + 4, 1e3 * hi, H - BOTTOM, 1e3 * lo);
     fputs("<polygon class=\"band\" points=\"", f); /* the CI band: upper edge left to right, lower back */
@@ -94,7 +106,7 @@ void kh_history_page_series(FILE *f, const kh_hist_series *s, int index) {
             kh_esc_xml(f, s->changes[j].confirm);
             fputs("</p>\n", f);
         }
-    fputs("<table><tr><th>#</th><th>revision</th><th>first measured</th><th>n</th><th>median (ms)</th>"
+    fputs("<table class=\"history\"><tr><th>#</th><th>revision</th><th>first measured</th><th>n</th><th>median (ms)</th>"
           "<th>95 % CI (ms)</th><th>records</th></tr>\n", f);
     for (int i = 0; i < n; i++) {
         const kh_hist_rev *r = &s->revs[i];
