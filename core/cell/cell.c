@@ -9,6 +9,7 @@
 #include "cell/cell.h"
 #include "cell/callmark.h"
 #include "cell/guarded.h"
+#include "cell/noise.h"
 #include "modules/layer_abi.h"
 #include "devices/energy.h"
 
@@ -746,6 +747,9 @@ static int run(cell *c) {
         kh_energy_close(energy);
         return fail_status(c, KH_ERR_NOMEM, "error", KH_EXIT_TRAIN, "energy samples", "host allocation failed");
     }
+    kh_noise noise0, noise1; /* the machine's load over the timed epochs: on the record, beside the times */
+    kh_noise_before(rec);
+    kh_noise_sample(&noise0);
     double t_start = kh_now();
     int code = KH_EXIT_OK;
     for (int e = 1; e <= epochs && code == KH_EXIT_OK; e++) {
@@ -762,6 +766,8 @@ static int run(cell *c) {
         }
         if (code == KH_EXIT_OK && o->checkpoint_dir && e < epochs) checkpoint(c, e, epochs);
     }
+    kh_noise_sample(&noise1);
+    kh_noise_after(rec, &noise0, &noise1);
     if (rec->n_rows == 0) set_energy(rec, energy, epoch_j, epoch_w, 0);
     kh_energy_close(energy);
     free(epoch_j), free(epoch_w);

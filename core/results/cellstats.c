@@ -52,6 +52,14 @@ static void check_times(const cJSON *mean, const cJSON *epochs, const double *st
         }
 }
 
+/* An environment value that is a finite number (they are strings there); NAN otherwise. */
+static double env_number(const cJSON *env, const char *key) {
+    const char *v = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(env, key));
+    char *end = NULL;
+    double x = v && *v ? strtod(v, &end) : NAN;
+    return end && !*end && isfinite(x) ? x : NAN;
+}
+
 /* One record file into rep. -1 with err naming the file and field. */
 static int read_rep(const char *path, kh_rep *rep, char *step_sync, size_t sslen, char *err, size_t errlen) {
     cJSON *o = kh_record_json_read(path, NULL, 0, &rep->record_version, err, errlen);
@@ -100,6 +108,10 @@ static int read_rep(const char *path, kh_rep *rep, char *step_sync, size_t sslen
         if (ok) rep->step_s = kh_stats_median(rep->steps, n);
     }
     read_settings(o, samples, &rep->set);
+    const cJSON *env = cJSON_GetObjectItemCaseSensitive(o, "environment");
+    rep->other_cores = env_number(env, "noise_other_cores");
+    rep->steal_pct = env_number(env, "noise_steal_pct");
+    rep->noise_window_s = env_number(env, "noise_window_s");
     if (ok) check_times(m, cJSON_GetObjectItemCaseSensitive(samples, "epoch_s"), rep->steps, rep->n_steps,
                         rep->impossible, sizeof rep->impossible);
     if (rep->impossible[0]) rep->epoch_s = rep->step_s = NAN; /* never a value of any statistic */
@@ -369,4 +381,9 @@ oom:
     cJSON_Delete(o);
     kh_cell_stats_free(&c);
     return -1;
+}
+
+int kh_rep_noisy(const kh_rep *r) {
+    return r->noise_window_s >= KH_NOISE_MIN_WINDOW_S &&
+           (r->other_cores > KH_NOISE_OTHER_CORES || r->steal_pct > KH_NOISE_STEAL_PCT);
 }

@@ -37,7 +37,15 @@ typedef struct kh_rep {
     int record_version;        /* its "khost_record" (above KH_RECORD_VERSION: from a newer khost) */
     kh_rep_settings set;
     char impossible[160];      /* why an "ok" record's times cannot be true (then it counts as not finished) */
+    double other_cores, steal_pct, noise_window_s; /* the machine's load while it ran (cell/noise.h); NAN: none */
 } kh_rep;
+
+/* 1 when the repetition was measured under noise: other processes took more than KH_NOISE_OTHER_CORES cores or the
+ * hypervisor stole more than KH_NOISE_STEAL_PCT %, over a window of at least KH_NOISE_MIN_WINDOW_S (cell/noise.h). */
+int kh_rep_noisy(const kh_rep *r);
+#define KH_NOISE_OTHER_CORES 0.25
+#define KH_NOISE_STEAL_PCT 2.0
+#define KH_NOISE_MIN_WINDOW_S 1.0
 
 /* Statistics of one value kind over the finished repetitions. */
 typedef struct kh_rep_stats {

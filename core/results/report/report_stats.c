@@ -209,8 +209,8 @@ void kh_report_print_steps(FILE *f, const kh_report_task *t) {
     print_vs_reference(f, t);
 }
 
-/* Cells of several repetitions: repetitions that failed, cells whose repetitions vary more than KH_STATS_CV_WARN or whose first repetition
- * is an outlier; outliers are listed, never dropped. */
+/* Cells of several repetitions: repetitions that failed or were taken under noise, cells whose repetitions vary more
+ * than KH_STATS_CV_WARN or whose first repetition is an outlier; outliers are listed, never dropped. */
 void kh_report_print_warnings(FILE *f, const kh_report_task *t) {
     int any = 0;
     for (int p = 0; p < t->np; p++)
@@ -218,8 +218,9 @@ void kh_report_print_warnings(FILE *f, const kh_report_task *t) {
             const kh_cell_stats *s = t->stats ? t->stats[p * t->nd + d] : NULL;
             if (!s || s->n_reps < 2) continue; /* one run: "Did not finish" already says what happened */
             const kh_rep_stats *rs = s->step.n ? &s->step : &s->epoch;
-            int unsynced = s->step.n && !strcmp(s->step_sync, "none");
-            if (!s->n_failed && !rs->warn && !rs->n_outliers && !unsynced) continue;
+            int unsynced = s->step.n && !strcmp(s->step_sync, "none"), noisy = 0;
+            for (int i = 0; i < s->n_reps; i++) noisy += kh_rep_noisy(&s->reps[i]);
+            if (!s->n_failed && !rs->warn && !rs->n_outliers && !unsynced && !noisy) continue;
             if (!any) fprintf(f, "\nMeasurement warnings:\n\n");
             any = 1;
             fprintf(f, "- %s on %s (%s times, %d repetition%s):", t->plugins[p], t->devices[d],
@@ -239,6 +240,15 @@ void kh_report_print_warnings(FILE *f, const kh_report_task *t) {
             if (unsynced)
                 fprintf(f, "%sstep times taken without synchronising the device (the backend cannot): a step's "
                            "time may belong to its neighbour", sep), sep = "; ";
+            if (noisy) { /* the machine was busy with something else, or its hypervisor stole time, meanwhile */
+                fprintf(f, "%s%d taken under noise (other processes above %.2g cores or steal above %.0f %%):", sep,
+                        noisy, KH_NOISE_OTHER_CORES, KH_NOISE_STEAL_PCT);
+                for (int i = 0; i < s->n_reps; i++)
+                    if (kh_rep_noisy(&s->reps[i]))
+                        fprintf(f, " #%d (others %.2f cores, steal %.1f %%)", s->reps[i].index, s->reps[i].other_cores,
+                                isfinite(s->reps[i].steal_pct) ? s->reps[i].steal_pct : 0.0);
+                sep = "; ";
+            }
             if (rs->n_outliers) {
                 fprintf(f, "%soutliers kept (|modified Z| > %.1f):", sep, KH_STATS_OUTLIER_Z);
                 for (int i = 0; i < s->n_reps; i++) {
