@@ -234,9 +234,14 @@ int kh_matrix_run(kh_host *h, const kh_matrix_opts *given) {
     int vanished = 0, replaced = 0; /* times the results folder was found removed; moved or replaced */
     int n_by[7] = {0}; /* ok, unsupported, crashed, timeout, error (and data), diverged, oom */
     if (!o.quiet)
-        printf("matrix: %d plugin(s) x %d task(s) x %d device(s)%s = %d cell(s) -> %s\n", np, nt, nd,
-               o.repeat > 1 ? " x repetitions" : "", total, out_dir);
-    if (o.repeat > 1 && !o.quiet) printf("matrix: %d round(s), order seed %llu\n", o.repeat, (unsigned long long)o.order_seed);
+        printf("matrix: %d plugin(s) x %d task(s) x %d device(s)%s = %d cell(s)%s -> %s\n", np, nt, nd,
+               o.repeat > 1 ? " x repetitions" : "", total, o.repeat_auto ? " at most" : "", out_dir);
+    if (o.repeat_auto && !o.quiet)
+        printf("matrix: rounds until every cell's median is known to %g %% (95 %% CI half-width) or %.0f s have passed, "
+               "%d to %d, order seed %llu\n", o.auto_pct, o.auto_budget_s, KH_MATRIX_AUTO_MIN_ROUNDS, o.repeat,
+               (unsigned long long)o.order_seed);
+    else if (o.repeat > 1 && !o.quiet)
+        printf("matrix: %d round(s), order seed %llu\n", o.repeat, (unsigned long long)o.order_seed);
     fflush(stdout);
     kh_child_signals(1);
     /* Rounds of every cell; with --repeat N > 1 each round runs the cells in its own order, drawn from the
@@ -270,7 +275,12 @@ int kh_matrix_run(kh_host *h, const kh_matrix_opts *given) {
         }
         kh_eta_prior(eta, k, hist[k].wall_median);
     }
-    for (int round = 1; round <= o.repeat && !interrupted && !replaced; round++) {
+    int *active = o.repeat_auto ? malloc((size_t)n_cells * sizeof *active) : NULL; /* --repeat auto: cells going on */
+    for (int k = 0; active && k < n_cells; k++) active[k] = 1;
+    double t_begin = kh_now();
+    int auto_stop = 0;
+    for (int round = 1; round <= o.repeat && !interrupted && !replaced && !auto_stop; round++) {
+        double round_start = kh_now();
         for (int k = 0; k < n_cells; k++) order[k] = k;
         if (o.repeat > 1) {
             kh_rng rng;
@@ -285,6 +295,7 @@ int kh_matrix_run(kh_host *h, const kh_matrix_opts *given) {
                 interrupted = 1;
                 break;
             }
+            if (active && !active[order[pos]]) continue; /* --repeat auto: its median is known well enough */
             idx++;
             int t = cells[order[pos]].t, p = cells[order[pos]].p, d = cells[order[pos]].d;
             const kh_task_info *info = tasks[t].m->task && tasks[t].m->task->info ? tasks[t].m->task->info() : NULL;
@@ -440,7 +451,8 @@ int kh_matrix_run(kh_host *h, const kh_matrix_opts *given) {
             n_done++;
             mx_print_end(&c, idx, total, &r, res.wall_s, log);
             kh_eta_done(eta, order[pos], res.wall_s);
-            if (!o.quiet) mx_print_progress(eta, hist ? &hist[order[pos]] : NULL, &r, order, pos, round);
+            if (!o.quiet) /* --repeat auto: the rounds to come are not known; its budget bounds them */
+                mx_print_progress(o.repeat_auto ? NULL : eta, hist ? &hist[order[pos]] : NULL, &r, order, pos, round);
             if (!strcmp(r.status, "ok")) n_by[0]++, n_final++;
             else if (!strcmp(r.status, "unsupported")) n_by[1]++, n_final++;
             else if (!strcmp(r.status, "crashed")) n_by[2]++;
@@ -450,7 +462,49 @@ int kh_matrix_run(kh_host *h, const kh_matrix_opts *given) {
             else n_by[4]++; /* error, data, anything unexpected */
             kh_record_free(&r);
         }
+        if (active && !interrupted && !replaced && round >= KH_MATRIX_AUTO_MIN_ROUNDS) {
+            int left = 0, before = 0;
+            for (int k = 0; k < n_cells; k++) {
+                if (!active[k]) continue;
+                before++;
+                char base[4200], cdir[4200], serr[600];
+                const kh_device *dv = devs[cells[k].d];
+                kh_record_path(base, sizeof base, "", "", plugins[cells[k].p].name, dv->id, "json");
+                base[strlen(base) - 5] = 0; /* "//<plugin>__<device>.json" -> its base */
+                snprintf(cdir, sizeof cdir, "%s/%s", out_dir, tasks[cells[k].t].name);
+                kh_cell_stats st;
+                double half = INFINITY, med = NAN;
+                if (kh_cell_stats_load(cdir, base + 2, &st, serr, sizeof serr) == 0) {
+                    const kh_rep_stats *rs = st.step.n ? &st.step : &st.epoch;
+                    med = rs->s.median;
+                    if (rs->n >= 2 && isfinite(rs->ci.lo) && med > 0) half = (rs->ci.hi - rs->ci.lo) / 2 / med;
+                    kh_cell_stats_free(&st);
+                }
+                if (100 * half <= o.auto_pct) {
+                    active[k] = 0;
+                    printf("matrix: %s x %s x %s: precise after %d round(s): median %.4g ms, 95 %% CI within ±%.1f %% "
+                           "(target %g %%)\n", plugins[cells[k].p].name, tasks[cells[k].t].name, dv->id, round,
+                           1e3 * med, 100 * half, o.auto_pct);
+                } else left++;
+            }
+            double spent = kh_now() - t_begin, next = before ? (kh_now() - round_start) * left / before : 0;
+            if (left && (spent + next > o.auto_budget_s || round == o.repeat)) {
+                for (int k = 0; k < n_cells; k++)
+                    if (active[k])
+                        printf("matrix: %s x %s x %s: %s after %d round(s): its median is not yet known to %g %%\n",
+                               plugins[cells[k].p].name, tasks[cells[k].t].name, devs[cells[k].d]->id,
+                               round == o.repeat ? "stopped at the most rounds" : "the time budget is spent", round,
+                               o.auto_pct);
+                auto_stop = 1;
+            } else if (!left) {
+                printf("matrix: --repeat auto: every cell precise after %d round(s), %.0f s\n", round, spent);
+                auto_stop = 1;
+            }
+            fflush(stdout);
+        }
     }
+    free(active);
+    if (o.repeat_auto) total = n_done; /* the cells it chose to run */
     /* every repeated cell's statistics beside its records (<cell>.stats.json: medians, intervals, warnings) */
     for (int k = 0; o.repeat > 1 && !interrupted && k < n_cells; k++) {
         char serr[600];

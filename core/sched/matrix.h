@@ -17,7 +17,10 @@ typedef struct kh_matrix_opts {
     const char *steps, *warmup_steps;                                  /* likewise */
     const char *references;  /* --references: frameworks of tools/reference run as cells (refcell.h) */
     const char *math;                                                  /* --math, checked by kh_math_parse */
-    int repeat;          /* repetitions of every cell, each its own child process (default 1) */
+    int repeat;          /* repetitions of every cell, each its own child process (default 1); with
+                            repeat_auto the most rounds it may take (KH_MATRIX_AUTO_MAX_ROUNDS) */
+    int repeat_auto;     /* --repeat auto: rounds until every cell's median is known to auto_pct or auto_budget_s */
+    double auto_pct, auto_budget_s;
     uint64_t order_seed; /* the rounds' orders are drawn from it */
     int order_seed_set;
     double timeout_s;
@@ -25,6 +28,10 @@ typedef struct kh_matrix_opts {
     const char *db;           /* --db: each record also goes into this results database (resultsdb.h) */
     int resume, quiet;
 } kh_matrix_opts;
+/* --repeat auto: at least 3 rounds (a median's interval needs repetitions), at most this many; by default until
+ * every median's 95 % CI is within 3 % of it, or 20 minutes have passed. */
+#define KH_MATRIX_AUTO_MIN_ROUNDS 3
+#define KH_MATRIX_AUTO_MAX_ROUNDS 30
 /* Six hours: the slowest published cell (theano cifar10_cnn on a Titan X, 630 s x 20 epochs = 3.5 h)
  * fits with room; a CPU run of the full benchmark needs --timeout 0 or more. */
 #define KH_MATRIX_DEFAULT_TIMEOUT_S (6 * 3600.0)

@@ -2,6 +2,7 @@
 #include "sched/matrix_internal.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,7 +20,7 @@ static void mx_usage(FILE *f) {
     fprintf(f,
             "usage: khost matrix [--plugins LIST|all] [--tasks LIST|all] [--devices LIST|all]\n"
             "                    [--epochs N] [--batch-size N] [--limit-train N] [--limit-val N] [--seed N]\n"
-            "                    [--steps N] [--warmup-steps N] [--repeat N] [--order-seed S]\n"
+            "                    [--steps N] [--warmup-steps N] [--repeat N|auto[:PCT%%[:BUDGET]]] [--order-seed S]\n"
             "                    [--math fp32|tf32] [--references LIST|all] [--out DIR] [--timeout SECONDS]\n"
             "                    [--memory-limit BYTES[K|M|G]] [--db FILE] [--resume] [--quiet]\n"
             "Runs every plugin x task x device cell in its own child process (khost run).\n"
@@ -31,6 +32,9 @@ static void mx_usage(FILE *f) {
             "  --steps N       train N batches per epoch (steady-state timing); --warmup-steps N untimed before\n"
             "  --math M        FP32 math of every cell: fp32 (default, strict) or tf32 (CUDA tensor cores; a cpu\n"
             "                  cell records fp32 and that tf32 was ignored)\n"
+            "  --repeat auto[:PCT%%[:BUDGET]]  rounds until every cell's median has a 95 %% CI within PCT of it\n"
+            "                  (default 3 %%) or BUDGET is spent (default 20m; s, m, h); at least 3 rounds, at most\n"
+            "                  30; a cell that is precise stops early; each cell says which ended it\n"
             "  --repeat N      run every cell N times, each a fresh child, in rounds: within a round the cells\n"
             "                  run in an order shuffled from --order-seed (default: from the clock; recorded)\n"
             "                  and repetition k is written as <task>/<plugin>__<device>.rep<k>.json\n"
@@ -43,6 +47,28 @@ static void mx_usage(FILE *f) {
             "  --quiet         print only failed cells and the summary\n"
             "  --slurm ...     submit the cells as a Slurm job array instead (khost matrix --slurm --help)\n"
             "Exit status: 0 when every cell ended ok or unsupported, 1 otherwise.\n");
+}
+
+/* "auto[:PCT[%][:BUDGET]]": PCT the target half-width of each median's 95 % CI, relative (0.1 to 50); BUDGET a
+ * duration ("90s", "20m", "1h", or seconds). 0 ok. */
+static int parse_auto(const char *v, kh_matrix_opts *o) {
+    double pct = 3, budget = 20 * 60;
+    const char *p = v + 4;
+    if (*p == ':') {
+        char *end;
+        pct = strtod(p + 1, &end);
+        if (end == p + 1 || !isfinite(pct) || pct < 0.1 || pct > 50) return -1;
+        p = end + (*end == '%');
+        if (*p == ':') {
+            budget = strtod(p + 1, &end);
+            if (end == p + 1 || !isfinite(budget) || budget <= 0) return -1;
+            budget *= *end == 'h' ? 3600 : *end == 'm' ? 60 : 1;
+            p = end + (*end == 'h' || *end == 'm' || *end == 's');
+        }
+    }
+    if (*p) return -1;
+    o->repeat_auto = 1, o->repeat = KH_MATRIX_AUTO_MAX_ROUNDS, o->auto_pct = pct, o->auto_budget_s = budget;
+    return 0;
 }
 
 /* A positive decimal integer (what the child accepts); returns 0 when valid. */
@@ -140,6 +166,12 @@ int mx_parse(int argc, char **argv, kh_matrix_opts *o) {
                 return -1;
             }
             o->memory_limit = val;
+        } else if (!strcmp(name, "--repeat") && !strncmp(val, "auto", 4)) {
+            if (parse_auto(val, o) != 0) {
+                kh_logf(KH_LOG_ERROR, "matrix: --repeat expects a count from 1 to 1000 or auto[:PCT%%[:BUDGET]] (e.g. "
+                                      "auto:3%%:20m; BUDGET in s, m or h), got '%s'", val);
+                return -1;
+            }
         } else if (!strcmp(name, "--repeat") || !strcmp(name, "--order-seed")) {
             char *end = NULL;
             errno = 0;

@@ -270,12 +270,20 @@ static void update(kh_bmodel *m, float *w, float *a, float g, float lr) {
 }
 
 /* KHOST_FIXTURE_STEP_US: every training step also spins this many microseconds, so that a test can plant a known
- * slowdown in one "build" (the same binary under another value) and have it measured side by side. */
+ * slowdown in one "build" (the same binary under another value) and have it measured side by side.
+ * KHOST_FIXTURE_STEP_JITTER_PCT: each process draws its own spin from [us, us * (1 + pct/100)), so repetitions
+ * differ as on a noisy machine. */
 static void step_spin(void) {
     static long us = -1;
     if (us < 0) {
-        const char *v = getenv("KHOST_FIXTURE_STEP_US");
+        const char *v = getenv("KHOST_FIXTURE_STEP_US"), *j = getenv("KHOST_FIXTURE_STEP_JITTER_PCT");
         us = v && *v ? strtol(v, NULL, 10) : 0;
+        if (j && *j && us > 0) {
+            struct timespec ts;
+            clock_gettime(CLOCK_MONOTONIC, &ts);
+            srand((unsigned)getpid() ^ (unsigned)ts.tv_nsec);
+            us += (long)((double)us * strtod(j, NULL) / 100.0 * ((double)rand() / ((double)RAND_MAX + 1.0)));
+        }
     }
     if (us <= 0) return;
     struct timespec t0, t;
