@@ -45,6 +45,16 @@ int kh_create_regular(const char *path, int flags, unsigned mode, char *why, siz
     return fd;
 }
 
+int kh_unlink(const char *path) {
+    const char *leaf;
+    int pfd = kh_pinned_parent(path, 0, &leaf);
+    if (pfd == -1) return errno == ENOENT ? 0 : -1;
+    int rc = unlinkat(pfd, leaf, 0) != 0 && errno != ENOENT ? -1 : 0, e = errno;
+    if (pfd >= 0) close(pfd);
+    errno = e;
+    return rc;
+}
+
 int kh_abs_path(const char *path, char *buf, size_t n) {
     char cwd[4096];
     if (path[0] != '/' && !getcwd(cwd, sizeof cwd)) return -1;

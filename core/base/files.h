@@ -23,6 +23,9 @@ int kh_memfile_write(kh_memfile *m, FILE *f, const char *path, char *err, size_t
  * refused. The descriptor, or -1 with why (no path: "it is a symbolic link (not followed)", "not a regular
  * file", or the system's reason). */
 int kh_create_regular(const char *path, int flags, unsigned mode, char *why, size_t whylen);
+/* Remove path (below the pinned folder: from its handle, never through a link on the way). 0 ok or absent, -1
+ * with errno. */
+int kh_unlink(const char *path);
 /* mkdir -p; 0 ok. */
 int kh_mkdirs(const char *path);
 /* path made absolute against the working directory now, into buf: so a module that calls chdir() later cannot

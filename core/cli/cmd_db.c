@@ -47,7 +47,7 @@ int kh_cmd_db(int argc, char **argv) {
         return KH_EXIT_USAGE;
     }
     char err[4400];
-    kh_db *db = kh_db_open(file, import, err, sizeof err);
+    kh_db *db = kh_db_open(file, import ? KH_DB_CREATE : KH_DB_WRITE, err, sizeof err);
     if (!db) {
         kh_esc_msg("khost: db: ", err);
         return KH_EXIT_IO;

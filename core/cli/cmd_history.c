@@ -46,7 +46,13 @@ static int git_order_read(const char *dir, kh_git_order *g) {
 
 
 static void print_text(const kh_hist_series *s) {
-    printf("\n## %s · %s · %s (%s time)\n\nmachine: ", s->task, s->plugin, s->device, s->kind);
+    fputs("\n## ", stdout);
+    kh_esc_md(stdout, s->task);
+    fputs(" · ", stdout);
+    kh_esc_md(stdout, s->plugin);
+    fputs(" · ", stdout);
+    kh_esc_md(stdout, s->device);
+    printf(" (%s time)\n\nmachine: ", s->kind);
     kh_esc_md(stdout, s->machine);
     printf("; revisions in %s", s->order);
     printf("\n\n| # | revision | first measured | n | median (ms) | 95 %% CI (ms) |\n|---:|---|---|---:|---:|---|\n");
@@ -54,7 +60,9 @@ static void print_text(const kh_hist_series *s) {
         const kh_hist_rev *r = &s->revs[k];
         printf("| %d | ", k + 1);
         kh_esc_md(stdout, r->name);
-        printf(" | %s | %d | %.4g | ", r->first, r->n, 1e3 * r->median);
+        fputs(" | ", stdout);
+        kh_esc_md(stdout, r->first);
+        printf(" | %d | %.4g | ", r->n, 1e3 * r->median);
         if (isfinite(r->ci.lo)) printf("%.4g … %.4g |\n", 1e3 * r->ci.lo, 1e3 * r->ci.hi);
         else printf("— |\n");
     }
@@ -191,7 +199,7 @@ int kh_cmd_history(int argc, char **argv) {
         return KH_EXIT_IO;
     }
     if (git_dir && git_order_read(git_dir, &git) != 0) return KH_EXIT_IO;
-    kh_db *db = kh_db_open(file, 0, err, sizeof err);
+    kh_db *db = kh_db_open(file, KH_DB_READ, err, sizeof err);
     kh_history *hist = db ? kh_history_load(db, filters, task, plugin, err, sizeof err) : NULL;
     kh_db_close(db);
     if (!hist) {
@@ -209,7 +217,12 @@ int kh_cmd_history(int argc, char **argv) {
            "the two levels (percentile bootstrap, 95 %%); threshold %g %%.\n", n_series, n_records, threshold);
     kh_memfile page;
     FILE *pf = html ? kh_memfile_open(&page, html, err, sizeof err) : NULL;
-    if (html && !pf) oom = 1;
+    if (html && !pf) {
+        kh_esc_msg("khost: history: --html: ", err);
+        kh_history_free(hist);
+        free(git.rev);
+        return KH_EXIT_IO;
+    }
     if (pf) kh_history_page_begin(pf, src, n_series, n_records, threshold);
     for (int i = 0; i < n_series && !oom; i++)
         fails += one_series(hist, i, threshold / 100, fail_above, pf, confirm ? &cf : NULL, git_dir ? &git : NULL, &oom);

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "base/grow.h"
+#include "results/results.h"
 
 #define RESAMPLES 2000
 #define SEED 20261207u
@@ -54,17 +55,19 @@ static int add_record(void *ctx, const char *machine, const char *text, const ch
     const cJSON *mean = cJSON_GetObjectItemCaseSensitive(o, "mean_epoch_s");
     double v = cJSON_GetArraySize(steps) > 0 ? median_of(steps) : cJSON_IsNumber(mean) ? mean->valuedouble : NAN;
     const char *kind = cJSON_GetArraySize(steps) > 0 ? "step" : "epoch";
+    /* names are names (a series key is split on tabs, and the text is shown): what report would refuse, skipped */
     int keep = !strcmp(str(o, "status"), "ok") && isfinite(v) && v > 0 && (!c->task || !strcmp(c->task, task)) &&
-               (!c->plugin || !strcmp(c->plugin, plugin));
+               (!c->plugin || !strcmp(c->plugin, plugin)) && kh_record_name_ok(task, 127) &&
+               kh_record_name_ok(plugin, 127) && kh_record_name_ok(device, 31) && !strchr(machine, '\t');
     if (keep) {
         obs *nv = c->n == c->cap ? kh_grow(c->v, &c->cap, sizeof *nv, 256) : c->v;
+        if (nv) c->v = nv; /* kh_grow may have moved it: kept before anything else can fail */
         char *key = NULL;
         if (!nv || asprintf(&key, "%s\t%s\t%s\t%s\t%s", task, plugin, device, kind, machine) < 0) {
             c->oom = 1;
             cJSON_Delete(o);
             return 1;
         }
-        c->v = nv;
         obs *b = &c->v[c->n++];
         b->series = key;
         if (!(b->where = strdup(where))) c->oom = 1;

@@ -88,14 +88,16 @@ static long long khost_version(kh_db *db, char *err, size_t errlen) {
     long long v = one_int(db, "PRAGMA user_version", err, errlen);
     long long tables = v < 0 ? -1 : one_int(db, "SELECT count(*) FROM sqlite_master", err, errlen);
     if (v < 0 || tables < 0) return -1;
-    if (v == 0 && tables > 0) {
-        snprintf(err, errlen, "%s: an SQLite database, but not khost's (it has tables and no khost schema version): "
-                 "left as it is", db->path);
-        return -1;
-    }
     if (v > KH_DB_SCHEMA) {
         snprintf(err, errlen, "%s: schema version %lld is from a newer khost (this one knows 1 to %d): left as it is",
                  db->path, v, KH_DB_SCHEMA);
+        return -1;
+    }
+    long long ours = v < 1 ? 0 : one_int(db, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN "
+                                            "('records', 'sets', 'set_files')", err, errlen);
+    if ((v == 0 && tables > 0) || (v >= 1 && ours != 3)) {
+        snprintf(err, errlen, "%s: an SQLite database, but not khost's (%s): left as it is", db->path,
+                 v == 0 ? "it has tables and no khost schema version" : "it lacks khost's tables");
         return -1;
     }
     return v;
@@ -116,9 +118,9 @@ static int migrate(kh_db *db, char *err, size_t errlen) {
     return -1;
 }
 
-kh_db *kh_db_open(const char *path, int create, char *err, size_t errlen) {
+kh_db *kh_db_open(const char *path, int mode, char *err, size_t errlen) {
     struct stat st;
-    int exists = stat(path, &st) == 0;
+    int exists = stat(path, &st) == 0, create = mode == KH_DB_CREATE;
     if (!exists && !create) {
         snprintf(err, errlen, "%s: no such database", path);
         return NULL;
@@ -134,7 +136,8 @@ kh_db *kh_db_open(const char *path, int create, char *err, size_t errlen) {
         return NULL;
     }
     snprintf(db->path, sizeof db->path, "%s", path);
-    int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOFOLLOW | (create ? SQLITE_OPEN_CREATE : 0);
+    int flags = (mode == KH_DB_READ ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE) | SQLITE_OPEN_NOFOLLOW |
+                (create ? SQLITE_OPEN_CREATE : 0);
     if (sqlite3_open_v2(path, &db->h, flags, NULL) != SQLITE_OK) {
         fail(db, err, errlen, "cannot open");
         kh_db_close(db);
@@ -142,21 +145,31 @@ kh_db *kh_db_open(const char *path, int create, char *err, size_t errlen) {
     }
     sqlite3_busy_timeout(db->h, 120000); /* several importers at once: each waits for the one writing */
     sqlite3_extended_result_codes(db->h, 1);
-    if (khost_version(db, err, errlen) < 0) {
+    long long version = khost_version(db, err, errlen);
+    if (version < 0) {
         kh_db_close(db);
         return NULL;
     }
-    char mode[16] = "";
+    if (mode == KH_DB_READ) { /* a reader writes nothing: not the journal mode, not a migration */
+        if (version < KH_DB_SCHEMA) {
+            snprintf(err, errlen, "%s: schema version %lld is older than this khost's %d: `khost db list %s` migrates it",
+                     path, version, KH_DB_SCHEMA, path);
+            kh_db_close(db);
+            return NULL;
+        }
+        return db;
+    }
+    char jmode[16] = "";
     sqlite3_stmt *s = NULL;
     if (sqlite3_prepare_v2(db->h, "PRAGMA journal_mode = WAL", -1, &s, NULL) == SQLITE_OK && sqlite3_step(s) == SQLITE_ROW)
-        snprintf(mode, sizeof mode, "%s", (const char *)sqlite3_column_text(s, 0));
+        snprintf(jmode, sizeof jmode, "%s", (const char *)sqlite3_column_text(s, 0));
     sqlite3_finalize(s);
-    if (strcmp(mode, "wal") != 0) {
+    if (strcmp(jmode, "wal") != 0) {
         fail(db, err, errlen, "not usable (cannot switch it to WAL; corrupt?)");
         kh_db_close(db);
         return NULL;
     }
-    if (migrate(db, err, errlen) != 0 || exec(db, "PRAGMA foreign_keys = ON", err, errlen) != 0) {
+    if ((version < KH_DB_SCHEMA && migrate(db, err, errlen) != 0) || exec(db, "PRAGMA foreign_keys = ON", err, errlen) != 0) {
         kh_db_close(db);
         return NULL;
     }
@@ -341,13 +354,13 @@ static int parse_filters(char *buf, filters *f, const char *src, char *err, size
 }
 
 static int mount_db(const char *src, const char *file, filters *f, char *err, size_t errlen) {
-    kh_db *db = kh_db_open(file, 0, err, errlen);
+    kh_db *db = kh_db_open(file, KH_DB_READ, err, errlen);
     if (!db) return -1;
     sqlite3_stmt *s = NULL;
     const char *sql = "SELECT f.path, r.text FROM set_files f JOIN records r ON r.id = f.record_id JOIN sets s ON "
                       "s.id = f.set_id WHERE (?1 IS NULL OR s.name = ?1 OR (?1 LIKE '%*' AND substr(s.name, 1, length(?1) - 1) = substr(?1, 1, length(?1) - 1))) AND (?2 IS NULL OR substr(r.git_rev, 1, "
                       "length(?2)) = ?2) AND (?3 IS NULL OR instr(r.machine, ?3) > 0) AND (?4 IS NULL OR "
-                      "r.finished_at >= ?4) AND (?5 IS NULL OR r.finished_at <= ?5) ORDER BY f.path, r.finished_at "
+                      "r.finished_at >= ?4) AND (?5 IS NULL OR substr(r.finished_at, 1, length(?5)) <= ?5) ORDER BY f.path, r.finished_at "
                       "DESC, r.id DESC";
     const char *vals[5] = {f->set, f->rev, f->machine, f->since, f->until};
     int rc = sqlite3_prepare_v2(db->h, sql, -1, &s, NULL) == SQLITE_OK ? 0 : fail(db, err, errlen, "cannot read");
@@ -438,7 +451,7 @@ int kh_db_each_record(kh_db *db, const char *fl, kh_db_record_fn fn, void *ctx, 
                       "JOIN sets s ON s.id = f.set_id WHERE f.record_id = r.id AND (s.name = ?1 OR (?1 LIKE '%*' AND "
                       "substr(s.name, 1, length(?1) - 1) = substr(?1, 1, length(?1) - 1))))) AND (?2 IS NULL OR "
                       "substr(r.git_rev, 1, length(?2)) = ?2) AND (?3 IS NULL OR instr(r.machine, ?3) > 0) AND (?4 IS "
-                      "NULL OR r.finished_at >= ?4) AND (?5 IS NULL OR r.finished_at <= ?5) ORDER BY r.finished_at, "
+                      "NULL OR r.finished_at >= ?4) AND (?5 IS NULL OR substr(r.finished_at, 1, length(?5)) <= ?5) ORDER BY r.finished_at, "
                       "r.id";
     const char *vals[5] = {f.set, f.rev, f.machine, f.since, f.until};
     int rc = sqlite3_prepare_v2(db->h, sql, -1, &s, NULL) == SQLITE_OK ? 0 : fail(db, err, errlen, "cannot read");

@@ -17,10 +17,12 @@
 
 typedef struct kh_db kh_db;
 
-/* Open (create: make it when absent) the database at path, in WAL mode, migrated to KH_DB_SCHEMA. A file that
- * is not SQLite, a database that is not khost's, one from a newer khost or a corrupt one is refused with err
- * naming it, and left as it is. NULL on failure. */
-kh_db *kh_db_open(const char *path, int create, char *err, size_t errlen);
+/* Open the database at path. KH_DB_READ: read-only, nothing written (an older schema is refused: `khost db
+ * list` migrates it); KH_DB_WRITE: in WAL mode, migrated to KH_DB_SCHEMA; KH_DB_CREATE: the same, made when
+ * absent. A file that is not SQLite, a database that is not khost's, one from a newer khost or a corrupt one
+ * is refused with err naming it, before anything is written to it. NULL on failure. */
+enum { KH_DB_READ = 0, KH_DB_WRITE = 1, KH_DB_CREATE = 2 };
+kh_db *kh_db_open(const char *path, int mode, char *err, size_t errlen);
 void kh_db_close(kh_db *db);
 /* Every record file of dir (a folder of files or a packed one) into the set named set (dir when NULL), in one
  * transaction: a killed import leaves the database as it was. A record already known (same bytes) is not

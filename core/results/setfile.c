@@ -5,6 +5,7 @@
 #include <cjson/cJSON.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -499,39 +500,70 @@ static void remove_companions(const char *dir, const char *rel) {
     }
 }
 
+/* Data and name of path on the disk (its folder too, so a rename is): 0 ok. */
+static int sync_path(const char *path, int dir) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC | (dir ? O_DIRECTORY : 0));
+    if (fd < 0) return -1;
+    int rc = fsync(fd);
+    close(fd);
+    return rc;
+}
+
 int kh_set_pack(const char *dir, int remove, int *n_files, char *err, size_t errlen) {
-    entry *e = NULL;
-    int n = 0;
-    if (collect(dir, &e, &n, err, errlen) != 0) return -1;
-    if (n == 0) {
-        snprintf(err, errlen, "%s: no record files in its task folders: nothing to pack", dir);
-        free(e);
-        return -1;
-    }
+    entry *e = NULL, *old = NULL;
+    int n = 0, nold = 0;
     char pack[4200], tmp[4300];
     snprintf(pack, sizeof pack, "%s/%s", dir, KH_SETFILE_NAME);
     snprintf(tmp, sizeof tmp, "%s.tmp.%ld", pack, (long)getpid());
+    if (collect(dir, &e, &n, err, errlen) != 0) return -1;
+    struct stat st;
+    if (lstat(pack, &st) == 0 && read_pack(pack, &old, &nold, err, errlen) != 0) { /* packed before: kept */
+        entries_free(e, n);
+        return -1;
+    }
+    if (n == 0) {
+        snprintf(err, errlen, "%s: no record files in its task folders: nothing %sto pack", dir, nold ? "new " : "");
+        entries_free(e, n), entries_free(old, nold);
+        return -1;
+    }
+    /* the pack's records and the folders' together; a file in both must be the same file */
+    entry *all = malloc(((size_t)n + (size_t)nold + 1) * sizeof *all);
+    int na = 0, rc = all ? 0 : -1;
+    if (!all) snprintf(err, errlen, "%s: out of memory", dir);
+    for (int i = 0; rc == 0 && i < n; i++) all[na++] = e[i];
+    for (int j = 0; rc == 0 && j < nold; j++) {
+        const entry *same = bsearch(&old[j], e, (size_t)n, sizeof *e, cmp_entry);
+        if (!same) all[na++] = old[j];
+        else if (same->len != old[j].len || memcmp(same->text, old[j].text, same->len)) {
+            snprintf(err, errlen, "%s: %s is in its pack and in its folder with other contents: not packed (move one "
+                     "of them away first)", dir, old[j].path);
+            rc = -1;
+        }
+    }
+    if (rc == 0 && na > 1) qsort(all, (size_t)na, sizeof *all, cmp_entry);
     unlink(tmp);
-    int rc = write_pack(tmp, e, n, err, errlen);
+    if (rc == 0) rc = write_pack(tmp, all, na, err, errlen);
     entry *back = NULL;
     int nb = 0;
     if (rc == 0 && (rc = read_pack(tmp, &back, &nb, err, errlen)) == 0) { /* what was written reads back as the files */
-        for (int i = 0; rc == 0 && i < n; i++)
-            if (i >= nb || strcmp(back[i].path, e[i].path) || back[i].len != e[i].len ||
-                memcmp(back[i].text, e[i].text, e[i].len)) {
-                snprintf(err, errlen, "%s: %s does not read back as it was written: not packed", tmp, e[i].path);
+        for (int i = 0; rc == 0 && i < na; i++)
+            if (i >= nb || strcmp(back[i].path, all[i].path) || back[i].len != all[i].len ||
+                memcmp(back[i].text, all[i].text, all[i].len)) {
+                snprintf(err, errlen, "%s: %s does not read back as it was written: not packed", tmp, all[i].path);
                 rc = -1;
             }
         entries_free(back, nb);
     }
-    if (rc == 0 && rename(tmp, pack) != 0) {
+    /* on the disk before anything is removed: a crash never leaves a short pack and no files */
+    if (rc == 0 && (sync_path(tmp, 0) != 0 || rename(tmp, pack) != 0 || sync_path(dir, 1) != 0)) {
         snprintf(err, errlen, "%s: cannot write: %s", pack, strerror(errno));
         rc = -1;
     }
     if (rc != 0) unlink(tmp);
     for (int i = 0; rc == 0 && remove && i < n; i++) remove_companions(dir, e[i].path);
-    entries_free(e, n);
-    if (rc == 0) *n_files = n;
+    free(all);
+    entries_free(e, n), entries_free(old, nold);
+    if (rc == 0) *n_files = na;
     return rc;
 }
 

@@ -15,9 +15,10 @@
 #define KH_SETFILE_NAME "records.jsonl.gz"
 #define KH_SETFILE_VERSION 1
 
-/* Pack every record file of dir's task folders into dir/records.jsonl.gz (replacing one there), then read the
- * pack back and compare it with the files. remove: then delete the packed files with their .csv, .log and
- * .stats.json companions, and task folders left empty. *n_files: how many were packed. 0 ok; -1 with err. */
+/* Pack every record file of dir's task folders into dir/records.jsonl.gz, with what a pack already there holds
+ * (a file in both must be the same), then read the pack back and compare, and put it on the disk (fsync) before
+ * remove deletes the packed files with their .csv, .log and .stats.json companions and the task folders left
+ * empty. *n_files: how many the pack holds. 0 ok; -1 with err (nothing removed). */
 int kh_set_pack(const char *dir, int remove, int *n_files, char *err, size_t errlen);
 
 /* 1 when dir holds a pack (its name exists there): a finished set, to which run and matrix add nothing. */

@@ -205,7 +205,7 @@ int kh_matrix_run(kh_host *h, const kh_matrix_opts *given) {
     if (kh_subreaper_begin() != 0) /* a cell's orphans come back here, and end with the cell */
         kh_logf(KH_LOG_WARN, "matrix: cannot become a child subreaper: %s", strerror(errno));
     char dberr[4400];
-    if (o.db && !(db = kh_db_open(o.db, 1, dberr, sizeof dberr))) {
+    if (o.db && !(db = kh_db_open(o.db, KH_DB_CREATE, dberr, sizeof dberr))) {
         kh_esc_msg("khost: matrix: --db: ", dberr);
         rc = KH_EXIT_IO;
         goto done;
@@ -315,7 +315,6 @@ int kh_matrix_run(kh_host *h, const kh_matrix_opts *given) {
                                c.task->name, c.dev->id, r.status);
                         fflush(stdout);
                     }
-                    kh_eta_done(eta, order[pos], 0); /* a --resume skips it again in later rounds too */
                     n_final++;
                     n_skipped++;
                     n_done++;
@@ -325,10 +324,6 @@ int kh_matrix_run(kh_host *h, const kh_matrix_opts *given) {
                 }
                 kh_record_free(&r);
             }
-            if ((unlink(json) != 0 && errno != ENOENT) || (unlink(csv) != 0 && errno != ENOENT))
-                kh_logf(KH_LOG_WARN, "matrix: cannot remove the old record %s: %s", json, strerror(errno));
-            mx_remove_partial(json);
-            mx_remove_partial(csv);
             if (!mx_same_folder(out_dir, &out_st)) {
                 struct stat there;
                 if (!kh_pinned_gone() || lstat(out_dir, &there) == 0) {
@@ -345,6 +340,11 @@ int kh_matrix_run(kh_host *h, const kh_matrix_opts *given) {
                 if (kh_mkdirs(out_dir) != 0 || kh_pin_dir(out_dir, 1) != 0 || kh_pinned_stat(&out_st) != 0)
                     kh_logf(KH_LOG_ERROR, "matrix: %s: cannot create: %s", out_dir, strerror(errno));
             }
+            /* only now, in the folder known to be ours: the old record goes (never through a link) */
+            if (kh_unlink(json) != 0 || kh_unlink(csv) != 0)
+                kh_logf(KH_LOG_WARN, "matrix: cannot remove the old record %s: %s", json, strerror(errno));
+            mx_remove_partial(json);
+            mx_remove_partial(csv);
             snprintf(dir, sizeof dir, "%s/%s", out_dir, c.task->name);
             if (kh_mkdirs(dir) != 0)
                 kh_logf(KH_LOG_WARN, "matrix: %s: cannot create: %s", dir, strerror(errno));

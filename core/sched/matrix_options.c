@@ -182,7 +182,7 @@ int mx_parse(int argc, char **argv, kh_matrix_opts *o) {
                         is_repeat ? "a count from 1 to 1000" : "a non-negative integer", val);
                 return -1;
             }
-            if (is_repeat) o->repeat = (int)x;
+            if (is_repeat) o->repeat = (int)x, o->repeat_auto = 0; /* the last --repeat given counts */
             else o->order_seed = x, o->order_seed_set = 1;
         } else {
             int allow_zero = !strcmp(name, "--seed") || !strncmp(name, "--limit", 7) || !strcmp(name, "--warmup-steps");

@@ -116,7 +116,7 @@ void mx_remove_partial(const char *record_path) {
         if (strncmp(e->d_name, base, blen) || strncmp(e->d_name + blen, ".tmp.", 5)) continue;
         char p[4500];
         snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-        if (unlink(p) != 0 && errno != ENOENT)
+        if (kh_unlink(p) != 0)
             kh_logf(KH_LOG_WARN, "matrix: cannot remove the partial record %s: %s", p, strerror(errno));
     }
     closedir(d);

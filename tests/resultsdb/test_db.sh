@@ -9,7 +9,8 @@
 #      set not in it; the import done again completes;
 #   5. refused and left as they were: random bytes, a truncated database, another program's database, one
 #      from a newer khost;
-#   6. a database of schema 1 migrated to 2 when opened (the machine column filled from each record's text).
+#   6. a database of schema 1: refused by a reader (which writes nothing), migrated to 2 by khost db list (the
+#      machine column filled from each record's text).
 set -u
 bin=$1 e2e=$2
 . "$(dirname "$0")/../checks.sh"
@@ -98,6 +99,10 @@ check "... integrity_check ok" test "$(sql "$db" "pragma integrity_check")" = ok
 o=$(k db import "$db" "$t/big" 2>&1); rc=$?
 check "... and the import done again completes ($rc)" test $rc -eq 0 -a "$(sql "$db" "select count(*) from set_files f join sets s on s.id = f.set_id where s.name = '$t/big'")" = 20000
 
+before=$(sha256sum <"$db")
+k report "$db:set=$t/a" >/dev/null 2>&1; k history "$db" >/dev/null 2>&1
+check "report and history only read the database" test "$(sha256sum <"$db")" = "$before"
+
 # --- 5. databases refused and left as they were ----------------------------------------------------------------
 head -c 5000 /dev/urandom >"$t/random.db"
 cp "$db" "$t/cut.db" && truncate -s 8192 "$t/cut.db"
@@ -134,6 +139,11 @@ c.execute("insert into sets values(1, 'old', 'then')")
 c.execute("insert into set_files values(1, 'fixture_blobs/fixture__cpu.json', 1)")
 c.commit()
 PY
+before=$(sha256sum <"$t/v1.db")
+o=$(k report "$t/v1.db:set=old" 2>&1); rc=$?
+check "a reader refuses a schema 1 database, saying what migrates it ($rc): $o" \
+  test $rc -eq 8 -a -n "$(grep -F "khost db list $t/v1.db" <<<"$o")"
+check "... and writes nothing to it" test "$(sha256sum <"$t/v1.db")" = "$before"
 o=$(k db list "$t/v1.db" 2>&1); rc=$?
 check "a schema 1 database opens ($rc): $o" test $rc -eq 0 -a -n "$(grep -F "old	1	then" <<<"$o")"
 check "... migrated to schema 2" test "$(sql "$t/v1.db" "pragma user_version")" = 2

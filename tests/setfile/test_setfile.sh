@@ -70,6 +70,23 @@ mkdir -p "$t/set/fixture_blobs" && cp "$t/files/fixture_blobs/fixture__cpu.rep1.
 o=$(k report "$t/set" 2>&1 >/dev/null)
 check "a loose task folder beside the pack: warned: $o" has "$o" "records are read from records.jsonl.gz only"
 rm -rf "$t/set/fixture_blobs"
+# packing again keeps what the pack holds: a file already in it (the same bytes) or a new one joins; a file that
+# differs from the pack's copy is refused and left where it is
+mkdir -p "$t/set/fixture_blobs" && cp "$t/files/fixture_blobs/fixture__cpu.rep1.json" "$t/set/fixture_blobs/"
+sed 's/"khost_record"/"khost_record"/' "$t/files/fixture_blobs/fixture__cpu.rep1.json" |
+  python3 -c 'import json,sys; r=json.load(sys.stdin); r["repeat"]["index"]=9; print(json.dumps(r))' >"$t/set/fixture_blobs/fixture__cpu.rep9.json"
+o=$(k pack "$t/set" --remove 2>&1); rc=$?
+check "packing again: the pack's files and one new one ($rc): $o" has "$o" "pack: $((n_files + 1)) record file(s)"
+check "... the loose files went" test ! -e "$t/set/fixture_blobs"
+o=$(k report "$t/set" 2>&1)
+check "... and all are read" has "$(zcat "$t/set/records.jsonl.gz" | head -n 1)" "\"files\":$((n_files + 1))"
+mkdir -p "$t/set/fixture_blobs"
+python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); r["metric_value"]=0.5; print(json.dumps(r))' \
+  "$t/files/fixture_blobs/fixture__cpu.rep1.json" >"$t/set/fixture_blobs/fixture__cpu.rep1.json"
+o=$(k pack "$t/set" --remove 2>&1); rc=$?
+check "a file that differs from the pack's copy: refused, exit 8 ($rc): $o" test $rc -eq 8 -a -n "$(grep -F 'with other contents' <<<"$o")"
+check "... and left where it is" test -s "$t/set/fixture_blobs/fixture__cpu.rep1.json"
+rm -rf "$t/set/fixture_blobs"
 
 # --- 3. hostile packs ----------------------------------------------------------------------------------------
 zcat "$t/set/records.jsonl.gz" >"$t/plain.jsonl"

@@ -400,7 +400,7 @@ static void history_section(FILE *f, void *ctx) {
     char file[4096], err[4400];
     const char *filters = kh_db_source(src, file, sizeof file);
     if (!filters) return;
-    kh_db *db = kh_db_open(file, 0, err, sizeof err);
+    kh_db *db = kh_db_open(file, KH_DB_READ, err, sizeof err);
     kh_history *h = db ? kh_history_load(db, filters, NULL, NULL, err, sizeof err) : NULL;
     kh_db_close(db);
     if (!h) {
