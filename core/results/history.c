@@ -28,18 +28,6 @@ typedef struct collect {
     int oom;
 } collect;
 
-static double median_of(const cJSON *arr) {
-    int n = cJSON_GetArraySize(arr);
-    double *x = n > 0 ? malloc((size_t)n * sizeof *x) : NULL;
-    if (!x) return NAN;
-    int m = 0;
-    for (const cJSON *e = arr ? arr->child : NULL; e; e = e->next)
-        if (cJSON_IsNumber(e) && e->valuedouble > 0) x[m++] = e->valuedouble;
-    double r = kh_stats_median(x, m);
-    free(x);
-    return r;
-}
-
 static const char *str(const cJSON *o, const char *k) {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
     return cJSON_IsString(v) ? v->valuestring : "";
@@ -51,10 +39,9 @@ static int add_record(void *ctx, const char *machine, const char *text, const ch
     if (!o) return 0;
     const char *task = str(o, "task"), *plugin = str(o, "plugin"), *device = str(o, "device");
     const cJSON *env = cJSON_GetObjectItemCaseSensitive(o, "environment");
-    const cJSON *steps = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(o, "samples"), "step_s");
-    const cJSON *mean = cJSON_GetObjectItemCaseSensitive(o, "mean_epoch_s");
-    double v = cJSON_GetArraySize(steps) > 0 ? median_of(steps) : cJSON_IsNumber(mean) ? mean->valuedouble : NAN;
-    const char *kind = cJSON_GetArraySize(steps) > 0 ? "step" : "epoch";
+    int is_step;
+    double v = kh_record_json_value(o, &is_step); /* as the matrix and the database's cell history count it */
+    const char *kind = is_step ? "step" : "epoch";
     /* names are names (a series key is split on tabs, and the text is shown): what report would refuse, skipped */
     int keep = !strcmp(str(o, "status"), "ok") && isfinite(v) && v > 0 && (!c->task || !strcmp(c->task, task)) &&
                (!c->plugin || !strcmp(c->plugin, plugin)) && kh_record_name_ok(task, 127) &&

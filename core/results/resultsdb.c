@@ -477,6 +477,18 @@ double kh_record_value(const double *steps, long n_steps, double mean_epoch_s, i
     return mean_epoch_s > 0 ? mean_epoch_s : NAN;
 }
 
+double kh_record_json_value(const cJSON *record, int *is_step) {
+    const cJSON *st = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(record, "samples"), "step_s");
+    const cJSON *me = cJSON_GetObjectItemCaseSensitive(record, "mean_epoch_s");
+    int n = cJSON_GetArraySize(st), m = 0;
+    double *x = n > 0 ? malloc((size_t)n * sizeof *x) : NULL;
+    for (const cJSON *e = x ? st->child : NULL; e; e = e->next)
+        if (cJSON_IsNumber(e) && isfinite(e->valuedouble) && e->valuedouble > 0) x[m++] = e->valuedouble;
+    double v = n > 0 && !x ? NAN : kh_record_value(x, m, cJSON_IsNumber(me) ? me->valuedouble : NAN, is_step);
+    free(x);
+    return v;
+}
+
 /* "2026-12-04T20:29:47Z" as seconds since the epoch; NAN when it is not that. */
 static double iso_seconds(const char *s) {
     struct tm tm = {0};
@@ -502,18 +514,12 @@ int kh_db_cell_history(kh_db *db, const char *task, const char *plugin, const ch
     while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
         cJSON *o = cJSON_Parse((const char *)sqlite3_column_text(s, 0));
         const cJSON *env = cJSON_GetObjectItemCaseSensitive(o, "environment");
-        const cJSON *st = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(o, "samples"), "step_s");
-        const cJSON *me = cJSON_GetObjectItemCaseSensitive(o, "mean_epoch_s");
         double w = iso_seconds(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(env, "finished_at"))) -
                    iso_seconds(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(env, "started_at")));
         if (isfinite(w) && w >= 0 && h->n_wall < KH_CELL_HISTORY_MAX) walls[h->n_wall++] = w;
-        int n = cJSON_GetArraySize(st), is_step, m = 0;
-        double *x = n > 0 ? malloc((size_t)n * sizeof *x) : NULL;
-        for (const cJSON *e = x ? st->child : NULL; e; e = e->next)
-            if (cJSON_IsNumber(e)) x[m++] = e->valuedouble;
-        double v = kh_record_value(x, m, cJSON_IsNumber(me) ? me->valuedouble : NAN, &is_step);
+        int is_step;
+        double v = kh_record_json_value(o, &is_step);
         if (isfinite(v) && nv[is_step] < KH_CELL_HISTORY_MAX) vals[is_step][nv[is_step]++] = v;
-        free(x);
         cJSON_Delete(o);
     }
     sqlite3_finalize(s);

@@ -56,6 +56,9 @@ int kh_db_cell_history(kh_db *db, const char *task, const char *plugin, const ch
 /* A record's measured value as history and kh_cell_history count it: the median of its step samples when it has
  * them (*is_step 1), else its mean epoch time; NAN when it has neither. */
 double kh_record_value(const double *steps, long n_steps, double mean_epoch_s, int *is_step);
+/* The same from a parsed record (its samples.step_s, finite and positive, and mean_epoch_s). */
+struct cJSON;
+double kh_record_json_value(const struct cJSON *record, int *is_step);
 
 /* Split a source "FILE[:filters]" whose FILE is an existing SQLite database: file into buf, filters returned
  * (pointing into src, "" for none); NULL when src names no database. */

@@ -56,6 +56,18 @@ static void entries_free(entry *e, int n) {
 
 static int cmp_entry(const void *a, const void *b) { return strcmp(((const entry *)a)->path, ((const entry *)b)->path); }
 
+/* Entries sorted by path; a path twice is an error naming where (the entries are then freed). 0 ok. */
+static int sort_unique(entry *e, int n, const char *where, char *err, size_t errlen) {
+    if (n > 1) qsort(e, (size_t)n, sizeof *e, cmp_entry);
+    for (int i = 1; i < n; i++)
+        if (!strcmp(e[i].path, e[i - 1].path)) {
+            snprintf(err, errlen, "%s: the file %s is in it twice", where, e[i].path);
+            entries_free(e, n);
+            return -1;
+        }
+    return 0;
+}
+
 /* "<task>/<file>": a task name and a record file's name (what the folder itself could hold). */
 static int path_ok(const char *p) {
     const char *slash = strchr(p, '/');
@@ -191,13 +203,7 @@ static int parse_pack(const char *pack, char *text, size_t len, entry **out, int
         entries_free(e, n);
         return -1;
     }
-    if (n > 1) qsort(e, (size_t)n, sizeof *e, cmp_entry);
-    for (int i = 1; i < n; i++)
-        if (!strcmp(e[i].path, e[i - 1].path)) {
-            snprintf(err, errlen, "%s: the file %s is in it twice", pack, e[i].path);
-            entries_free(e, n);
-            return -1;
-        }
+    if (sort_unique(e, n, pack, err, errlen) != 0) return -1;
     *out = e;
     *n_out = n;
     return 0;
@@ -268,13 +274,7 @@ int kh_set_mount_files(const char *dir, const char *const *paths, const char *co
             return -1;
         }
     }
-    if (n > 1) qsort(e, (size_t)n, sizeof *e, cmp_entry);
-    for (int i = 1; i < n; i++)
-        if (!strcmp(e[i].path, e[i - 1].path)) {
-            snprintf(err, errlen, "%s: the file %s is in it twice", dir, e[i].path);
-            entries_free(e, n);
-            return -1;
-        }
+    if (sort_unique(e, n, dir, err, errlen) != 0) return -1;
     mount *m = &g_mounts[g_n_mounts++];
     snprintf(m->dir, sizeof m->dir, "%s", nd);
     m->e = e;
@@ -401,8 +401,8 @@ static char *read_text(const char *path, size_t *len, char *err, size_t errlen) 
     return buf;
 }
 
-/* Every record file of dir's task folders, sorted by path. */
-static int collect(const char *dir, entry **out, int *n_out, char *err, size_t errlen) {
+/* Every record file of dir's task folders, sorted by path; with_text: their texts read too (NULL otherwise). */
+static int collect(const char *dir, int with_text, entry **out, int *n_out, char *err, size_t errlen) {
     DIR *d = opendir(dir);
     if (!d) {
         snprintf(err, errlen, "%s: cannot read: %s", dir, strerror(errno));
@@ -440,7 +440,7 @@ static int collect(const char *dir, entry **out, int *n_out, char *err, size_t e
             if (!e[n].path) {
                 snprintf(err, errlen, "out of memory");
                 rc = -1;
-            } else if (!(e[n].text = read_text(path, &e[n].len, err, errlen))) {
+            } else if (with_text && !(e[n].text = read_text(path, &e[n].len, err, errlen))) {
                 free(e[n].path);
                 rc = -1;
             } else n++;
@@ -515,7 +515,7 @@ int kh_set_pack(const char *dir, int remove, int *n_files, char *err, size_t err
     char pack[4200], tmp[4300];
     snprintf(pack, sizeof pack, "%s/%s", dir, KH_SETFILE_NAME);
     snprintf(tmp, sizeof tmp, "%s.tmp.%ld", pack, (long)getpid());
-    if (collect(dir, &e, &n, err, errlen) != 0) return -1;
+    if (collect(dir, 1, &e, &n, err, errlen) != 0) return -1;
     struct stat st;
     if (lstat(pack, &st) == 0 && read_pack(pack, &old, &nold, err, errlen) != 0) { /* packed before: kept */
         entries_free(e, n);
@@ -592,7 +592,7 @@ int kh_set_each(const char *dir, int (*fn)(void *ctx, const char *rel, const cha
     }
     entry *e;
     int n;
-    if (collect(dir, &e, &n, err, errlen) != 0) return -1;
+    if (collect(dir, 0, &e, &n, err, errlen) != 0) return -1; /* the paths: fn reads what it needs */
     int rc = 0;
     for (int i = 0; rc == 0 && i < n; i++) {
         snprintf(path, sizeof path, "%s/%s", dir, e[i].path);

@@ -81,14 +81,12 @@ static double flagged(int n_series, int half, double step, double cv, unsigned l
 
 int main(int argc, char **argv) {
     const char *path = argc > 1 ? argv[1] : "asv_fixtures.json";
-    FILE *f = fopen(path, "rb");
-    CHECK(f != NULL, "%s: cannot open", path);
-    if (!f) return kh_test_finish("test_steps");
-    static char buf[1 << 20];
-    size_t len = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[len] = 0;
-    cJSON *o = cJSON_Parse(buf);
+    size_t len;
+    char *text = kh_test_slurp(path, &len);
+    CHECK(text != NULL, "%s: cannot read", path);
+    if (!text) return kh_test_finish("test_steps");
+    cJSON *o = cJSON_Parse(text);
+    free(text);
     const cJSON *series = cJSON_GetObjectItem(o, "series");
     CHECK(cJSON_GetArraySize(series) >= 10, "fixtures: %d series", cJSON_GetArraySize(series));
     for (int i = 0; i < cJSON_GetArraySize(series); i++) check_series(cJSON_GetArrayItem(series, i));
