@@ -39,6 +39,7 @@
 #include "khost/kit/init.h"
 #include "cell/layout.h"
 #include "devices/peak.h"
+#include "devices/roofline.h"
 #include "base/procguard.h"
 #include "cell/progress.h"
 #include "cell/runguard.h"
@@ -462,9 +463,10 @@ static void fill_environment(cell *c) {
     }
 }
 
-/* What an epoch's time means: the kit's FLOP and byte count of this model for the epoch's samples, and the
- * device's roofline at that arithmetic intensity (kh_record_summarise turns them into GFLOP/s and a
- * fraction of the roofline). Unknown figures stay NAN and the record says why. */
+/* What an epoch's time means: the kit's FLOP and compulsory byte count of this model for the epoch's samples,
+ * and the device's hierarchical roofline for them (devices/roofline.h: each phase held to the ceiling of the
+ * memory level its step's working set lives in); kh_record_summarise turns them into GFLOP/s and a fraction
+ * of the roofline. Unknown figures stay NAN and the record says why. */
 static void count_work(cell *c, int64_t per_epoch, int64_t n_val) {
     kh_cell_record *r = c->rec;
     kh_model_flops f;
@@ -474,13 +476,24 @@ static void count_work(cell *c, int64_t per_epoch, int64_t n_val) {
         return;
     }
     kh_flops_epoch(&f, per_epoch, c->batch, n_val, &r->flops_per_epoch, &r->bytes_per_epoch);
+    kh_flops_phase train, eval;
+    kh_flops_phases(&f, per_epoch, c->batch, n_val, &train, &eval);
     kh_peak pk;
     int known = kh_peak_get(c->o->dev, &pk) == 0;
     snprintf(r->peak_source, sizeof r->peak_source, "%s", pk.source);
     if (!known) return;
     r->peak_gflops = pk.gflops;
     if (pk.gbps > 0) r->peak_gbps = pk.gbps;
-    r->roofline_gflops = kh_peak_bound(&pk, r->bytes_per_epoch > 0 ? r->flops_per_epoch / r->bytes_per_epoch : INFINITY);
+    kh_roofline rl;
+    if (kh_roofline_bound(&pk, &train, &eval, &rl) != 0) return;
+    r->roofline_gflops = rl.gflops;
+    r->step_working_set_bytes = rl.working_set;
+    if (rl.level >= 0) {
+        snprintf(r->roofline_level, sizeof r->roofline_level, "%s", pk.levels[rl.level].name);
+        r->roofline_gbps = rl.gbps;
+        r->n_mem_levels = pk.n_levels;
+        memcpy(r->mem_levels, pk.levels, sizeof r->mem_levels);
+    }
 }
 
 static const char *cache_word(int32_t cache) {
@@ -749,7 +762,7 @@ static int run(cell *c) {
     }
     kh_noise noise0, noise1; /* the machine's load over the timed epochs: on the record, beside the times */
     kh_noise_before(rec);
-    kh_noise_sample(&noise0);
+    kh_cpuload_sample(&noise0);
     double t_start = kh_now();
     int code = KH_EXIT_OK;
     for (int e = 1; e <= epochs && code == KH_EXIT_OK; e++) {
@@ -766,7 +779,7 @@ static int run(cell *c) {
         }
         if (code == KH_EXIT_OK && o->checkpoint_dir && e < epochs) checkpoint(c, e, epochs);
     }
-    kh_noise_sample(&noise1);
+    kh_cpuload_sample(&noise1);
     kh_noise_after(rec, &noise0, &noise1);
     if (rec->n_rows == 0) set_energy(rec, energy, epoch_j, epoch_w, 0);
     kh_energy_close(energy);

@@ -10,32 +10,6 @@
 
 #include "khost/kit/clock.h"
 
-void kh_noise_sample(kh_noise *n) {
-    memset(n, 0, sizeof *n);
-    n->wall = kh_now();
-    FILE *f = fopen("/proc/stat", "re");
-    unsigned long long v[10] = {0};
-    int got = f ? fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4],
-                         &v[5], &v[6], &v[7], &v[8], &v[9])
-                : 0;
-    if (f) fclose(f);
-    if (got < 8) return;
-    /* user nice system idle iowait irq softirq steal [guest guest_nice: already inside user and nice] */
-    n->busy = v[0] + v[1] + v[2] + v[5] + v[6];
-    n->steal = v[7];
-    n->total = n->busy + v[3] + v[4] + v[7];
-    char buf[4096];
-    f = fopen("/proc/self/stat", "re");
-    size_t len = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
-    if (f) fclose(f);
-    buf[len] = 0;
-    char *p = strrchr(buf, ')'); /* the command name may hold spaces: fields count from after it */
-    unsigned long long ut = 0, st = 0;
-    if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2) return;
-    n->self = ut + st;
-    n->ok = 1;
-}
-
 static int read_line(const char *path, char *buf, size_t n) {
     FILE *f = fopen(path, "re");
     int ok = f && fgets(buf, (int)n, f);
@@ -78,15 +52,13 @@ void kh_noise_before(kh_cell_record *r) {
 }
 
 void kh_noise_after(kh_cell_record *r, const kh_noise *a, const kh_noise *b) {
-    if (!a->ok || !b->ok || b->wall <= a->wall || b->total <= a->total) return;
-    double hz = (double)sysconf(_SC_CLK_TCK);
-    double busy = (double)(b->busy - a->busy), self = (double)(b->self - a->self);
-    double others = busy > self ? busy - self : 0; /* ticks of CPU time nobody of ours spent */
+    double others, steal;
+    if (kh_cpuload_between(a, b, &others, &steal) != 0) return;
     char buf[32];
     snprintf(buf, sizeof buf, "%.3f", b->wall - a->wall);
     kh_record_set_env(r, "noise_window_s", buf);
-    snprintf(buf, sizeof buf, "%.2f", others / hz / (b->wall - a->wall));
+    snprintf(buf, sizeof buf, "%.2f", others);
     kh_record_set_env(r, "noise_other_cores", buf);
-    snprintf(buf, sizeof buf, "%.1f", 100.0 * (double)(b->steal - a->steal) / (double)(b->total - a->total));
+    snprintf(buf, sizeof buf, "%.1f", steal);
     kh_record_set_env(r, "noise_steal_pct", buf);
 }

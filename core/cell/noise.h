@@ -10,18 +10,10 @@
 #ifndef KHOST_CORE_NOISE_H
 #define KHOST_CORE_NOISE_H
 
+#include "base/cpuload.h"
 #include "results/results.h"
 
-typedef struct kh_noise {
-    double wall;                    /* seconds, monotonic */
-    unsigned long long busy, steal; /* all CPUs' ticks: user..softirq, steal */
-    unsigned long long total;       /* every tick /proc/stat counts */
-    unsigned long long self;        /* this process's utime + stime, ticks */
-    int ok;
-} kh_noise;
-
-/* A sample now (ok 0 when /proc could not be read). */
-void kh_noise_sample(kh_noise *n);
+typedef kh_cpuload kh_noise; /* sampled with kh_cpuload_sample */
 /* Before the timed epochs: the load average and the frequency and governor, into r's environment. */
 void kh_noise_before(kh_cell_record *r);
 /* After them: what happened between a and b, into r's environment (nothing when either sample failed). */

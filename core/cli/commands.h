@@ -11,6 +11,7 @@ int kh_cmd_compare(int argc, char **argv);
 int kh_cmd_pack(int argc, char **argv);
 int kh_cmd_db(int argc, char **argv);
 int kh_cmd_history(int argc, char **argv);
+int kh_cmd_peak(int argc, char **argv);
 int kh_cmd_describe(kh_host *h, int argc, char **argv);
 int kh_cmd_verify(kh_host *h, int argc, char **argv);
 int kh_cmd_profile(kh_host *h, int argc, char **argv);

@@ -64,6 +64,9 @@ static const char usage[] =
     "  khost history DB[:filters] [--task T] [--plugin P] [--threshold PCT] [--fail-above PCT]\n"
     "      each cell's series of revisions on each machine, with change points (asv's step detection) and a\n"
     "      CI for each change; exit 1 when a regression is above --fail-above.\n"
+    "  khost peak [--measure] [--json]\n"
+    "      the cpu's roofline ceilings: the sgemm peak and each memory level's bandwidth (L1 ... DRAM), as\n"
+    "      every record is held to them (cached per machine; --measure measures again).\n"
     "  khost describe --task T [--limit-train N] [--limit-val N]\n"
     "      what the task will train on: samples per split, shapes, classes, vocabulary, the model.\n"
     "  khost verify --plugin P [--device D] [--task T|all|none] [--tol X] [--seed N] [--batch N]\n"
@@ -142,6 +145,7 @@ int main(int argc, char **argv) {
         kh_scan_set_helper(NULL);
         return kh_cmd_db(sub_argc, sub_argv);
     }
+    if (!strcmp(cmd, "peak")) return kh_cmd_peak(sub_argc, sub_argv); /* the machine alone */
     if (!strcmp(cmd, "pack")) { /* records only: no registry, no modules */
         kh_scan_set_helper(NULL);
         return kh_cmd_pack(sub_argc, sub_argv);

@@ -1,10 +1,11 @@
-/* core/devices/peak.c — peak FLOP rate and bandwidth per device (see peak.h).
+/* core/devices/peak.c — peak FLOP rate and bandwidth ceilings per device (see peak.h).
  *
  * cpu: OpenBLAS's sgemm (opened at run time: the core links no BLAS) on 1024x1024 matrices with one thread
- * per online CPU, best of a few runs, and a 64 MiB memcpy (read + write bytes counted), best of 40; measured in
- * a forked child so BLAS threads and their settings never reach the backends. The result is cached per CPU
- * model and thread count in $XDG_CACHE_HOME/khost/peak-cpu.txt (~/.cache when unset), so it is measured once
- * per machine. CUDA: published FP32 peak and memory bandwidth of the devices in the table below. */
+ * per online CPU, best of a few runs, and every memory level's bandwidth (devices/membw.c: four streaming
+ * kernels on every CPU, DRAM over arrays four times the last-level cache); measured in a forked child so BLAS
+ * threads and their settings never reach the backends. The result is cached per CPU model, ISA, thread count
+ * and OpenBLAS kernels in $XDG_CACHE_HOME/khost/peak-cpu-levels.txt (~/.cache when unset), so it is measured
+ * once per machine. CUDA: published FP32 peak and memory bandwidth of the devices in the table below. */
 #define _GNU_SOURCE
 #include "devices/peak.h"
 
@@ -21,7 +22,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/cpuload.h"
 #include "base/sysinfo.h"
+#include "devices/blas_tune.h"
 #include "base/files.h"
 #include "khost/kit/clock.h"
 #include "khost/kit/pathtrust.h"
@@ -64,7 +67,7 @@ static double measure_sgemm(void) {
     double best = 0;
     if (a && b && c) {
         for (size_t i = 0; i < (size_t)n * n; i++) a[i] = b[i] = (float)(i % 7) * 0.1f, c[i] = 0;
-        for (int rep = 0; rep < 6; rep++) {
+        for (int rep = 0; rep < 12; rep++) {
             double t0 = kh_now();
             f(101 /* row major */, 111, 111, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
             double dt = kh_now() - t0, g = 2.0 * n * n * (double)n / dt / 1e9;
@@ -75,57 +78,15 @@ static double measure_sgemm(void) {
     return best;
 }
 
-typedef struct copy_part {
-    char *dst;
-    const char *src;
-    size_t n;
-} copy_part;
+/* The calibration in a child: 0 with the figures, -1 when the child failed. */
+typedef struct calibration {
+    double gflops;
+    int n_levels;
+    kh_mem_level levels[KH_MEM_LEVELS_MAX];
+    double other_cores, steal_pct; /* the machine's load beside the measurement; -1 unknown */
+} calibration;
 
-static void *copy_thread(void *v) {
-    copy_part *c = v;
-    memcpy(c->dst, c->src, c->n);
-    return NULL;
-}
-
-/* memcpy bandwidth with every online CPU copying its share at once: a backend's streaming passes (an
- * optimizer over a large table) run on all its threads, and one thread alone reaches only part of the
- * machine's bandwidth. */
-static double measure_copy(void) {
-    const size_t n = (size_t)64 << 20;
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    int t = cpus < 1 ? 1 : cpus > 64 ? 64 : (int)cpus;
-    char *a = malloc(n), *b = malloc(n);
-    double best = 0;
-    if (a && b) {
-        memset(a, 1, n), memset(b, 2, n);
-        /* best of many: each copy takes milliseconds, and on a shared machine all of a handful can land in
-         * another tenant's burst, giving a peak the backends then beat (bench/cpu/README.md, steady set) */
-        for (int rep = 0; rep < 40; rep++) {
-            copy_part part[64];
-            pthread_t th[64];
-            size_t chunk = n / (size_t)t;
-            double t0 = kh_now();
-            int started[64] = {0};
-            for (int k = 0; k < t; k++) {
-                size_t off = (size_t)k * chunk, len = k == t - 1 ? n - off : chunk;
-                part[k] = (copy_part){(rep % 2 ? a : b) + off, (rep % 2 ? b : a) + off, len};
-                if (k > 0) started[k] = pthread_create(&th[k], NULL, copy_thread, &part[k]) == 0;
-            }
-            copy_thread(&part[0]);
-            for (int k = 1; k < t; k++) {
-                if (started[k]) pthread_join(th[k], NULL);
-                else copy_thread(&part[k]); /* a thread that could not start: copied here */
-            }
-            double dt = kh_now() - t0, g = 2.0 * (double)n / dt / 1e9;
-            if (g > best) best = g;
-        }
-    }
-    free(a), free(b);
-    return best;
-}
-
-/* Both measurements in a child: 0 with the figures, -1 when the child failed. */
-static int measure_in_child(double *gflops, double *gbps) {
+static int measure_in_child(calibration *out) {
     int fd[2];
     if (pipe(fd) != 0) return -1;
     pid_t pid = fork();
@@ -135,15 +96,24 @@ static int measure_in_child(double *gflops, double *gbps) {
     }
     if (pid == 0) {
         close(fd[0]);
-        double v[2] = {measure_sgemm(), measure_copy()};
-        ssize_t w = write(fd[1], v, sizeof v);
-        _exit(w == (ssize_t)sizeof v ? 0 : 1);
+        calibration c;
+        memset(&c, 0, sizeof c);
+        long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+        int threads = cpus < 1 ? 1 : (int)cpus;
+        kh_cpuload a, b;
+        kh_cpuload_sample(&a);
+        c.gflops = measure_sgemm();
+        c.n_levels = kh_mem_levels_detect(c.levels, KH_MEM_LEVELS_MAX, threads);
+        if (kh_mem_levels_measure(c.levels, c.n_levels, threads) != 0) c.n_levels = 0;
+        kh_cpuload_sample(&b);
+        if (kh_cpuload_between(&a, &b, &c.other_cores, &c.steal_pct) != 0) c.other_cores = c.steal_pct = -1;
+        ssize_t w = write(fd[1], &c, sizeof c);
+        _exit(w == (ssize_t)sizeof c ? 0 : 1);
     }
     close(fd[1]);
-    double v[2];
     ssize_t got = 0;
-    while (got < (ssize_t)sizeof v) {
-        ssize_t r = read(fd[0], (char *)v + got, sizeof v - (size_t)got);
+    while (got < (ssize_t)sizeof *out) {
+        ssize_t r = read(fd[0], (char *)out + got, sizeof *out - (size_t)got);
         if (r < 0 && errno == EINTR) continue;
         if (r <= 0) break;
         got += r;
@@ -151,9 +121,35 @@ static int measure_in_child(double *gflops, double *gbps) {
     close(fd[0]);
     int st;
     while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
-    if (got != (ssize_t)sizeof v) return -1;
-    *gflops = v[0], *gbps = v[1];
+    if (got != (ssize_t)sizeof *out || out->n_levels < 0 || out->n_levels > KH_MEM_LEVELS_MAX) return -1;
     return 0;
+}
+
+/* Beside other work by the rule the report applies to a repetition (base/cpuload.h) */
+static int busy(const calibration *c) {
+    return c->other_cores > KH_CPULOAD_BUSY_CORES || c->steal_pct > KH_CPULOAD_BUSY_STEAL_PCT;
+}
+
+/* Up to three calibrations while the machine is busy beside them, a second apart; each figure the best of
+ * them (a ceiling is the most the machine gave). */
+static int calibrate(calibration *best) {
+    int got = 0;
+    for (int attempt = 0; attempt < 3; attempt++) {
+        calibration c;
+        if (attempt) sleep(1);
+        if (measure_in_child(&c) != 0) continue;
+        if (!got) *best = c;
+        else {
+            if (c.gflops > best->gflops) best->gflops = c.gflops;
+            for (int i = 0; i < best->n_levels && i < c.n_levels; i++)
+                if (!strcmp(c.levels[i].name, best->levels[i].name) && c.levels[i].gbps > best->levels[i].gbps)
+                    best->levels[i] = c.levels[i];
+            if (c.other_cores < best->other_cores) best->other_cores = c.other_cores, best->steal_pct = c.steal_pct;
+        }
+        got = 1;
+        if (!busy(best)) break;
+    }
+    return got ? 0 : -1;
 }
 
 static void cache_path(char *buf, size_t n) {
@@ -162,42 +158,88 @@ static void cache_path(char *buf, size_t n) {
     else snprintf(buf, n, "%s/.cache/khost", home && *home ? home : "/tmp");
 }
 
-/* Cache lines: "<key>\t<gflops>\t<gbps>\t<when>"; key = cpu model + threads. */
+/* One level as cached: "<name>:<capacity>:<buffer>:<gbps>:<kernel>" (capacity 0 for DRAM). */
+static int level_parse(const char *text, kh_mem_level *lv) {
+    memset(lv, 0, sizeof *lv);
+    char name[8], kernel[8];
+    if (sscanf(text, "%7[A-Z0-9]:%lf:%lf:%lf:%7[a-z]", name, &lv->bytes, &lv->buffer_bytes, &lv->gbps, kernel) != 5)
+        return -1;
+    if (!(lv->bytes >= 0 && lv->buffer_bytes > 0 && lv->gbps > 0 && isfinite(lv->gbps))) return -1;
+    snprintf(lv->name, sizeof lv->name, "%s", name);
+    snprintf(lv->kernel, sizeof lv->kernel, "%s", kernel);
+    return 0;
+}
+
+/* Cache lines: "<key>\t<gflops>\t<level>,<level>,...\t<when>", the last level DRAM. The newest line of a key
+ * wins; a line that does not parse is skipped (measured again). */
 static int cache_read(const char *file, const char *key, kh_peak *out, char *when, size_t wn) {
     FILE *f = fopen(file, "r");
     if (!f) return -1;
-    char line[1024];
+    char line[2048];
     int found = -1;
     while (fgets(line, sizeof line, f)) {
         char *t1 = strchr(line, '\t');
         if (!t1) continue;
         *t1 = 0;
         if (strcmp(line, key) != 0) continue;
-        double g, b;
-        char w[64];
-        if (sscanf(t1 + 1, "%lf\t%lf\t%63s", &g, &b, w) == 3 && g >= 0 && b >= 0) {
-            out->gflops = g, out->gbps = b;
-            snprintf(when, wn, "%s", w);
-            found = 0;
-        }
+        double g;
+        char levels[1024], w[64];
+        if (sscanf(t1 + 1, "%lf\t%1023[^\t]\t%63s", &g, levels, w) != 3 || !(g >= 0)) continue;
+        kh_peak p;
+        memset(&p, 0, sizeof p);
+        int bad = 0;
+        for (char *save = NULL, *tok = strtok_r(levels, ",", &save); tok && !bad; tok = strtok_r(NULL, ",", &save))
+            bad = p.n_levels == KH_MEM_LEVELS_MAX || level_parse(tok, &p.levels[p.n_levels++]) != 0;
+        if (bad || p.n_levels == 0 || strcmp(p.levels[p.n_levels - 1].name, "DRAM") != 0) continue;
+        out->gflops = g, out->n_levels = p.n_levels;
+        memcpy(out->levels, p.levels, sizeof p.levels);
+        out->gbps = p.levels[p.n_levels - 1].gbps;
+        snprintf(when, wn, "%s", w);
+        found = 0;
     }
     fclose(f);
     return found;
 }
 
-static int cpu_peak(const kh_device *dev, kh_peak *out) {
-    char dir[3000], file[3100], model[256], key[400], when[64];
+static void cache_write(const char *dir, const char *file, const char *key, const kh_peak *p, const char *when) {
+    if (kh_mkdirs(dir) != 0) return;
+    chmod(dir, 0700);
+    char why[128];
+    int fd = kh_create_regular(file, O_WRONLY | O_APPEND | O_CLOEXEC, 0600, why, sizeof why);
+    FILE *f = fd >= 0 ? fdopen(fd, "a") : NULL;
+    if (!f) {
+        if (fd >= 0) close(fd);
+        return;
+    }
+    fprintf(f, "%s\t%.17g\t", key, p->gflops); /* exact: a cached figure is the measured one */
+    for (int i = 0; i < p->n_levels; i++)
+        fprintf(f, "%s%s:%.0f:%.0f:%.17g:%s", i ? "," : "", p->levels[i].name, p->levels[i].bytes,
+                p->levels[i].buffer_bytes, p->levels[i].gbps, p->levels[i].kernel);
+    fprintf(f, "\t%s\n", when);
+    fclose(f);
+}
+
+static void cpu_source(kh_peak *out, const char *when, const char *file) {
+    const kh_mem_level *d = &out->levels[out->n_levels - 1];
+    snprintf(out->source, sizeof out->source,
+             "calibrated %s (sgemm 1024^3; %d memory level(s), DRAM %.0f GB/s over %.0f MiB), cached in %s", when,
+             out->n_levels, d->gbps, d->buffer_bytes / 1048576, file);
+}
+
+int kh_peak_cpu(kh_peak *out, int fresh) {
+    char dir[3000], file[3100], model[256], key[600], when[64];
     cache_path(dir, sizeof dir);
-    snprintf(file, sizeof file, "%s/peak-cpu.txt", dir);
+    snprintf(file, sizeof file, "%s/peak-cpu-levels.txt", dir);
     kh_env_cpu_model(model, sizeof model);
     long threads = sysconf(_SC_NPROCESSORS_ONLN);
     /* the kernels OpenBLAS runs are part of the machine's peak (core/devices/blas_tune.c chooses them): a change of
-     * kernels is a new calibration, not a stale number */
+     * kernels is a new calibration, not a stale number; one model name can hide two ISAs */
     const char *core = getenv("OPENBLAS_CORETYPE");
-    snprintf(key, sizeof key, "%s x%ld openblas=%s", model, threads, core && *core ? core : "default");
+    snprintf(key, sizeof key, "%s [%s] x%ld openblas=%s", model, kh_cpu_isa(), threads,
+             core && *core ? core : "default");
     for (char *p = key; *p; p++)
         if (*p == '\t' || *p == '\n') *p = ' ';
-    (void)dev;
+    memset(out, 0, sizeof *out);
     char terr[3300];
     int trusted = kh_path_trusted(dir, terr, sizeof terr) == 0;
     static int warned;
@@ -205,48 +247,51 @@ static int cpu_peak(const kh_device *dev, kh_peak *out) {
         warned = 1;
         kh_logf(KH_LOG_WARN, "CPU peak: not cached: %s (khost/kit/pathtrust.h)", terr);
     }
-    if (trusted && cache_read(file, key, out, when, sizeof when) == 0) {
-        snprintf(out->source, sizeof out->source, "calibrated %s (sgemm 1024^3, memcpy 64 MiB), cached in %s", when,
-                 file);
+    if (!fresh && trusted && cache_read(file, key, out, when, sizeof when) == 0) {
+        cpu_source(out, when, file);
         return out->gflops > 0 ? 0 : -1;
     }
-    double g = 0, b = 0;
-    if (measure_in_child(&g, &b) != 0) {
+    calibration c;
+    if (calibrate(&c) != 0) {
         snprintf(out->source, sizeof out->source, "unknown: the calibration process failed");
         return -1;
     }
-    out->gflops = g, out->gbps = b;
     kh_env_now_iso(when, sizeof when);
-    if (g <= 0) {
+    if (c.gflops <= 0) {
         snprintf(out->source, sizeof out->source, "unknown: no OpenBLAS (libopenblas.so.0) to time sgemm with");
         return -1;
     }
-    snprintf(out->source, sizeof out->source, "calibrated %s (sgemm 1024^3, memcpy 64 MiB), cached in %s", when,
-             file);
-    /* a private cache: other users' files are not trusted, and a failed write only costs a re-measurement */
-    if (!trusted) {
-        snprintf(out->source + strlen(out->source), sizeof out->source - strlen(out->source), " (not saved)");
-    } else if (kh_mkdirs(dir) == 0) {
-        chmod(dir, 0700);
-        char why[128];
-        int fd = kh_create_regular(file, O_WRONLY | O_APPEND | O_CLOEXEC, 0600, why, sizeof why);
-        FILE *f = fd >= 0 ? fdopen(fd, "a") : NULL;
-        if (!f && fd >= 0) close(fd);
-        if (f) {
-            fprintf(f, "%s\t%.3f\t%.3f\t%s\n", key, g, b, when);
-            fclose(f);
-        }
+    if (c.n_levels == 0) {
+        snprintf(out->source, sizeof out->source, "unknown: the memory bandwidth could not be measured");
+        return -1;
     }
+    out->gflops = c.gflops, out->n_levels = c.n_levels;
+    memcpy(out->levels, c.levels, sizeof c.levels);
+    out->gbps = c.levels[c.n_levels - 1].gbps;
+    cpu_source(out, when, file);
+    size_t at = strlen(out->source);
+    /* a private cache: other users' files are not trusted, and a failed write only costs a re-measurement. A
+     * calibration taken beside other work is used once and not kept: cached, it would hold every later cell
+     * of a quiet machine to ceilings that machine beats. */
+    if (busy(&c))
+        snprintf(out->source + at, sizeof out->source - at, " (taken beside other work: %.2f cores busy, %.1f %% "
+                 "stolen; not saved)", c.other_cores, c.steal_pct);
+    else if (!trusted) snprintf(out->source + at, sizeof out->source - at, " (not saved)");
+    else cache_write(dir, file, key, out, when);
     return 0;
 }
 
 int kh_peak_get(const kh_device *dev, kh_peak *out) {
     memset(out, 0, sizeof *out);
-    if (dev->kind == KH_DEVICE_CPU) return cpu_peak(dev, out);
+    if (dev->kind == KH_DEVICE_CPU) return kh_peak_cpu(out, 0);
     for (size_t i = 0; i < sizeof cuda_known / sizeof *cuda_known; i++) {
         if (!strcasestr(dev->name, cuda_known[i].name_part)) continue;
         out->gflops = cuda_known[i].tflops * 1e3;
         out->gbps = cuda_known[i].tbps * 1e3;
+        out->n_levels = 1; /* the device memory alone: its caches are not measured */
+        snprintf(out->levels[0].name, sizeof out->levels[0].name, "DRAM");
+        snprintf(out->levels[0].kernel, sizeof out->levels[0].kernel, "spec");
+        out->levels[0].gbps = out->gbps;
         snprintf(out->source, sizeof out->source, "published: %s FP32 %.1f TFLOP/s, %.2f TB/s", cuda_known[i].name_part,
                  cuda_known[i].tflops, cuda_known[i].tbps);
         return 0;

@@ -15,6 +15,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/cpuload.h"
+
 #include "results/cellfiles.h"
 #include "results/stats.h"
 
@@ -43,8 +45,8 @@ typedef struct kh_rep {
 /* 1 when the repetition was measured under noise: other processes took more than KH_NOISE_OTHER_CORES cores or the
  * hypervisor stole more than KH_NOISE_STEAL_PCT %, over a window of at least KH_NOISE_MIN_WINDOW_S (cell/noise.h). */
 int kh_rep_noisy(const kh_rep *r);
-#define KH_NOISE_OTHER_CORES 0.25
-#define KH_NOISE_STEAL_PCT 2.0
+#define KH_NOISE_OTHER_CORES KH_CPULOAD_BUSY_CORES
+#define KH_NOISE_STEAL_PCT KH_CPULOAD_BUSY_STEAL_PCT
 #define KH_NOISE_MIN_WINDOW_S 1.0
 
 /* Statistics of one value kind over the finished repetitions. */

@@ -1,6 +1,7 @@
 /* core/results/results.c — cell records: CSV + JSON, written atomically; JSON read back for report and resume. */
 #define _POSIX_C_SOURCE 200809L
 #include "results/results.h"
+#include "results/record_roofline.h"
 
 #include "base/files.h"
 #include "base/grow.h"
@@ -24,6 +25,7 @@ void kh_record_init(kh_cell_record *r) {
     r->metric_value = r->mean_epoch_s = r->median_epoch_s = r->time_to_target_s = NAN;
     r->flops_per_epoch = r->bytes_per_epoch = r->gflops = NAN;
     r->peak_gflops = r->peak_gbps = r->roofline_gflops = r->roofline_fraction = NAN;
+    r->roofline_gbps = r->step_working_set_bytes = NAN;
     r->compile_s = r->compile_codegen_s = r->compile_cc_s = r->compile_load_s = NAN;
     r->compile_cold_s = r->compile_warm_s = NAN;
     r->compile_units = -1;
@@ -255,6 +257,7 @@ char *kh_record_to_json(const kh_cell_record *r, int compact) {
     cJSON_AddStringToObject(o, "metric", r->metric);
     add_figures(o, r, record_figures, N_FIGURES(record_figures));
     cJSON_AddStringToObject(o, "peak_source", r->peak_source);
+    kh_record_roofline_add(o, r);
     /* the FP32 math the session used (absent in records written before --math) and why an asked mode was not */
     if (r->math[0]) cJSON_AddStringToObject(o, "math", r->math);
     if (r->math_note[0]) cJSON_AddStringToObject(o, "math_note", r->math_note);
@@ -467,6 +470,13 @@ int kh_record_read(const char *path, kh_cell_record *r, char *err, size_t errlen
     if (isfinite(v = get_num(o, "val_samples"))) r->val_samples = (int64_t)v;
     get_figures(o, r, record_figures, N_FIGURES(record_figures));
     get_str(o, "peak_source", r->peak_source, sizeof r->peak_source);
+    {
+        char why[160];
+        if (kh_record_roofline_read(o, r, why, sizeof why) != 0) {
+            snprintf(err, errlen, "%s: %s", path, why);
+            goto done;
+        }
+    }
     get_str(o, "math", r->math, sizeof r->math);
     get_str(o, "math_note", r->math_note, sizeof r->math_note);
     r->compile_s = get_num(o, "compile_s");

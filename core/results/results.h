@@ -17,7 +17,10 @@
  *   "flops_per_epoch": 4.5e12 | null, "bytes_per_epoch": 1.9e11 | null, (the kit's count, kh_spec_flops)
  *   "gflops": 12.1 | null,                              (flops_per_epoch / mean_epoch_s)
  *   "peak_gflops", "peak_gbps", "roofline_gflops": .. | null, "roofline_fraction": 0.31 | null,
- *   "peak_source": "calibrated ... cached in ~/.cache/khost/peak-cpu.txt" | "published: ..." | "unknown: ...",
+ *   "peak_source": "calibrated ... cached in ~/.cache/khost/peak-cpu-levels.txt" | "published: ..." | "unknown: ...",
+ *   "roofline": {"level": "L3", "gbps": 150.2, "working_set_bytes": 9.1e6,   (absent in older records: the bound
+ *                "levels": [{"level": "L1", "bytes": 65536, "buffer_bytes": 32768, "gbps": 610.5,  was DRAM's alone)
+ *                            "kernel": "update"}, ..., {"level": "DRAM", "bytes": 0, ...}]},
  *   "math": "fp32" | "tf32",                          (the session's FP32 math: --math, kh_device.math)
  *   "math_note": "tf32 ignored on cpu: ...",          (only when the asked mode was not the one used)
  *   "compile_s": 0.002 | null,                          (host wall time of the backend's compile call)
@@ -49,6 +52,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "devices/membw.h"
+
 typedef struct kh_epoch_row {
     int epoch;
     double elapsed;   /* since the start of training (seconds) */
@@ -72,6 +77,12 @@ typedef struct kh_cell_record {
     double flops_per_epoch, bytes_per_epoch, gflops;
     double peak_gflops, peak_gbps, roofline_gflops, roofline_fraction;
     char peak_source[256];
+    /* the hierarchical roofline (devices/roofline.h): the memory level the training step's working set lives
+     * in and the ceiling the cell was held to; "" / NAN / 0 levels in older records */
+    char roofline_level[8];
+    double roofline_gbps, step_working_set_bytes;
+    int n_mem_levels;
+    kh_mem_level mem_levels[KH_MEM_LEVELS_MAX];
     char math[8];              /* the session's FP32 math, "fp32" | "tf32" (--math); "" in older records */
     char math_note[192];       /* why the asked mode was not applied ("tf32 ignored on cpu: ..."), else "" */
     /* model-compile time (ABI 1.2): NAN / "" / -1 when unknown (older records, failed compiles) */

@@ -4,7 +4,7 @@
  * GEMM-like work (Dense, Conv2D, LSTM gates) is counted, element-wise work (biases, activations, pooling,
  * dropout, the loss) is not; the backward pass is the weight gradients (as many FLOPs as the forward) plus
  * the input gradients that somebody needs (none below the first layer with parameters); an optimizer step
- * costs a fixed number of FLOPs per parameter. Bytes are the same document's coarse traffic model, used
+ * costs a fixed number of FLOPs per parameter. Bytes are the same document's compulsory traffic, used
  * only to place a cell under the roofline. */
 #include <string.h>
 
@@ -24,25 +24,25 @@ static double opt_flops_per_param(uint32_t kind) {
     }
 }
 
-/* 4-byte passes over every parameter per step by the optimizer: reads of w, g and its slots, writes of w,
- * its slots and the cleared g (SGD 3 + 1, RMSprop 5 + 1, Adam/Adadelta 7 + 1). */
-static double opt_passes(uint32_t kind) {
+/* The optimizer's slots per parameter (RMSprop's a; Adam's m, v; Adadelta's a, d). */
+static double opt_slots(uint32_t kind) {
     switch (kind) {
-    case KH_OPT_SGD: return 4;
-    case KH_OPT_RMSPROP: return 6;
-    default: return 8;
+    case KH_OPT_SGD: return 0;
+    case KH_OPT_RMSPROP: return 1;
+    default: return 2;
     }
 }
 
-/* 4-byte passes per step over an Embedding table's untouched rows that any correct backend must make:
- * Keras's dense optimizers update every row with a zero gradient, which changes the weights and slots of
- * RMSprop, Adam and Adadelta (read and write w and each slot) but leaves SGD's rows as they are. The
- * gradient itself is never read or cleared outside the rows the batch touched. */
-static double table_passes(uint32_t kind) {
+/* A layer whose output any implementation must store: one that computes (Dense, Conv2D, pooling, the LSTMs).
+ * Activation, Dropout and Flatten can be fused into their producer, and an Embedding's gathered rows into its
+ * consumer (fastText's average), so their outputs need no memory of their own. */
+static int output_stored(uint32_t kind) {
     switch (kind) {
-    case KH_OPT_SGD: return 0;
-    case KH_OPT_RMSPROP: return 4;
-    default: return 6;
+    case KH_LAYER_ACTIVATION:
+    case KH_LAYER_DROPOUT:
+    case KH_LAYER_FLATTEN:
+    case KH_LAYER_EMBEDDING: return 0;
+    default: return 1;
     }
 }
 
@@ -78,7 +78,7 @@ kh_status kh_spec_flops(const kh_model_spec *spec, const kh_model_shapes *sh, kh
     double k = opt_flops_per_param(spec->optimizer.kind);
     if (k < 0) return kh_errf(err, errlen, KH_ERR_INVALID, "flops: unknown optimizer %u", spec->optimizer.kind);
     int grad_needed = 0; /* an earlier layer has parameters: the input gradient must be computed */
-    double params = 0, table_params = 0, act = 0;
+    double params = 0, table_params = 0, out_fwd = 0, out_grad = 0, gathered = 0;
     for (int i = 0; i < spec->n_layers; i++) {
         const kh_layer_spec *l = &spec->layers[i];
         const kh_layer_shapes *s = &sh->layers[i];
@@ -95,28 +95,51 @@ kh_status kh_spec_flops(const kh_model_spec *spec, const kh_model_shapes *sh, kh
             if (l->kind == KH_LAYER_EMBEDDING) table_params += (double)s->params[p].numel;
         }
         if (s->n_params > 0) grad_needed = 1;
-        act += (double)s->out_numel;
+        if (l->kind == KH_LAYER_EMBEDDING) gathered += (double)s->out_numel;
+        if (output_stored(l->kind)) {
+            out_fwd += (double)s->out_numel;
+            if (grad_needed) out_grad += (double)s->out_numel; /* a gradient flows back through this output */
+        }
     }
     out->params = params;
     out->optimizer = params * k;
-    /* an Embedding table is touched only where the batch points (the gather reads and the gradient's
-     * writes are in the activation traffic below), except by the dense optimizer over every row */
-    out->param_bytes_train = 4 * ((params - table_params) * (3 + opt_passes(spec->optimizer.kind)) +
-                                  table_params * table_passes(spec->optimizer.kind));
-    out->param_bytes_eval = 4 * (params - table_params);
-    /* each stored activation written once and read about twice in the forward; ~3x that in training */
-    out->act_bytes_eval = 4 * 3 * act;
-    out->act_bytes_train = 3 * out->act_bytes_eval;
+    /* Parameters: the update reads and writes w and each slot once. The gradient is not counted: an update
+     * fused into the weight-gradient computation never stores it. A table's rows are all updated by the
+     * dense optimizers (Keras's Adam moves a row with a zero gradient); SGD leaves an untouched row alone and
+     * its touched rows' update is not counted (their number depends on the data). */
+    double slots = opt_slots(spec->optimizer.kind), dense = params - table_params;
+    double table_kept = spec->optimizer.kind == KH_OPT_SGD ? 0 : table_params;
+    out->param_bytes_train = 4 * (dense + table_kept) * (2 + 2 * slots);
+    out->param_bytes_eval = 4 * dense;
+    out->ws_param_train = 4 * (dense + table_kept) * (1 + slots);
+    out->ws_param_eval = 4 * dense;
+    /* Activations: each stored output written once and read once; in training its gradient too; gathered
+     * rows read once. The batch's inputs and labels are not counted (small beside the rest). */
+    out->act_bytes_eval = 4 * (2 * out_fwd + gathered);
+    out->act_bytes_train = 4 * (2 * out_fwd + 2 * out_grad + gathered);
+    out->ws_act_eval = 4 * (out_fwd + gathered);
+    out->ws_act_train = 4 * (out_fwd + out_grad + gathered);
     return KH_OK;
+}
+
+void kh_flops_phases(const kh_model_flops *f, int64_t train_samples, int64_t batch_size, int64_t val_samples,
+                     kh_flops_phase *train, kh_flops_phase *eval) {
+    int64_t b = batch_size > 0 ? batch_size : 1;
+    double steps = (double)((train_samples + b - 1) / b), vsteps = (double)((val_samples + b - 1) / b);
+    double tr = (double)train_samples, va = (double)val_samples;
+    double tb = train_samples < b ? tr : (double)b, vb = val_samples < b ? va : (double)b; /* one full step */
+    train->flops = tr * (f->forward + f->backward) + steps * f->optimizer;
+    train->bytes = steps * f->param_bytes_train + tr * f->act_bytes_train;
+    train->working_set = f->ws_param_train + tb * f->ws_act_train;
+    eval->flops = va * f->forward;
+    eval->bytes = vsteps * f->param_bytes_eval + va * f->act_bytes_eval;
+    eval->working_set = f->ws_param_eval + vb * f->ws_act_eval;
 }
 
 void kh_flops_epoch(const kh_model_flops *f, int64_t train_samples, int64_t batch_size, int64_t val_samples,
                     double *flops, double *bytes) {
-    int64_t b = batch_size > 0 ? batch_size : 1;
-    double steps = (double)((train_samples + b - 1) / b), vsteps = (double)((val_samples + b - 1) / b);
-    double tr = (double)train_samples, va = (double)val_samples;
-    if (flops) *flops = tr * (f->forward + f->backward) + steps * f->optimizer + va * f->forward;
-    if (bytes)
-        *bytes = steps * f->param_bytes_train + vsteps * f->param_bytes_eval + tr * f->act_bytes_train +
-                 va * f->act_bytes_eval;
+    kh_flops_phase t, e;
+    kh_flops_phases(f, train_samples, batch_size, val_samples, &t, &e);
+    if (flops) *flops = t.flops + e.flops;
+    if (bytes) *bytes = t.bytes + e.bytes;
 }

@@ -12,6 +12,7 @@
 #include "cell/layout.h"
 #include "base/sysinfo.h"
 #include "cell/env.h"
+#include "devices/blas_tune.h"
 #include "devices/peak.h"
 #include "results/results.h"
 #include "testutil.h"
@@ -127,17 +128,27 @@ static void test_peak(void) {
     char file[2048], model[256], line[512];
     snprintf(file, sizeof file, "%s/khost", cache);
     mkdir(file, 0700);
-    snprintf(file, sizeof file, "%s/khost/peak-cpu.txt", cache);
+    snprintf(file, sizeof file, "%s/khost/peak-cpu-levels.txt", cache);
     kh_env_cpu_model(model, sizeof model);
     const char *core = getenv("OPENBLAS_CORETYPE");
-    int n = snprintf(line, sizeof line, "%s x%ld openblas=%s\t123.5\t45.25\t2026-01-01T00:00:00Z\n", model,
-                     sysconf(_SC_NPROCESSORS_ONLN), core && *core ? core : "default");
+    int n = snprintf(line, sizeof line,
+                     "%s [%s] x%ld openblas=%s\t123.5\tL1:65536:32768:400.5:triad,L3:1048576:524288:150:update,"
+                     "DRAM:0:12582912:45.25:update\t2026-01-01T00:00:00Z\n",
+                     model, kh_cpu_isa(), sysconf(_SC_NPROCESSORS_ONLN), core && *core ? core : "default");
     kh_test_write_file(file, line, (size_t)n);
     setenv("XDG_CACHE_HOME", cache, 1);
     d.kind = KH_DEVICE_CPU;
     CHECK(kh_peak_get(&d, &p) == 0 && p.gflops == 123.5 && p.gbps == 45.25 && strstr(p.source, "cached in") &&
               strstr(p.source, "2026-01-01"),
           "cpu from cache: %g %g %s", p.gflops, p.gbps, p.source);
+    CHECK(p.n_levels == 3 && !strcmp(p.levels[0].name, "L1") && p.levels[0].gbps == 400.5 &&
+              p.levels[1].bytes == 1048576 && !strcmp(p.levels[2].kernel, "update"),
+          "the cached levels: %d", p.n_levels);
+    /* a CUDA device has one level, its memory at the published figure */
+    d.kind = KH_DEVICE_CUDA;
+    snprintf(d.name, sizeof d.name, "NVIDIA H100 80GB HBM3");
+    CHECK(kh_peak_get(&d, &p) == 0 && p.n_levels == 1 && !strcmp(p.levels[0].name, "DRAM") && p.levels[0].gbps == 3350,
+          "H100: one level at %g GB/s", p.levels[0].gbps);
 }
 
 int main(void) {

@@ -48,7 +48,14 @@ int main(void) {
                                  L(.kind = KH_LAYER_DENSE, .units = 10, .activation = KH_ACT_SOFTMAX)};
     check("mnist_mlp", KH_F32, 1, 784, 0, 0, 0, mlp, 5, KH_OPT_RMSPROP,
           (want){1337344, 1337344 + 2.0 * (262144 + 5120), 669706, 9});
-    CHECK(last.param_bytes_train == 4 * 669706.0 * (3 + 6), "mnist_mlp train bytes %.0f", last.param_bytes_train);
+    /* compulsory bytes: RMSprop's w and a read and written once (4 passes); outputs of the three Dense (512,
+     * 512, 10) written and read once, their gradients too; Dropout fuses into its producer */
+    CHECK(last.param_bytes_train == 4 * 669706.0 * 4, "mnist_mlp train bytes %.0f", last.param_bytes_train);
+    CHECK(last.param_bytes_eval == 4 * 669706.0, "mnist_mlp eval bytes %.0f", last.param_bytes_eval);
+    CHECK(last.act_bytes_train == 4 * 4 * 1034.0, "mnist_mlp activation bytes %.0f", last.act_bytes_train);
+    CHECK(last.act_bytes_eval == 4 * 2 * 1034.0, "mnist_mlp eval activation bytes %.0f", last.act_bytes_eval);
+    CHECK(last.ws_param_train == 4 * 669706.0 * 2 && last.ws_act_train == 4 * 2 * 1034.0,
+          "mnist_mlp working set %.0f + %.0f per sample", last.ws_param_train, last.ws_act_train);
 
     /* mnist_cnn: 26*26*32*9 = 194,688; 24*24*64*288 = 10,616,832; 9216*128 = 1,179,648; 128*10 = 1,280 */
     const kh_layer_spec cnn[] = {
@@ -90,12 +97,18 @@ int main(void) {
                                 L(.kind = KH_LAYER_GAP1D),
                                 L(.kind = KH_LAYER_DENSE, .units = 1, .activation = KH_ACT_SIGMOID)};
     check("imdb_fasttext", KH_I32, 1, 400, 0, 0, 0, ft, 3, KH_OPT_ADAM, (want){100, 200, 1210948.0 * 50 + 51, 12});
-    /* bytes per step: the Dense's 51 parameters 3 passes (forward, input gradient, gradient write) + Adam's
-     * 8; the table only Adam's dense 6 (w, m, v read and written; the gradient exists only for touched rows) */
-    CHECK(last.param_bytes_train == 4 * (51.0 * 11 + 1210948.0 * 50 * 6), "imdb_fasttext train bytes %.0f",
+    /* bytes per step: every parameter's w, m, v read and written once (6 passes), the table's rows included
+     * (Keras's dense Adam); the gradient is not compulsory (a fused update never stores it) */
+    CHECK(last.param_bytes_train == 4 * (51.0 + 1210948.0 * 50) * 6, "imdb_fasttext train bytes %.0f",
           last.param_bytes_train);
     CHECK(last.param_bytes_eval == 4 * 51.0, "imdb_fasttext eval bytes %.0f", last.param_bytes_eval);
-    CHECK(last.act_bytes_train == 36.0 * (400 * 50 + 50 + 1), "imdb_fasttext activation bytes %.0f", last.act_bytes_train);
+    CHECK(last.ws_param_train == 4 * (51.0 + 1210948.0 * 50) * 3, "imdb_fasttext working set %.0f", last.ws_param_train);
+    /* per sample: the 400 x 50 gathered rows read once; the average (50) and the Dense (1) written and read,
+     * with their gradients; the gathered rows themselves fuse into the average */
+    CHECK(last.act_bytes_train == 4 * (400 * 50 + 4 * (50 + 1.0)), "imdb_fasttext activation bytes %.0f",
+          last.act_bytes_train);
+    CHECK(last.act_bytes_eval == 4 * (400 * 50 + 2 * (50 + 1.0)), "imdb_fasttext eval activation bytes %.0f",
+          last.act_bytes_eval);
 
     /* lstm_text_generation: 40 x 4*128*(57+128) = 3,788,800 MACs + Dense 128*57 = 7,296; the LSTM is the first
      * layer: its input gradient is not needed, its recurrent one (40 x 4*128*128 = 2,621,440) is */
@@ -112,6 +125,15 @@ int main(void) {
     kh_flops_epoch(&f, 1000, 128, 100, &fl, &by);
     CHECK(fl == 1000 * 30.0 + 8 * 1000.0 + 100 * 10.0, "epoch flops %.0f", fl);
     CHECK(by == 8 * 7.0 + 1 * 3.0 + 1000 * 5.0 + 100 * 2.0, "epoch bytes %.0f", by);
+    /* the same epoch in its two phases; a full step's working set (the validation's 100 < one batch) */
+    f.ws_param_train = 40, f.ws_act_train = 2, f.ws_param_eval = 11, f.ws_act_eval = 1;
+    kh_flops_phase tr, ev;
+    kh_flops_phases(&f, 1000, 128, 100, &tr, &ev);
+    CHECK(tr.flops + ev.flops == fl && tr.bytes + ev.bytes == by, "the phases add up to the epoch");
+    CHECK(tr.flops == 1000 * 30.0 + 8 * 1000.0 && ev.bytes == 3.0 + 100 * 2.0, "phase split %.0f %.0f", tr.flops,
+          ev.bytes);
+    CHECK(tr.working_set == 40 + 128 * 2.0 && ev.working_set == 11 + 100 * 1.0, "working sets %.0f %.0f",
+          tr.working_set, ev.working_set);
     /* an unknown optimizer is an error, not a silent zero */
     kh_model_spec bad = {.struct_size = sizeof bad, .input_dtype = KH_F32, .input_rank = 1, .input_shape = {4},
                          .n_layers = 1, .layers = mlp + 4, .loss = KH_LOSS_CATEGORICAL_CROSSENTROPY,

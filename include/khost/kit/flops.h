@@ -23,10 +23,18 @@ typedef struct kh_model_flops {
     double backward;          /* per training sample */
     double optimizer;         /* per training step: params x FLOPs per update (2 SGD, 9 RMSprop, 12 Adam, 16 Adadelta) */
     double params;
-    double param_bytes_train; /* per training step: parameter traffic (forward, input gradient, optimizer) */
-    double param_bytes_eval;  /* per evaluation step */
-    double act_bytes_train;   /* per training sample: activation traffic (coarse, +-50 %) */
+    /* Compulsory traffic (docs/PERFORMANCE.md, "Bytes"): every distinct byte a step must touch, read once if it
+     * is read and written once if it is written, whatever the backend fuses or caches; a lower bound on what a
+     * step moves, so the roofline drawn with it is an upper bound on what a step can reach. */
+    double param_bytes_train; /* per training step: w and the optimizer's slots read and written */
+    double param_bytes_eval;  /* per evaluation step: w read */
+    double act_bytes_train;   /* per training sample: computed outputs and their gradients, gathered rows */
     double act_bytes_eval;    /* per evaluation sample */
+    /* The distinct bytes behind that traffic, which decide the memory level a step runs from */
+    double ws_param_train;    /* per training step: w and the slots */
+    double ws_param_eval;     /* per evaluation step: w outside Embedding tables */
+    double ws_act_train;      /* per training sample */
+    double ws_act_eval;       /* per evaluation sample */
 } kh_model_flops;
 
 /* Count a spec whose shapes kh_spec_infer computed. per_layer (optional) receives n_layers entries.
@@ -37,6 +45,17 @@ kh_status kh_spec_flops(const kh_model_spec *spec, const kh_model_shapes *sh, kh
  * flops and bytes may be NULL. */
 void kh_flops_epoch(const kh_model_flops *f, int64_t train_samples, int64_t batch_size, int64_t val_samples,
                     double *flops, double *bytes);
+
+/* One phase of an epoch (its training steps, or its evaluation steps): FLOPs and compulsory bytes in all,
+ * and one full step's working set. */
+typedef struct kh_flops_phase {
+    double flops, bytes, working_set;
+} kh_flops_phase;
+
+/* The epoch of kh_flops_epoch split into its training phase and its evaluation phase (the sums are
+ * kh_flops_epoch's figures). */
+void kh_flops_phases(const kh_model_flops *f, int64_t train_samples, int64_t batch_size, int64_t val_samples,
+                     kh_flops_phase *train, kh_flops_phase *eval);
 
 #ifdef __cplusplus
 }
