@@ -35,6 +35,10 @@ static int print_json(const kh_peak *p) {
         cJSON_AddNumberToObject(e, "buffer_bytes", p->levels[i].buffer_bytes);
         cJSON_AddNumberToObject(e, "gbps", p->levels[i].gbps);
         cJSON_AddStringToObject(e, "kernel", p->levels[i].kernel);
+        cJSON *k = cJSON_AddObjectToObject(e, "kernels"); /* measured by this call only: a cache keeps the best */
+        for (int j = 0; k && j < KH_MEMBW_KERNELS; j++)
+            if (p->levels[i].kernel_gbps[j] > 0)
+                cJSON_AddNumberToObject(k, kh_membw_kernel_name((kh_membw_kernel)j), p->levels[i].kernel_gbps[j]);
         cJSON_AddItemToArray(lv, e);
     }
     char *s = cJSON_Print(o);
@@ -65,14 +69,19 @@ int kh_cmd_peak(int argc, char **argv) {
         return KH_EXIT_DEVICE;
     }
     if (json) return print_json(&p);
-    printf("cpu peak: %.1f GFLOP/s (sgemm)\n%s\n\n| level | capacity | measured over | GB/s | kernel |\n"
-           "|---|---:|---:|---:|---|\n", p.gflops, p.source);
+    printf("cpu peak: %.1f GFLOP/s (sgemm)\n%s\n\n| level | capacity | measured over | GB/s | kernel | copy | triad "
+           "| update | read |\n|---|---:|---:|---:|---|---:|---:|---:|---:|\n", p.gflops, p.source);
     for (int i = 0; i < p.n_levels; i++) {
         const kh_mem_level *l = &p.levels[i];
         char cap[32];
         if (l->bytes > 0) snprintf(cap, sizeof cap, "%.0f KiB", l->bytes / 1024);
         else snprintf(cap, sizeof cap, "-");
-        printf("| %s | %s | %.0f KiB | %.1f | %s |\n", l->name, cap, l->buffer_bytes / 1024, l->gbps, l->kernel);
+        printf("| %s | %s | %.0f KiB | %.1f | %s |", l->name, cap, l->buffer_bytes / 1024, l->gbps, l->kernel);
+        for (int j = 0; j < KH_MEMBW_KERNELS; j++)
+            if (l->kernel_gbps[j] > 0) printf(" %.1f |", l->kernel_gbps[j]);
+            else printf(" — |");
+        printf("\n");
     }
+    printf("\nper kernel: this call's measurement (— when the figures came from the cache)\n");
     return KH_EXIT_OK;
 }

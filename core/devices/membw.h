@@ -8,14 +8,15 @@
 #define KH_MEM_LEVELS_MAX 5
 
 typedef struct kh_mem_level {
-    char name[8];        /* "L1", "L2", "L3", "DRAM" */
+    char name[8];        /* "L2", "L3", "DRAM" */
     double bytes;        /* capacity over the CPUs measured (distinct instances summed); 0 for DRAM: unbounded */
     double buffer_bytes; /* what the measurement streamed over, all threads' arrays together */
     double gbps;         /* the best of the kernels, bytes counted as STREAM does (reads + writes) / 1e9 */
     char kernel[8];      /* which kernel gave it: "copy", "triad", "update", "read" */
+    double kernel_gbps[4]; /* each kernel's best, in kh_membw_kernel order; 0 when not measured here (cached) */
 } kh_mem_level;
 
-/* The data and unified cache levels the first `threads` online CPUs see, fastest first, then DRAM; each
+/* The unified cache levels from L2 on that the first `threads` online CPUs see, fastest first, then DRAM; each
  * level's buffer size set for measuring. Returns the number of levels (at least 1: DRAM alone when sysfs
  * says nothing). */
 int kh_mem_levels_detect(kh_mem_level *lv, int max, int threads);
@@ -23,10 +24,10 @@ int kh_mem_levels_detect(kh_mem_level *lv, int max, int threads);
  * levels not measured keep gbps 0). */
 int kh_mem_levels_measure(kh_mem_level *lv, int n, int threads);
 
-/* The streaming kernels (membw_kernels.c, built for the widest vector ISA the machine runs): one pass over
- * n floats of each array; returns a value the caller keeps so the read pass is not optimised away. */
+/* The streaming kernels (membw_kernels.c, built for the widest vector ISA the machine runs): `passes` passes
+ * over n floats of each array; returns a value the caller keeps so the read passes are not optimised away. */
 typedef enum { KH_MEMBW_COPY, KH_MEMBW_TRIAD, KH_MEMBW_UPDATE, KH_MEMBW_READ, KH_MEMBW_KERNELS } kh_membw_kernel;
-float kh_membw_pass(kh_membw_kernel k, float *a, float *b, float *c, long n);
+float kh_membw_pass(kh_membw_kernel k, float *a, float *b, float *c, long n, int passes);
 /* Bytes one pass moves per float of each array (copy 8, triad 12, update 24, read 4). */
 double kh_membw_bytes_per_float(kh_membw_kernel k);
 const char *kh_membw_kernel_name(kh_membw_kernel k);

@@ -13,39 +13,58 @@
 #endif
 #define KH_NO_SANITIZE __attribute__((no_sanitize("address", "undefined")))
 
-KH_WIDEST KH_NO_SANITIZE static void copy(float *restrict a, const float *restrict b, long n) {
-    for (long i = 0; i < n; i++) a[i] = b[i];
-}
-
-KH_WIDEST KH_NO_SANITIZE static void triad(float *restrict a, const float *restrict b, const float *restrict c,
-                                           long n) {
-    for (long i = 0; i < n; i++) a[i] = b[i] + 0.5f * c[i];
-}
-
-KH_WIDEST KH_NO_SANITIZE static void update(float *restrict a, float *restrict b, float *restrict c, long n) {
-    for (long i = 0; i < n; i++) {
-        float x = a[i], y = b[i], z = c[i]; /* a rotation: values keep their size over any number of passes */
-        a[i] = y, b[i] = z, c[i] = x;
+/* Each kernel makes `passes` passes itself: a call per pass would be timed too, and at L1's sizes (a few
+ * hundred vectors a pass) that call is a good part of the pass. */
+KH_WIDEST KH_NO_SANITIZE static float copy(float *restrict a, const float *restrict b, long n, int passes) {
+    for (int p = 0; p < passes; p++) {
+        for (long i = 0; i < n; i++) a[i] = b[i];
+        __asm__ volatile("" ::: "memory"); /* every pass is made: the stores must happen again */
     }
+    return a[0];
 }
 
-KH_WIDEST KH_NO_SANITIZE static float read_sum(const float *restrict b, long n) {
-    float lane[16] = {0};
-    long i = 0;
-    for (; i + 16 <= n; i += 16)
-        for (int j = 0; j < 16; j++) lane[j] += b[i + j];
+KH_WIDEST KH_NO_SANITIZE static float triad(float *restrict a, const float *restrict b, const float *restrict c,
+                                            long n, int passes) {
+    for (int p = 0; p < passes; p++) {
+        for (long i = 0; i < n; i++) a[i] = b[i] + 0.5f * c[i];
+        __asm__ volatile("" ::: "memory");
+    }
+    return a[0];
+}
+
+KH_WIDEST KH_NO_SANITIZE static float update(float *restrict a, float *restrict b, float *restrict c, long n,
+                                             int passes) {
+    for (int p = 0; p < passes; p++) {
+        for (long i = 0; i < n; i++) {
+            float x = a[i], y = b[i], z = c[i]; /* a rotation: values keep their size over any number of passes */
+            a[i] = y, b[i] = z, c[i] = x;
+        }
+        __asm__ volatile("" ::: "memory");
+    }
+    return a[0];
+}
+
+/* 64 lanes: four independent chains of 16-float adds, so the adds' latency never limits the loads */
+KH_WIDEST KH_NO_SANITIZE static float read_sum(const float *restrict b, long n, int passes) {
     float s = 0;
-    for (int j = 0; j < 16; j++) s += lane[j];
-    for (; i < n; i++) s += b[i];
+    for (int p = 0; p < passes; p++) {
+        float lane[64] = {0};
+        long i = 0;
+        for (; i + 64 <= n; i += 64)
+            for (int j = 0; j < 64; j++) lane[j] += b[i + j];
+        for (int j = 0; j < 64; j++) s += lane[j];
+        for (; i < n; i++) s += b[i];
+        __asm__ volatile("" ::: "memory");
+    }
     return s;
 }
 
-float kh_membw_pass(kh_membw_kernel k, float *a, float *b, float *c, long n) {
+float kh_membw_pass(kh_membw_kernel k, float *a, float *b, float *c, long n, int passes) {
     switch (k) {
-    case KH_MEMBW_COPY: copy(a, b, n); return a[0];
-    case KH_MEMBW_TRIAD: triad(a, b, c, n); return a[0];
-    case KH_MEMBW_UPDATE: update(a, b, c, n); return a[0];
-    case KH_MEMBW_READ: return read_sum(b, n);
+    case KH_MEMBW_COPY: return copy(a, b, n, passes);
+    case KH_MEMBW_TRIAD: return triad(a, b, c, n, passes);
+    case KH_MEMBW_UPDATE: return update(a, b, c, n, passes);
+    case KH_MEMBW_READ: return read_sum(b, n, passes);
     default: return 0;
     }
 }

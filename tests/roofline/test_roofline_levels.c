@@ -16,8 +16,8 @@ static kh_peak planted(void) {
     kh_peak p;
     memset(&p, 0, sizeof p);
     p.gflops = 100; /* GFLOP/s */
-    const kh_mem_level lv[] = {{"L1", 64e3, 32e3, 400, "triad"}, {"L2", 2e6, 1e6, 200, "update"},
-                               {"L3", 32e6, 16e6, 100, "update"}, {"DRAM", 0, 384e6, 25, "update"}};
+    const kh_mem_level lv[] = {{"L1", 64e3, 32e3, 400, "triad", {0}}, {"L2", 2e6, 1e6, 200, "update", {0}},
+                               {"L3", 32e6, 16e6, 100, "update", {0}}, {"DRAM", 0, 384e6, 25, "update", {0}}};
     memcpy(p.levels, lv, sizeof lv);
     p.n_levels = 4;
     p.gbps = 25;

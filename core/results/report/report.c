@@ -113,19 +113,25 @@ static void print_throughput(FILE *f, const kh_report_task *t) {
     int any = 0;
     for (int i = 0; i < t->np * t->nd; i++) any |= is_ok(t->cells[i]) && isfinite(t->cells[i]->gflops);
     if (!any) return;
-    fprintf(f, "\nAchieved GFLOP/s (model FLOPs per epoch / mean epoch time; %% of the device's roofline):\n\n");
+    int levels = 0; /* records since the hierarchical roofline name the level each was held to */
+    for (int i = 0; i < t->np * t->nd; i++) levels |= is_ok(t->cells[i]) && t->cells[i]->roofline_level[0];
+    fprintf(f, "\nAchieved GFLOP/s (model FLOPs per epoch / mean epoch time; %% of the device's roofline%s):\n\n",
+            levels ? " at the memory level the training step's working set lives in, the level named" : "");
     kh_report_md_head(f, t);
     for (int p = 0; p < t->np; p++) {
         kh_report_md_label(f, t, p);
         for (int d = 0; d < t->nd; d++) {
             const kh_cell_record *r = t->cells[p * t->nd + d];
             if (!is_ok(r) || !isfinite(r->gflops)) fprintf(f, " %s |", is_ok(r) ? "n/a" : unfinished(r));
+            else if (isfinite(r->roofline_fraction) && r->roofline_level[0])
+                fprintf(f, " %.3g (%.1f%% of %s) |", r->gflops, 100 * r->roofline_fraction, r->roofline_level);
             else if (isfinite(r->roofline_fraction)) fprintf(f, " %.3g (%.1f%%) |", r->gflops, 100 * r->roofline_fraction);
             else fprintf(f, " %.3g |", r->gflops);
         }
         fprintf(f, "\n");
     }
     warn_roofline(f, t);
+    kh_report_roofline_points(f, t);
 }
 
 static void print_task(FILE *f, const kh_report_task *t) {

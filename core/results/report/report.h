@@ -51,6 +51,8 @@ extern const char *const kh_report_vs_reference_title;
 /* A time-table cell of kind 0 (epoch, s) or 1 (step, ms): time [CI] (factor [CI], "≈" when not significant),
  * bold for the fastest. */
 void kh_report_fmt_time_cell(const kh_report_task *t, int p, int d, int kind, char *buf, size_t n);
+/* Each finished cell's point under its hierarchical roofline, when some record names its level (report_roofline.c). */
+void kh_report_roofline_points(FILE *f, const kh_report_task *t);
 /* The time-per-step table, when some record of the task has per-step samples (report_stats.c). */
 void kh_report_print_steps(FILE *f, const kh_report_task *t);
 /* The peak-memory table (peak RSS; the backend's device memory where it counts it), when any record has one

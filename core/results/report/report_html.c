@@ -144,7 +144,9 @@ static void tables(FILE *f, const kh_report_task *t) {
                 fputs("<br/><span class=\"gflops\" title=\"", f);
                 kh_esc_xml(f, r->peak_source);
                 fprintf(f, "\">%.3g GFLOP/s", r->gflops);
-                if (isfinite(r->roofline_fraction)) fprintf(f, ", %.1f%% of roofline", 100 * r->roofline_fraction);
+                if (isfinite(r->roofline_fraction) && r->roofline_level[0])
+                    fprintf(f, ", %.1f%% of the %s roofline", 100 * r->roofline_fraction, r->roofline_level);
+                else if (isfinite(r->roofline_fraction)) fprintf(f, ", %.1f%% of roofline", 100 * r->roofline_fraction);
                 fputs("</span>", f);
             }
             fputs("</td>", f);
