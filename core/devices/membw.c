@@ -96,6 +96,7 @@ int kh_mem_levels_detect(kh_mem_level *lv, int max, int threads) {
 typedef struct team team;
 typedef struct worker {
     team *t;
+    char *block; /* the three arrays */
     float *a, *b, *c;
     long n;      /* floats per array */
     float sink;
@@ -152,11 +153,17 @@ static int arrays(team *t, long floats) {
     int ok = 1;
     for (int i = 0; i < t->n; i++) {
         worker *w = &t->w[i];
-        free(w->a), free(w->b), free(w->c);
-        size_t bytes = ((size_t)floats * sizeof(float) + 63) & ~(size_t)63;
-        w->a = aligned_alloc(64, bytes), w->b = aligned_alloc(64, bytes), w->c = aligned_alloc(64, bytes);
+        free(w->block);
+        /* one block, the arrays staggered by 1088 bytes: arrays a multiple of 4 KiB apart make a load and a
+         * store look alike to the core's memory disambiguation (4K aliasing), a stall that varied the L2
+         * figure by 2x between runs with where the allocator put them */
+        size_t bytes = ((size_t)floats * sizeof(float) + 63) & ~(size_t)63, stagger = 1088;
+        w->block = aligned_alloc(4096, ((3 * (bytes + stagger) + 4095) & ~(size_t)4095));
+        w->a = w->block ? (float *)w->block : NULL;
+        w->b = w->block ? (float *)(w->block + bytes + stagger) : NULL;
+        w->c = w->block ? (float *)(w->block + 2 * (bytes + stagger)) : NULL;
         w->n = floats;
-        if (!w->a || !w->b || !w->c) ok = 0;
+        if (!w->block) ok = 0;
     }
     if (!ok) { /* nobody streams: every thread's arrays are empty */
         for (int i = 0; i < t->n; i++) t->w[i].n = 0;
@@ -226,7 +233,7 @@ int kh_mem_levels_measure(kh_mem_level *lv, int n, int threads) {
         pthread_barrier_wait(&t->go);
     }
     for (int i = 1; i < t->n; i++) pthread_join(t->w[i].th, NULL);
-    for (int i = 0; i < t->n; i++) free(t->w[i].a), free(t->w[i].b), free(t->w[i].c);
+    for (int i = 0; i < t->n; i++) free(t->w[i].block);
     if (barriers) pthread_barrier_destroy(&t->go), pthread_barrier_destroy(&t->done);
     pthread_mutex_destroy(&t->lock);
     pthread_cond_destroy(&t->ready_cv);
