@@ -16,6 +16,11 @@
 #define TH_GENERATOR_VERSION "theano-codegen 4" /* part of every cache key: bump when emitted code changes */
 #define TH_ALIGN 64
 
+/* The entry th_main_prof of a training function's profiling variant (th_emit_env.profile): th_main's run, with
+ * node_s[i] += the seconds node i of the function took (a node without work gets none), measured with now (the
+ * kit's kh_now: the generated code includes no clock). */
+typedef int (*th_prof_fn)(th_rt_ctx *c, int64_t n, int part, double *node_s, double (*now)(void));
+
 typedef struct th_settings {
     char cc[256];        /* C compiler (default "cc") */
     char cflags[512];    /* flags (default "-O3 -march=native -ffp-contract=fast -fno-math-errno ...") */
@@ -81,13 +86,18 @@ kh_status th_prelude(th_sb *b, char *err, size_t errlen);
 kh_status th_prelude_cuda(th_sb *b, char *err, size_t errlen);
 
 /* th_emit.c: the C source of one function (the C dialect); *scratch_floats grows to the scratch its runtime
- * helpers need (im2col patches, partial sums, scan state). */
+ * helpers need (im2col patches, partial sums, scan state). With profile set (C only) the source is the
+ * function's profiling variant instead: the same statements, a clock read after each node's, and the entry
+ * th_main_prof (th_prof_fn) in place of th_main; th_profile.c builds it when the profile call first needs it,
+ * so the th_main every other call runs is the same source, the same cache entry and the same code as without
+ * profiling. */
 typedef struct th_emit_env {
     const kh_graph *g;
     const kh_gplan *plan;
     const kh_model_graphs *mg;
     kh_gfn fn;
     int64_t *scratch_floats;
+    int profile;
 } th_emit_env;
 kh_status th_emit_c(const th_emit_env *env, th_sb *out, char *err, size_t errlen);
 
