@@ -16,6 +16,11 @@
 #define TH_GENERATOR_VERSION "theano-codegen 4" /* part of every cache key: bump when emitted code changes */
 #define TH_ALIGN 64
 
+/* The entry th_main_prof of a training function's profiling variant (th_emit_env.profile): th_main's run, with
+ * node_s[i] += the seconds node i of the function took (a node without work gets none), measured with now (the
+ * kit's kh_now: the generated code includes no clock). */
+typedef int (*th_prof_fn)(th_rt_ctx *c, int64_t n, int part, double *node_s, double (*now)(void));
+
 typedef struct th_settings {
     char cc[256];        /* C compiler (default "cc") */
     char cflags[512];    /* flags (default "-O3 -march=native -ffp-contract=fast -fno-math-errno ...") */
@@ -56,6 +61,11 @@ typedef struct th_model {
     double codegen_s, cc_s, load_s;
     int32_t cache_misses, units;
     struct th_cuda_model *cuda; /* the GPU path's model (th_cuda.h); NULL on the cpu */
+    uint32_t *layer_kinds;      /* the spec's layer kinds (profile rows); rt.mg.shapes.n_layers of them */
+    /* the profile call (th_profile.c, cpu): the training function's profiling variant, built on its first use */
+    void *prof_dl;
+    th_prof_fn prof_run;
+    double *prof_node_s;        /* non-NULL only while profile times steps: train runs prof_run into it */
 } th_model;
 
 /* Errors and memory are the graph runtime's; log lines go to the session's host, else the module's (th_fail.c). */
@@ -81,13 +91,18 @@ kh_status th_prelude(th_sb *b, char *err, size_t errlen);
 kh_status th_prelude_cuda(th_sb *b, char *err, size_t errlen);
 
 /* th_emit.c: the C source of one function (the C dialect); *scratch_floats grows to the scratch its runtime
- * helpers need (im2col patches, partial sums, scan state). */
+ * helpers need (im2col patches, partial sums, scan state). With profile set (C only) the source is the
+ * function's profiling variant instead: the same statements, a clock read after each node's, and the entry
+ * th_main_prof (th_prof_fn) in place of th_main; th_profile.c builds it when the profile call first needs it,
+ * so the th_main every other call runs is the same source, the same cache entry and the same code as without
+ * profiling. */
 typedef struct th_emit_env {
     const kh_graph *g;
     const kh_gplan *plan;
     const kh_model_graphs *mg;
     kh_gfn fn;
     int64_t *scratch_floats;
+    int profile;
 } th_emit_env;
 kh_status th_emit_c(const th_emit_env *env, th_sb *out, char *err, size_t errlen);
 
@@ -108,12 +123,18 @@ void th_build_close(th_session *s);
 const char *th_build_cache_dir(const th_session *s);
 kh_status th_build(th_session *s, const char *source, size_t len, const char *what, void **dl, th_fn *fn,
                    int *hit, double *cc_s, double *load_s);
+/* the same for a source whose entry point is `entry` (th_main_prof), returned as the symbol's address */
+kh_status th_build_sym(th_session *s, const char *source, size_t len, const char *what, const char *entry, void **dl,
+                       void **fn, int *hit, double *cc_s, double *load_s);
 
 /* th_model.c: theano's compile step for the graph runtime (passes, plans, C code) and its CPU executor */
 kh_status th_prepare(kh_grt_model *m, const kh_model_spec *spec);
 void th_release(kh_grt_model *m);
 void th_ready(kh_grt_model *m);
 kh_status th_api_compile_info(kh_bmodel *m, kh_compile_info *out);
+/* th_profile.c: kh_backend_api.profile (ABI 1.1), cpu only */
+kh_status th_api_profile(kh_bmodel *m, const kh_tensor *x, const kh_tensor *y, int32_t warmup, int32_t steps,
+                         kh_profile *out);
 /* the CPU executor's model side (th_entry.c puts it into th_cpu_exec with the session side) */
 kh_status th_cpu_prepare(kh_grt_model *m);
 void th_cpu_release(kh_grt_model *m);

@@ -29,6 +29,14 @@ const char *th_build_cache_dir(const th_session *s) { return s->cache ? th_cache
 
 kh_status th_build(th_session *s, const char *source, size_t len, const char *what, void **dl, th_fn *fn, int *hit,
                    double *cc_s, double *load_s) {
+    void *sym = NULL;
+    kh_status st = th_build_sym(s, source, len, what, "th_main", dl, &sym, hit, cc_s, load_s);
+    if (st == KH_OK) memcpy(fn, &sym, sizeof *fn);
+    return st;
+}
+
+kh_status th_build_sym(th_session *s, const char *source, size_t len, const char *what, const char *entry, void **dl,
+                       void **fn, int *hit, double *cc_s, double *load_s) {
     char err[600];
     const th_toolchain *tc = th_toolchain_probe(s->set.cc, s->set.cflags, err, sizeof err);
     if (!tc) return th_fail(s, KH_ERR_UNSUPPORTED, "compile", "%s", err);
@@ -49,9 +57,9 @@ kh_status th_build(th_session *s, const char *source, size_t len, const char *wh
      * pulled in: unloading that runtime under its idle worker threads would crash them. */
     static int pinned;
     if (!pinned && dlopen(res.artifact_path, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE)) pinned = 1;
-    void *sym = dlsym(*dl, "th_main");
+    void *sym = dlsym(*dl, entry);
     *load_s = res.check_s + (kh_now() - t0);
-    if (!sym) return th_fail(s, KH_ERR_INTERNAL, "compile", "%s has no th_main", res.artifact_path);
-    memcpy(fn, &sym, sizeof *fn);
+    if (!sym) return th_fail(s, KH_ERR_INTERNAL, "compile", "%s has no %s", res.artifact_path, entry);
+    *fn = sym;
     return KH_OK;
 }

@@ -42,22 +42,49 @@ static void declare_values(th_emitter *em) {
     }
 }
 
-static void fn_open(th_emitter *em) {
-    th_em_put(em, "__attribute__((visibility(\"default\"))) int th_main(th_rt_ctx *c, int64_t n, int part) {\n");
-    declare_values(em);
+/* The profiling variant (env->profile): th_main_prof, whose clock runs from one node with work to the next;
+ * prof_lap closes the running node's interval into th_node_s[node]. Nothing of it is in th_main. */
+static void prof_lap(th_emitter *em) {
+    if (em->prof_node >= 0) th_em_put(em, "    th_t = th_prof_lap(th_node_s + %d, th_t, th_now);\n", em->prof_node);
+    em->prof_node = -1;
 }
 
-/* the probe's parts are blocks `if (part == p)`; each node opens with its number and op */
+static void fn_open(th_emitter *em) {
+    if (!em->env->profile) {
+        th_em_put(em, "__attribute__((visibility(\"default\"))) int th_main(th_rt_ctx *c, int64_t n, int part) {\n");
+        declare_values(em);
+        return;
+    }
+    th_em_put(em, "static inline double th_prof_lap(double *acc, double t0, double (*now)(void)) {\n"
+                  "    const double t = now();\n    *acc += t - t0;\n    return t;\n}\n\n"
+                  "__attribute__((visibility(\"default\"))) int th_main_prof(th_rt_ctx *c, int64_t n, int part, "
+                  "double *th_node_s, double (*th_now)(void)) {\n");
+    declare_values(em);
+    th_em_put(em, "    double th_t = 0.0;\n");
+}
+
+/* the probe's parts are blocks `if (part == p)`; each node opens with its number and op (the profiling variant:
+ * after the lap that ends the previous node with work, or after the clock's start in a new block) */
 static void node_open(th_emitter *em) {
+    int prof = em->env->profile;
     if (em->part != em->open_part) {
-        if (em->open_part >= 0) th_em_put(em, "    }\n");
+        if (em->open_part >= 0) {
+            if (prof) prof_lap(em);
+            th_em_put(em, "    }\n");
+        }
         th_em_put(em, "    if (part == %d) {\n", em->part);
+        if (prof) th_em_put(em, "    th_t = th_now();\n");
         em->open_part = em->part;
+    }
+    if (prof && !th_em_storage_op(th_em_node(em, em->node)->op)) {
+        prof_lap(em);
+        em->prof_node = em->node;
     }
     th_em_put(em, "    /* %%%d %s */\n", em->node, kh_gop_name(th_em_node(em, em->node)->op));
 }
 
 static void fn_close(th_emitter *em) {
+    if (em->env->profile) prof_lap(em);
     if (em->open_part >= 0) th_em_put(em, "    }\n");
     th_em_put(em, "    return 0;\n}\n");
 }

@@ -226,13 +226,15 @@ kh_status th_emit(const th_emit_env *env, const th_dialect *d, th_sb *out, th_cu
     if (env->plan->n_nodes != env->g->n_nodes)
         return kh_errf(err, errlen, KH_ERR_INTERNAL, "the memory plan has %d nodes, the graph %d", env->plan->n_nodes,
                        env->g->n_nodes);
+    if (env->profile && d != &th_dialect_c)
+        return kh_errf(err, errlen, KH_ERR_UNSUPPORTED, "no profiling variant in the %s dialect", d->name);
     kh_status st = d->prelude(out, err, errlen);
     if (st != KH_OK) return st;
     th_emitter em = {.env = env, .d = d, .g = env->g, .out = out, .code = out, .plan = plan, .st = KH_OK,
-                     .err = err, .errlen = errlen, .open_part = -1, .kernel = -1};
+                     .err = err, .errlen = errlen, .open_part = -1, .kernel = -1, .prof_node = -1};
     static const char *const names[KH_GFN_COUNT] = {"train", "eval", "predict", "probe"};
-    th_sb_printf(out, "\n/* ==== generated: %s function, %d nodes, arena %lld bytes ==== */\n", names[env->fn],
-                 env->g->n_nodes, (long long)env->plan->arena_bytes);
+    th_sb_printf(out, "\n/* ==== generated: %s function%s, %d nodes, arena %lld bytes ==== */\n", names[env->fn],
+                 env->profile ? " (profiling variant)" : "", env->g->n_nodes, (long long)env->plan->arena_bytes);
     d->fn_open(&em);
     for (int32_t i = 0; i < env->g->n_nodes && em.st == KH_OK; i++) {
         em.node = i;

@@ -79,6 +79,7 @@ struct th_emitter {
     int64_t scratch;     /* CUDA: bytes of scratch the node has claimed */
     int32_t kernel;      /* CUDA: the open kernel's plan entry, -1 none */
     th_sb sig, body;     /* CUDA: the open kernel's parameter list and body */
+    int32_t prof_node;   /* C, profiling variant (env->profile): the node whose clock is running, -1 none */
 };
 
 /* Emit one function in a dialect (plan: the CUDA launch plan, NULL in C). */
@@ -90,6 +91,10 @@ void th_em_fail(th_emitter *em, kh_status st, const char *fmt, ...) __attribute_
 /* a statement (or several) into em->code */
 void th_em_put(th_emitter *em, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* An op that is storage, not work (inputs, variables, reshapes): no code, no launch, no profile time. */
+static inline int th_em_storage_op(uint32_t op) {
+    return op == KH_GOP_INPUT || op == KH_GOP_VARIABLE || op == KH_GOP_RESHAPE;
+}
 static inline const kh_gnode *th_em_node(const th_emitter *em, int32_t i) { return &em->g->nodes[i]; }
 static inline const int32_t *th_em_in(const th_emitter *em) { return kh_graph_inputs(em->g, em->node); }
 static inline th_cu_affine th_aff(int64_t a, int64_t b) { return (th_cu_affine){a, b}; }

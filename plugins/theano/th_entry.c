@@ -133,6 +133,7 @@ static const kh_grt_backend g_backend = {
     .prepare = th_prepare,
     .release = th_release,
     .ready = th_ready,
+    .profile = th_api_profile,
     .compile_info = th_api_compile_info,
     .device_memory_what = "cuMemAlloc by theano for this model: weights, optimizer slots, arena, scratch, feeds, "
                           "cuDNN workspace (cuBLAS's and cuDNN's own allocations not counted)",

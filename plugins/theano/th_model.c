@@ -66,10 +66,12 @@ static kh_status build_fn(th_model *m, int f) {
 }
 
 kh_status th_prepare(kh_grt_model *rtm, const kh_model_spec *spec) {
-    (void)spec;
     th_model *m = TH(rtm);
     m->s = (th_session *)rtm->s;
     m->codegen_s = rtm->lower_s;
+    if (!(m->layer_kinds = malloc(((size_t)spec->n_layers + 1) * sizeof *m->layer_kinds)))
+        return oom(m, "the layer kinds", (int64_t)spec->n_layers * 4);
+    for (int32_t l = 0; l < spec->n_layers; l++) m->layer_kinds[l] = spec->layers[l].kind;
     kh_status st = KH_OK;
     for (int f = 0; f < KH_GFN_COUNT && st == KH_OK; f++)
         if (m->rt.mg.fn[f].n_nodes > 0) st = build_fn(m, f);
@@ -78,6 +80,11 @@ kh_status th_prepare(kh_grt_model *rtm, const kh_model_spec *spec) {
 
 void th_release(kh_grt_model *rtm) {
     th_model *m = TH(rtm);
+    if (m->prof_dl) dlclose(m->prof_dl);
+    m->prof_dl = NULL;
+    m->prof_run = NULL;
+    free(m->layer_kinds);
+    m->layer_kinds = NULL;
     for (int f = 0; f < KH_GFN_COUNT; f++) {
         th_fn_unit *u = &m->fn[f];
         if (u->dl) dlclose(u->dl);
@@ -146,7 +153,10 @@ kh_status th_cpu_run(kh_grt_model *rtm, kh_gfn f, int part, int64_t n, double lr
     u->ctx.lr = (float)lr;
     u->ctx.counter = counter;
     static const char *const ops[KH_GFN_COUNT] = {"train_batch", "eval_batch", "predict", "forward"};
-    if (u->run(&u->ctx, n, part) != 0)
+    /* one branch per call: the profile call's variant only while it times steps (th_profile.c) */
+    int rc = m->prof_node_s && f == KH_GFN_TRAIN ? m->prof_run(&u->ctx, n, part, m->prof_node_s, kh_now)
+                                                 : u->run(&u->ctx, n, part);
+    if (rc != 0)
         return th_fail(m->s, KH_ERR_INVALID, f == KH_GFN_PROBE && part == 1 ? "backward" : ops[f],
                        "embedding index %d outside the table", u->ctx.bad_index);
     kh_grt_host_add_metrics(rtm, f, u->ctx.loss_sum, u->ctx.correct, n);

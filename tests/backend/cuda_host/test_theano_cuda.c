@@ -39,6 +39,7 @@
 #include "testutil.h"
 #include "bench_specs.h"
 #include "th_cuda_plan.h"
+#include "th_emit.h"
 #include "khost/kit/optimizer.h"
 
 static int g_nvrtc;
@@ -251,6 +252,78 @@ static void check_plan(const fnctx *c, const char *src) {
     free(has);
 }
 
+/* Write src to a temporary file and run the C compiler's syntax check on it (nvrtc mode). */
+static void syntax_check(const char *model, const char *fn, const th_sb *src) {
+    char path[512], cmd[1200];
+    const char *tmp = getenv("TMPDIR"), *cc = getenv("CC");
+    snprintf(path, sizeof path, "%s/th_test_c_XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    int fd = mkstemp(path);
+    FILE *fp = fd >= 0 ? fdopen(fd, "w") : NULL;
+    int ok = fp && fwrite(src->s, 1, src->len, fp) == src->len;
+    if (fp) ok = fclose(fp) == 0 && ok;
+    CHECK(ok, "%s %s: C: cannot write %s", model, fn, path);
+    snprintf(cmd, sizeof cmd, "'%s' -fsyntax-only -fopenmp -x c '%s'", cc && *cc ? cc : "cc", path);
+    if (ok) CHECK(system(cmd) == 0, "%s %s: C: the compiler refuses the source (%s)", model, fn, cmd);
+    if (fd >= 0) remove(path);
+}
+
+/* The training function's profiling variant (th_emit_env.profile, what theano's profile call builds): the entry
+ * th_main_prof and no th_main; every node in order, each node with work timed exactly once (its lap, into
+ * th_node_s + node, after its code and before the next node with work), storage nodes never; the scratch of the
+ * ordinary function; the CUDA dialect refuses it. */
+static void check_c_profile(const char *model, const kh_graph *g, const kh_gplan *p, const kh_model_graphs *mg,
+                            int64_t scratch_main) {
+    int64_t scratch = 0;
+    th_emit_env env = {.g = g, .plan = p, .mg = mg, .fn = KH_GFN_TRAIN, .scratch_floats = &scratch, .profile = 1};
+    th_sb src = {0};
+    char err[1024];
+    kh_status st = th_emit_c(&env, &src, err, sizeof err);
+    CHECK(st == KH_OK, "%s train: profiling variant: %s", model, err);
+    if (st != KH_OK) {
+        th_sb_free(&src);
+        return;
+    }
+    CHECK(strstr(src.s, "int th_main_prof(th_rt_ctx *c, int64_t n, int part, double *th_node_s, double (*th_now)(void)) {\n") &&
+              !strstr(src.s, "int th_main("),
+          "%s train: profiling variant: entry point", model);
+    CHECK(scratch == scratch_main, "%s train: profiling variant claims %lld scratch floats, th_main %lld", model,
+          (long long)scratch, (long long)scratch_main);
+    const char *at = src.s;
+    int32_t running = -1, laps = 0, work = 0;
+    for (int32_t i = 0; i <= g->n_nodes; i++) {
+        int storage = i < g->n_nodes && th_em_storage_op(g->nodes[i].op);
+        char tag[96], lap[96];
+        if (i < g->n_nodes) snprintf(tag, sizeof tag, "    /* %%%d %s */\n", i, kh_gop_name(g->nodes[i].op));
+        else snprintf(tag, sizeof tag, "    return 0;\n}\n");
+        const char *q = strstr(at, tag);
+        CHECK(q != NULL, "%s train: profiling variant: node %d missing or out of order", model, i);
+        if (!q) break;
+        /* the text between the previous node's comment and this one's holds the lap of the running node exactly
+         * when this node has work (or at the end), and no other lap */
+        int want = running >= 0 && !storage;
+        snprintf(lap, sizeof lap, "th_prof_lap(th_node_s + %d, ", running);
+        const char *l = running >= 0 ? strstr(at, lap) : NULL;
+        int has = l && l < q;
+        CHECK(has == want, "%s train: profiling variant: node %d's lap %s before node %d", model, running,
+              has ? "present" : "missing", i);
+        if (has) laps++;
+        if (!storage && i < g->n_nodes) running = i, work++;
+        at = q + strlen(tag);
+    }
+    int total = 0;
+    for (const char *l = strstr(src.s, "th_prof_lap(th_node_s + "); l; l = strstr(l + 1, "th_prof_lap(th_node_s + "))
+        total++;
+    CHECK(laps == work && total == work, "%s train: profiling variant: %d laps in place, %d in all, for %d nodes with work",
+          model, laps, total, work);
+    th_sb cu = {0};
+    th_cu_plan plan;
+    CHECK(th_emit_cuda(&env, &cu, &plan, err, sizeof err) == KH_ERR_UNSUPPORTED, "%s train: a CUDA profiling variant",
+          model);
+    th_sb_free(&cu);
+    if (g_nvrtc) syntax_check(model, "train (profiling variant)", &src);
+    th_sb_free(&src);
+}
+
 /* the C dialect of one function (see the header) */
 static void check_c(const char *model, const char *fn, const kh_graph *g, const kh_gplan *p, const kh_model_graphs *mg,
                     int f) {
@@ -277,20 +350,11 @@ static void check_c(const char *model, const char *fn, const kh_graph *g, const 
         if (q) at = q + strlen(tag);
     }
     CHECK(convs == 0 || scratch > 0, "%s %s: C: convolutions without im2col scratch", model, fn);
+    CHECK(strstr(src.s, "th_prof") == NULL && strstr(src.s, "th_now") == NULL,
+          "%s %s: C: profiling code in the ordinary function", model, fn);
     g_c_sources++;
-    if (g_nvrtc) {
-        char path[512], cmd[1200];
-        const char *tmp = getenv("TMPDIR"), *cc = getenv("CC");
-        snprintf(path, sizeof path, "%s/th_test_c_XXXXXX", tmp && *tmp ? tmp : "/tmp");
-        int fd = mkstemp(path);
-        FILE *fp = fd >= 0 ? fdopen(fd, "w") : NULL;
-        int ok = fp && fwrite(src.s, 1, src.len, fp) == src.len;
-        if (fp) ok = fclose(fp) == 0 && ok;
-        CHECK(ok, "%s %s: C: cannot write %s", model, fn, path);
-        snprintf(cmd, sizeof cmd, "'%s' -fsyntax-only -fopenmp -x c '%s'", cc && *cc ? cc : "cc", path);
-        if (ok) CHECK(system(cmd) == 0, "%s %s: C: the compiler refuses the source (%s)", model, fn, cmd);
-        if (fd >= 0) remove(path);
-    }
+    if (f == KH_GFN_TRAIN) check_c_profile(model, g, p, mg, scratch);
+    if (g_nvrtc) syntax_check(model, fn, &src);
     th_sb_free(&src);
 }
 
