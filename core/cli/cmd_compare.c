@@ -1,283 +1,31 @@
 /* core/cli/cmd_compare.c — `khost compare BASE NEW [--fail-above PCT] [--noise PCT] [--json] [--html FILE]`:
  * two result folders cell by cell (docs/PERFORMANCE.md, "How khost measures").
  *
- * Per cell (task x backend x device, its repetition records, cellstats.h) the value compared is each
- * repetition's median step time where both sides have samples, else each repetition's mean epoch time. The
- * change is median(NEW) / median(BASE) - 1 with a percentile bootstrap 95 % CI (the two sets resampled
- * independently: they are separate runs, not rounds of one). Verdicts:
- *   missing       the cell is in one set only, or one side has no finished repetition
- *   inconclusive  fewer than 2 finished repetitions on a side: no interval can be formed
- *   faster/slower the whole verdict interval of the change lies beyond the noise threshold (criterion's rule:
- *                 the interval, not only the point estimate, must clear the band of changes nobody would act on)
- *   unchanged     otherwise: the interval contains 0 (not significant), or it reaches into [-noise, +noise]
- * The verdict interval is Bonferroni-adjusted over the m cells compared (level 1 - 0.05 / m), so a rerun of the
- * same build calls any cell faster or slower with at most 5 % probability; the tables show the 95 % CI.
+ * The cells, their changes and verdicts are computed by results/compare.h (which says how); this file reads the
+ * command line and prints them: a markdown table, JSON (--json) and a self-contained HTML page (--html).
  * Exit status: 0; KH_EXIT_TRAIN (1) when --fail-above PCT is given and a cell is "slower" by more than PCT;
  * KH_EXIT_UNCOMPARABLE (9) when --fail-above is given and it cannot compare: no cell is in both sets, or a cell
  * in both has no verdict (a side without two finished repetitions, other settings, impossible times);
  * KH_EXIT_USAGE; KH_EXIT_IO when a folder or record cannot be read or the HTML cannot be written. */
-#include <dirent.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include <cjson/cJSON.h>
 
 #include "base/escape.h"
-#include "base/files.h"
-#include "base/grow.h"
-#include "results/cellstats.h"
-#include "cli/commands.h"
-#include "results/report/report.h"
 #include "base/exitcodes.h"
-#include "results/results.h"
-#include "results/resultsdb.h"
-#include "results/setfile.h"
+#include "base/files.h"
+#include "cli/commands.h"
+#include "results/compare.h"
 #include "results/stats.h"
 
 #define NOISE_DEFAULT 2.0 /* percent */
 
-typedef struct side_cell {
-    char task[128], base[256];
-    kh_cell_stats st;
-} side_cell;
-
-typedef struct side {
-    const char *dir;
-    side_cell *c; int n, cap;
-} side;
-
-static void side_free(side *s) {
-    for (int i = 0; i < s->n; i++) kh_cell_stats_free(&s->c[i].st);
-    free(s->c);
-    memset(s, 0, sizeof *s);
-}
-
-static int cmp_cell(const void *a, const void *b) {
-    const side_cell *x = a, *y = b;
-    int c = strcmp(x->task, y->task);
-    return c ? c : strcmp(x->base, y->base);
-}
-
-/* The cells of one task folder (dir/task, or dir itself with task "" for a one-task folder). */
-static int side_scan_folder(side *s, const char *folder, const char *task, char *err, size_t errlen) {
-    kh_cell_files l;
-    if (kh_cell_files_read(folder, &l, err, errlen) != 0) return -1;
-    if (l.n_odd) {
-        fprintf(stderr, "khost: compare: skipped %d file(s) in ", l.n_odd);
-        kh_esc_line(stderr, folder);
-        kh_esc_msg(" not named like a record (<plugin>__<device>[.rep<k>].json of " KH_RECORD_NAME_CHARS "), "
-                   "the first: ", l.odd);
-    }
-    int rc = 0;
-    for (int i = 0; i < l.n && rc == 0; i = kh_cell_files_run_end(&l, i)) {
-        if (s->n == s->cap) {
-            side_cell *nc = kh_grow(s->c, &s->cap, sizeof *nc, 32);
-            if (!nc) {
-                snprintf(err, errlen, "%s: out of memory", folder);
-                rc = -1;
-                break;
-            }
-            s->c = nc;
-        }
-        side_cell *c = &s->c[s->n];
-        snprintf(c->task, sizeof c->task, "%s", task);
-        snprintf(c->base, sizeof c->base, "%.*s", l.v[i].base_len, l.v[i].name);
-        if (kh_cell_stats_load_run(folder, &l, i, 0, &c->st, err, errlen) != 0) {
-            rc = -1;
-            break;
-        }
-        s->n++;
-        for (int k = 0; k < c->st.n_reps; k++)
-            if (c->st.reps[k].record_version > KH_RECORD_VERSION) {
-                char path[4400], text[4600];
-                snprintf(path, sizeof path, "%s/%s", folder, c->st.reps[k].file);
-                kh_record_newer_text(path, c->st.reps[k].record_version, text, sizeof text);
-                kh_esc_msg("khost: compare: warning: ", text);
-            }
-    }
-    kh_cell_files_free(&l);
-    return rc;
-}
-
-/* The next task folder name of s->dir: from its pack when it is packed (setfile.h), else from the folder. */
-static const char *next_name(DIR *d, char **packed, int *i) {
-    if (packed) return packed[*i] ? packed[(*i)++] : NULL;
-    struct dirent *e = readdir(d);
-    return e ? e->d_name : NULL;
-}
-
-static int side_scan(side *s, char *err, size_t errlen) {
-    int packed = kh_results_mount(s->dir, err, errlen), n_packed = 0, oom = 0, at = 0;
-    if (packed < 0) return -1;
-    if (packed && kh_set_loose_folders(s->dir) > 0)
-        kh_esc_msg("khost: compare: warning: its records are read from " KH_SETFILE_NAME " only; the task folders "
-                   "beside it are not read (khost pack them in again): ", s->dir);
-    char **names = packed ? kh_set_names(s->dir, 1, &n_packed, &oom) : NULL;
-    DIR *d = packed ? NULL : opendir(s->dir);
-    if ((packed && !names) || (!packed && !d)) {
-        snprintf(err, errlen, "%s: cannot read: %s", s->dir, packed ? "out of memory" : strerror(errno));
-        return -1;
-    }
-    int rc = side_scan_folder(s, s->dir, "", err, errlen);
-    const char *name;
-    while (rc == 0 && (name = next_name(d, names, &at))) {
-        if (name[0] == '.' || !strcmp(name, "slurm")) continue;
-        char path[4096];
-        struct stat st;
-        if ((size_t)snprintf(path, sizeof path, "%s/%s", s->dir, name) >= sizeof path) continue;
-        if (!packed && (stat(path, &st) != 0 || !S_ISDIR(st.st_mode))) continue;
-        if (!kh_record_name_ok(name, sizeof s->c->task - 1)) { /* a task is a name (results.h) */
-            fputs("khost: compare: skipped the folder ", stderr);
-            kh_esc_line(stderr, path);
-            fputs(" (a task folder's name is 1 to 127 of " KH_RECORD_NAME_CHARS ")\n", stderr);
-            continue;
-        }
-        rc = side_scan_folder(s, path, name, err, errlen);
-    }
-    if (d) closedir(d);
-    kh_set_names_free(names);
-    if (rc == 0 && s->n > 1) qsort(s->c, (size_t)s->n, sizeof *s->c, cmp_cell);
-    return rc;
-}
-
-static const side_cell *side_find(const side *s, const char *task, const char *base) {
-    side_cell key;
-    snprintf(key.task, sizeof key.task, "%s", task);
-    snprintf(key.base, sizeof key.base, "%s", base);
-    return s->n ? bsearch(&key, s->c, (size_t)s->n, sizeof *s->c, cmp_cell) : NULL; /* side_scan sorted them */
-}
-
-typedef enum { V_FASTER, V_SLOWER, V_UNCHANGED, V_INCONCLUSIVE, V_MISSING, V_N } verdict;
-static const char *const verdict_name[V_N] = {"faster", "slower", "unchanged", "inconclusive", "missing"};
-
-typedef struct row {
-    const char *task, *base;
-    int kind;                 /* 0 epoch, 1 step */
-    int nb, nn;               /* finished repetitions */
-    double mb, mn;            /* medians */
-    double ratio;
-    kh_ci ci;                 /* 95 %: what the tables show */
-    kh_ci vci;                /* at the verdict's level (Bonferroni over the cells compared) */
-    verdict v;
-    int fails;
-    int both;                 /* the cell is in both sets */
-    int cannot;               /* in both sets, but not comparable: the gate (--fail-above) fails on it */
-    char why[200];
-} row;
-
-/* How verdicts are reached: the noise band (%) and the level of the verdict interval over m compared cells. */
-typedef struct rule {
-    double noise;
-    int m;
-    double level;
-} rule;
-
-/* "plugin__cuda0" -> plugin "plugin", device "cuda:0". */
-static void split_base(const char *base, char *plugin, size_t pn, char *device, size_t dn) {
-    const char *sep = strstr(base, "__");
-    if (!sep) {
-        snprintf(plugin, pn, "%s", base);
-        snprintf(device, dn, "?");
-        return;
-    }
-    snprintf(plugin, pn, "%.*s", (int)(sep - base), base);
-    const char *dev = sep + 2;
-    if (!strncmp(dev, "cuda", 4) && dev[4] >= '0' && dev[4] <= '9') snprintf(device, dn, "cuda:%s", dev + 4);
-    else snprintf(device, dn, "%s", dev);
-}
-
-static void compare_cell(const side_cell *b, const side_cell *n, const rule *ru, double fail_above, int have_fail,
-                         row *r) {
-    double noise = ru->noise;
-    r->ratio = r->mb = r->mn = NAN;
-    r->ci.lo = r->ci.hi = NAN;
-    r->ci.resamples = KH_STATS_RESAMPLES;
-    r->ci.seed = KH_STATS_SEED;
-    r->ci.level = KH_STATS_LEVEL;
-    r->why[0] = 0;
-    r->fails = r->cannot = 0;
-    r->both = b && n;
-    if (!r->both) {
-        r->v = V_MISSING;
-        snprintf(r->why, sizeof r->why, "only in %s", b ? "BASE" : "NEW");
-        return;
-    }
-    /* from here on the cell is in both sets: whatever stops a verdict stops the gate too */
-    r->cannot = 1;
-    char diff[120];
-    const kh_rep *odd_b = kh_cell_stats_impossible(&b->st), *odd = odd_b ? odd_b : kh_cell_stats_impossible(&n->st);
-    if (odd) {
-        r->v = V_INCONCLUSIVE;
-        snprintf(r->why, sizeof r->why, "impossible times in %s: %s: %s", odd_b ? "BASE" : "NEW", odd->file,
-                 odd->impossible);
-        return;
-    }
-    if (b->st.n_reps && n->st.n_reps &&
-        kh_rep_settings_differ(&b->st.reps[b->st.rep_file].set, &n->st.reps[n->st.rep_file].set, diff, sizeof diff)) {
-        r->v = V_INCONCLUSIVE;
-        snprintf(r->why, sizeof r->why, "measured with other settings: %s (BASE and NEW)", diff);
-        return;
-    }
-    r->kind = b->st.step.n > 0 && n->st.step.n > 0;
-    const kh_rep_stats *sb = r->kind ? &b->st.step : &b->st.epoch, *sn = r->kind ? &n->st.step : &n->st.epoch;
-    r->nb = sb->n;
-    r->nn = sn->n;
-    r->mb = sb->s.median;
-    r->mn = sn->s.median;
-    if (sb->n == 0 || sn->n == 0) {
-        const kh_cell_stats *bad = sb->n == 0 ? &b->st : &n->st;
-        r->v = V_MISSING;
-        snprintf(r->why, sizeof r->why, "no finished repetition in %s (%s)", sb->n == 0 ? "BASE" : "NEW",
-                 bad->n_reps ? bad->reps[0].status : "no record");
-        return;
-    }
-    int cap = b->st.n_reps > n->st.n_reps ? b->st.n_reps : n->st.n_reps;
-    double *vb = malloc((size_t)cap * sizeof *vb), *vn = malloc((size_t)cap * sizeof *vn);
-    if (!vb || !vn) {
-        free(vb);
-        free(vn);
-        r->v = V_INCONCLUSIVE;
-        snprintf(r->why, sizeof r->why, "out of memory");
-        return;
-    }
-    int nb = kh_cell_stats_values(&b->st, r->kind, vb), nn = kh_cell_stats_values(&n->st, r->kind, vn);
-    int rc = kh_stats_ratio_unpaired(vn, nn, vb, nb, KH_STATS_RESAMPLES, KH_STATS_SEED, KH_STATS_LEVEL, &r->ratio,
-                                     &r->ci);
-    r->vci = r->ci;
-    double vratio;
-    if (rc == 0 && ru->level > KH_STATS_LEVEL)
-        rc = kh_stats_ratio_unpaired(vn, nn, vb, nb, KH_STATS_RESAMPLES, KH_STATS_SEED, ru->level, &vratio, &r->vci);
-    free(vb);
-    free(vn);
-    double change = 100 * (r->ratio - 1);
-    if (rc != 0) {
-        r->v = V_INCONCLUSIVE;
-        snprintf(r->why, sizeof r->why, "out of memory");
-    } else if (nb < 2 || nn < 2) {
-        r->v = V_INCONCLUSIVE;
-        snprintf(r->why, sizeof r->why, "fewer than 2 finished repetitions in %s", nb < 2 ? "BASE" : "NEW");
-    } else if (r->vci.lo <= 1 && 1 <= r->vci.hi) {
-        r->v = V_UNCHANGED;
-        snprintf(r->why, sizeof r->why, "not significant (the verdict interval contains 1)");
-    } else if (100 * (r->vci.lo - 1) > noise) {
-        r->v = V_SLOWER;
-    } else if (100 * (r->vci.hi - 1) < -noise) {
-        r->v = V_FASTER;
-    } else {
-        r->v = V_UNCHANGED;
-        snprintf(r->why, sizeof r->why, fabs(change) <= noise ? "within the noise threshold"
-                                                              : "the verdict interval reaches into the noise threshold");
-    }
-    r->cannot = r->v == V_INCONCLUSIVE;
-    if (r->v == V_SLOWER && have_fail && change > fail_above) {
-        r->fails = 1;
-        snprintf(r->why, sizeof r->why, "slower by more than --fail-above %g %%", fail_above);
-    }
-}
+typedef kh_cmp_row row;
+typedef kh_cmp_rule rule;
 
 static void fmt_time(double s, char *buf, size_t n) {
     if (!isfinite(s)) snprintf(buf, n, "—");
@@ -312,7 +60,7 @@ typedef struct row_text {
 } row_text;
 
 static void row_texts(const row *r, row_text *t) {
-    split_base(r->base, t->plugin, sizeof t->plugin, t->device, sizeof t->device);
+    kh_cmp_split_base(r->base, t->plugin, sizeof t->plugin, t->device, sizeof t->device);
     fmt_time(r->mb, t->tb, sizeof t->tb);
     fmt_time(r->mn, t->tn, sizeof t->tn);
     fmt_change(r, t->chg, sizeof t->chg, t->ci, sizeof t->ci);
@@ -337,20 +85,20 @@ static void print_markdown(FILE *f, const char *bdir, const char *ndir, const ro
         row_texts(r, &t);
         fprintf(f, "| %s | %s | %s | %s | %s (n=%d) | %s (n=%d) | %s | %s | %s%s%s |\n", r->task[0] ? r->task : "-",
                 t.plugin, t.device,
-                r->v == V_MISSING && !isfinite(r->mb) && !isfinite(r->mn) ? "—" : r->kind ? "step" : "epoch", t.tb, r->nb,
-                t.tn, r->nn, t.chg, t.ci, r->fails ? "**" : "", verdict_name[r->v], r->fails ? "**" : "");
+                r->v == KH_V_MISSING && !isfinite(r->mb) && !isfinite(r->mn) ? "—" : r->kind ? "step" : "epoch", t.tb, r->nb,
+                t.tn, r->nn, t.chg, t.ci, r->fails ? "**" : "", kh_verdict_name[r->v], r->fails ? "**" : "");
     }
     fprintf(f, "\n");
-    for (int v = 0; v < V_N; v++) fprintf(f, "%s%s %d", v ? ", " : "", verdict_name[v], count[v]);
+    for (int v = 0; v < KH_V_N; v++) fprintf(f, "%s%s %d", v ? ", " : "", kh_verdict_name[v], count[v]);
     fprintf(f, ".\n");
     int any = 0;
     for (int i = 0; i < nr; i++)
-        if (rows[i].why[0] && rows[i].v != V_UNCHANGED) {
+        if (rows[i].why[0] && rows[i].v != KH_V_UNCHANGED) {
             char plugin[256], device[64];
-            split_base(rows[i].base, plugin, sizeof plugin, device, sizeof device);
+            kh_cmp_split_base(rows[i].base, plugin, sizeof plugin, device, sizeof device);
             if (!any) fprintf(f, "\n");
             any = 1;
-            fprintf(f, "- %s %s on %s: %s: ", rows[i].task, plugin, device, verdict_name[rows[i].v]);
+            fprintf(f, "- %s %s on %s: %s: ", rows[i].task, plugin, device, kh_verdict_name[rows[i].v]);
             kh_esc_md(f, rows[i].why);
             fputc('\n', f);
         }
@@ -383,12 +131,12 @@ static char *to_json(const char *bdir, const char *ndir, const row *rows, int nr
     snprintf(seed, sizeof seed, "%llu", (unsigned long long)KH_STATS_SEED);
     cJSON_AddStringToObject(o, "seed", seed);
     cJSON *cnt = cJSON_AddObjectToObject(o, "counts");
-    for (int v = 0; cnt && v < V_N; v++) cJSON_AddNumberToObject(cnt, verdict_name[v], count[v]);
+    for (int v = 0; cnt && v < KH_V_N; v++) cJSON_AddNumberToObject(cnt, kh_verdict_name[v], count[v]);
     cJSON *cells = cJSON_AddArrayToObject(o, "cells");
     for (int i = 0; cells && i < nr; i++) {
         const row *r = &rows[i];
         char plugin[256], device[64];
-        split_base(r->base, plugin, sizeof plugin, device, sizeof device);
+        kh_cmp_split_base(r->base, plugin, sizeof plugin, device, sizeof device);
         cJSON *c = cJSON_CreateObject();
         if (!c) break;
         cJSON_AddItemToArray(cells, c);
@@ -405,7 +153,7 @@ static char *to_json(const char *bdir, const char *ndir, const row *rows, int nr
         cJSON_AddItemToObject(c, "ratio_ci_hi", jnum(r->ci.hi));
         cJSON_AddItemToObject(c, "verdict_ci_lo", jnum(r->vci.lo));
         cJSON_AddItemToObject(c, "verdict_ci_hi", jnum(r->vci.hi));
-        cJSON_AddStringToObject(c, "verdict", verdict_name[r->v]);
+        cJSON_AddStringToObject(c, "verdict", kh_verdict_name[r->v]);
         cJSON_AddBoolToObject(c, "fails", r->fails);
         cJSON_AddBoolToObject(c, "comparable", !r->cannot);
         add_text(c, "why", r->why);
@@ -435,14 +183,14 @@ static int write_html(const char *path, const char *bdir, const char *ndir, cons
     fprintf(f, ", %d resamples, seed %llu; ", KH_STATS_RESAMPLES, (unsigned long long)KH_STATS_SEED);
     kh_esc_xml(f, vn);
     fputs(".</p>\n<p>", f);
-    for (int v = 0; v < V_N; v++) fprintf(f, "%s%s %d", v ? ", " : "", verdict_name[v], count[v]);
+    for (int v = 0; v < KH_V_N; v++) fprintf(f, "%s%s %d", v ? ", " : "", kh_verdict_name[v], count[v]);
     fputs(".</p>\n<table><thead><tr><th>task</th><th>backend</th><th>device</th><th>value</th><th>BASE</th>"
           "<th>NEW</th><th>change</th><th>95 % CI</th><th>verdict</th></tr></thead><tbody>\n", f);
     for (int i = 0; i < nr; i++) {
         const row *r = &rows[i];
         row_text t;
         row_texts(r, &t);
-        fprintf(f, "<tr class=\"%s\"><td>", verdict_name[r->v]);
+        fprintf(f, "<tr class=\"%s\"><td>", kh_verdict_name[r->v]);
         kh_esc_xml(f, r->task);
         fputs("</td><td>", f);
         kh_esc_xml(f, t.plugin);
@@ -451,7 +199,7 @@ static int write_html(const char *path, const char *bdir, const char *ndir, cons
         fprintf(f, "</td><td>%s</td><td class=\"n\">%s (n=%d)</td><td class=\"n\">%s (n=%d)</td><td class=\"n\">%s</td>"
                    "<td class=\"n\">%s</td><td title=\"", r->kind ? "step" : "epoch", t.tb, r->nb, t.tn, r->nn, t.chg, t.ci);
         kh_esc_xml(f, r->why);
-        fprintf(f, "\">%s%s</td></tr>\n", verdict_name[r->v], r->fails ? " (fails)" : "");
+        fprintf(f, "\">%s%s</td></tr>\n", kh_verdict_name[r->v], r->fails ? " (fails)" : "");
     }
     fputs("</tbody></table>\n</body></html>\n", f);
     return kh_memfile_write(&m, f, path, err, errlen);
@@ -491,7 +239,7 @@ static int gate(const row *rows, int nr, int fails, int cannot, int shared, doub
     for (int i = 0; i < nr; i++)
         if (rows[i].cannot) {
             char plugin[128], device[64];
-            split_base(rows[i].base, plugin, sizeof plugin, device, sizeof device);
+            kh_cmp_split_base(rows[i].base, plugin, sizeof plugin, device, sizeof device);
             fprintf(stderr, "khost: compare: --fail-above cannot compare %s %s %s: ", rows[i].task, plugin, device);
             kh_esc_msg("", rows[i].why);
         }
@@ -500,29 +248,6 @@ static int gate(const row *rows, int nr, int fails, int cannot, int shared, doub
         return KH_EXIT_TRAIN;
     }
     return shared == 0 || cannot ? KH_EXIT_UNCOMPARABLE : KH_EXIT_OK;
-}
-
-/* One row per cell of either side (BASE's order, then what only NEW has). */
-static int fill_rows(const side *s, const rule *ru, double fail_above, int have_fail, row *rows) {
-    int nr = 0;
-    for (int i = 0; i < s[0].n; i++) {
-        const side_cell *b = &s[0].c[i], *n = side_find(&s[1], b->task, b->base);
-        memset(&rows[nr], 0, sizeof rows[nr]);
-        rows[nr].task = b->task;
-        rows[nr].base = b->base;
-        compare_cell(b, n, ru, fail_above, have_fail, &rows[nr]);
-        nr++;
-    }
-    for (int i = 0; i < s[1].n; i++) {
-        const side_cell *n = &s[1].c[i];
-        if (side_find(&s[0], n->task, n->base)) continue;
-        memset(&rows[nr], 0, sizeof rows[nr]);
-        rows[nr].task = n->task;
-        rows[nr].base = n->base;
-        compare_cell(NULL, n, ru, fail_above, have_fail, &rows[nr]);
-        nr++;
-    }
-    return nr;
 }
 
 int kh_cmd_compare(int argc, char **argv) {
@@ -567,39 +292,33 @@ int kh_cmd_compare(int argc, char **argv) {
         compare_usage(stderr);
         return KH_EXIT_USAGE;
     }
-    side s[2] = {{.dir = dirs[0]}, {.dir = dirs[1]}};
+    kh_cmp_side s[2] = {{.dir = dirs[0]}, {.dir = dirs[1]}};
     char err[4400];
     for (int k = 0; k < 2; k++)
-        if (side_scan(&s[k], err, sizeof err) != 0) {
+        if (kh_cmp_side_scan(&s[k], err, sizeof err) != 0) {
             kh_esc_msg(k ? "khost: compare: NEW: " : "khost: compare: BASE: ", err);
-            side_free(&s[0]);
-            side_free(&s[1]);
+            kh_cmp_side_free(&s[0]);
+            kh_cmp_side_free(&s[1]);
             return KH_EXIT_IO;
         }
     if (s[0].n == 0 || s[1].n == 0) {
         fputs("khost: compare: ", stderr);
         kh_esc_line(stderr, s[0].n == 0 ? dirs[0] : dirs[1]);
         fputs(": no result records (expected <task>/<plugin>__<device>[.rep<k>].json)\n", stderr);
-        side_free(&s[0]);
-        side_free(&s[1]);
+        kh_cmp_side_free(&s[0]);
+        kh_cmp_side_free(&s[1]);
         return KH_EXIT_IO;
     }
     row *rows = calloc((size_t)(s[0].n + s[1].n), sizeof *rows);
     if (!rows) {
         fprintf(stderr, "khost: compare: out of memory\n");
-        side_free(&s[0]);
-        side_free(&s[1]);
+        kh_cmp_side_free(&s[0]);
+        kh_cmp_side_free(&s[1]);
         return KH_EXIT_IO;
     }
-    /* first at 95 % to count the cells an interval can be formed for, then at the family-wise level */
-    rule ru = {.noise = noise, .m = 0, .level = KH_STATS_LEVEL};
-    int nr = fill_rows(s, &ru, fail_above, have_fail, rows);
-    for (int i = 0; i < nr; i++) ru.m += rows[i].v != V_MISSING && rows[i].v != V_INCONCLUSIVE;
-    if (ru.m > 1) {
-        ru.level = 1 - (1 - KH_STATS_LEVEL) / ru.m;
-        nr = fill_rows(s, &ru, fail_above, have_fail, rows);
-    }
-    int count[V_N] = {0}, fails = 0, cannot = 0, shared = 0;
+    rule ru = {.noise = noise, .have_fail = have_fail, .fail_above = fail_above};
+    int nr = kh_cmp_fill(s, &ru, rows);
+    int count[KH_V_N] = {0}, fails = 0, cannot = 0, shared = 0;
     for (int i = 0; i < nr; i++) {
         count[rows[i].v]++;
         fails += rows[i].fails;
@@ -629,7 +348,7 @@ int kh_cmd_compare(int argc, char **argv) {
     }
     if (rc == KH_EXIT_OK && have_fail) rc = gate(rows, nr, fails, cannot, shared, fail_above);
     free(rows);
-    side_free(&s[0]);
-    side_free(&s[1]);
+    kh_cmp_side_free(&s[0]);
+    kh_cmp_side_free(&s[1]);
     return rc;
 }
