@@ -4,9 +4,11 @@
  * The cells, their changes and verdicts are computed by results/compare.h (which says how); this file reads the
  * command line and prints them: a markdown table, JSON (--json) and a self-contained HTML page (--html).
  * Exit status: 0; KH_EXIT_TRAIN (1) when --fail-above PCT is given and a cell is "slower" by more than PCT;
- * KH_EXIT_UNCOMPARABLE (9) when --fail-above is given and it cannot compare: no cell is in both sets, or a cell
- * in both has no verdict (a side without two finished repetitions, other settings, impossible times);
- * KH_EXIT_USAGE; KH_EXIT_IO when a folder or record cannot be read or the HTML cannot be written. */
+ * otherwise KH_EXIT_UNCOMPARABLE (9) when --fail-above is given and it cannot compare: no cell is in both sets,
+ * or a cell in both has no verdict (a side without two finished repetitions, other settings, impossible times)
+ * or is "too noisy to tell" (its interval is wider than the effect asked about, or most of a side's repetitions
+ * were taken under noise); KH_EXIT_USAGE; KH_EXIT_IO when a folder or record cannot be read or the HTML cannot be
+ * written. */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -26,6 +28,15 @@
 
 typedef kh_cmp_row row;
 typedef kh_cmp_rule rule;
+
+/* What the three outputs show: the rows, the rule and the verdict counts. */
+typedef struct view {
+    const char *bdir, *ndir;
+    const row *rows;
+    int nr;
+    const rule *ru;
+    const int *count;
+} view;
 
 static void fmt_time(double s, char *buf, size_t n) {
     if (!isfinite(s)) snprintf(buf, n, "—");
@@ -66,14 +77,16 @@ static void row_texts(const row *r, row_text *t) {
     fmt_change(r, t->chg, sizeof t->chg, t->ci, sizeof t->ci);
 }
 
-static void print_markdown(FILE *f, const char *bdir, const char *ndir, const row *rows, int nr, const rule *ru,
-                           const int *count) {
+static void print_markdown(FILE *f, const view *w) {
+    const row *rows = w->rows;
+    const rule *ru = w->ru;
+    int nr = w->nr;
     char vn[400];
     verdict_note(ru, vn, sizeof vn);
     fputs("# khost compare\n\nBASE: ", f);
-    kh_esc_md(f, bdir);
+    kh_esc_md(f, w->bdir);
     fputs("; NEW: ", f);
-    kh_esc_md(f, ndir);
+    kh_esc_md(f, w->ndir);
     fputs(".\n\n", f);
     fprintf(f, "%s, %d resamples, seed %llu; %s.\n\n", method_note, KH_STATS_RESAMPLES,
             (unsigned long long)KH_STATS_SEED, vn);
@@ -89,7 +102,7 @@ static void print_markdown(FILE *f, const char *bdir, const char *ndir, const ro
                 t.tn, r->nn, t.chg, t.ci, r->fails ? "**" : "", kh_verdict_name[r->v], r->fails ? "**" : "");
     }
     fprintf(f, "\n");
-    for (int v = 0; v < KH_V_N; v++) fprintf(f, "%s%s %d", v ? ", " : "", kh_verdict_name[v], count[v]);
+    for (int v = 0; v < KH_V_N; v++) fprintf(f, "%s%s %d", v ? ", " : "", kh_verdict_name[v], w->count[v]);
     fprintf(f, ".\n");
     int any = 0;
     for (int i = 0; i < nr; i++)
@@ -114,24 +127,26 @@ static void add_text(cJSON *o, const char *key, const char *text) {
 
 static cJSON *jnum(double v) { return isfinite(v) ? cJSON_CreateNumber(v) : cJSON_CreateNull(); }
 
-static char *to_json(const char *bdir, const char *ndir, const row *rows, int nr, const rule *ru, int have_fail,
-                     double fail_above, const int *count) {
+static char *to_json(const view *w) {
+    const row *rows = w->rows;
+    const rule *ru = w->ru;
+    int nr = w->nr;
     cJSON *o = cJSON_CreateObject();
     if (!o) return NULL;
     cJSON_AddNumberToObject(o, "khost_compare", 1);
-    add_text(o, "base", bdir);
-    add_text(o, "new", ndir);
+    add_text(o, "base", w->bdir);
+    add_text(o, "new", w->ndir);
     cJSON_AddNumberToObject(o, "noise_pct", ru->noise);
     cJSON_AddNumberToObject(o, "cells_compared", ru->m);
     cJSON_AddNumberToObject(o, "verdict_level", ru->level);
-    cJSON_AddItemToObject(o, "fail_above_pct", have_fail ? cJSON_CreateNumber(fail_above) : cJSON_CreateNull());
+    cJSON_AddItemToObject(o, "fail_above_pct", ru->have_fail ? cJSON_CreateNumber(ru->fail_above) : cJSON_CreateNull());
     cJSON_AddStringToObject(o, "method", method_note);
     cJSON_AddNumberToObject(o, "resamples", KH_STATS_RESAMPLES);
     char seed[32];
     snprintf(seed, sizeof seed, "%llu", (unsigned long long)KH_STATS_SEED);
     cJSON_AddStringToObject(o, "seed", seed);
     cJSON *cnt = cJSON_AddObjectToObject(o, "counts");
-    for (int v = 0; cnt && v < KH_V_N; v++) cJSON_AddNumberToObject(cnt, kh_verdict_name[v], count[v]);
+    for (int v = 0; cnt && v < KH_V_N; v++) cJSON_AddNumberToObject(cnt, kh_verdict_name[v], w->count[v]);
     cJSON *cells = cJSON_AddArrayToObject(o, "cells");
     for (int i = 0; cells && i < nr; i++) {
         const row *r = &rows[i];
@@ -153,6 +168,7 @@ static char *to_json(const char *bdir, const char *ndir, const row *rows, int nr
         cJSON_AddItemToObject(c, "ratio_ci_hi", jnum(r->ci.hi));
         cJSON_AddItemToObject(c, "verdict_ci_lo", jnum(r->vci.lo));
         cJSON_AddItemToObject(c, "verdict_ci_hi", jnum(r->vci.hi));
+        cJSON_AddItemToObject(c, "verdict_halfwidth_pct", jnum(r->halfwidth));
         cJSON_AddStringToObject(c, "verdict", kh_verdict_name[r->v]);
         cJSON_AddBoolToObject(c, "fails", r->fails);
         cJSON_AddBoolToObject(c, "comparable", !r->cannot);
@@ -163,8 +179,13 @@ static char *to_json(const char *bdir, const char *ndir, const row *rows, int nr
     return s;
 }
 
-static int write_html(const char *path, const char *bdir, const char *ndir, const row *rows, int nr, const rule *ru,
-                      const int *count, char *err, size_t errlen) {
+/* The CSS class of a verdict's row. */
+static const char *const verdict_class[KH_V_N] = {"faster", "slower", "unchanged", "too-noisy", "inconclusive",
+                                                  "missing"};
+
+static int write_html(const char *path, const view *w, char *err, size_t errlen) {
+    const row *rows = w->rows;
+    int nr = w->nr;
     kh_memfile m;
     FILE *f = kh_memfile_open(&m, path, err, errlen);
     if (!f) return -1;
@@ -172,25 +193,26 @@ static int write_html(const char *path, const char *bdir, const char *ndir, cons
           "<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}"
           "td,th{border:1px solid #ccc;padding:.3em .6em}td.n{text-align:right}"
           ".faster{background:#d8f3dc}.slower{background:#ffd6d6}.missing,.inconclusive{background:#eee}"
+          ".too-noisy{background:#fff0c2}"
           "</style></head><body>\n<h1>khost compare</h1>\n<p>BASE: ", f);
-    kh_esc_xml(f, bdir);
+    kh_esc_xml(f, w->bdir);
     fputs("; NEW: ", f);
-    kh_esc_xml(f, ndir);
+    kh_esc_xml(f, w->ndir);
     fprintf(f, ".</p>\n<p>");
     kh_esc_xml(f, method_note);
     char vn[400];
-    verdict_note(ru, vn, sizeof vn);
+    verdict_note(w->ru, vn, sizeof vn);
     fprintf(f, ", %d resamples, seed %llu; ", KH_STATS_RESAMPLES, (unsigned long long)KH_STATS_SEED);
     kh_esc_xml(f, vn);
     fputs(".</p>\n<p>", f);
-    for (int v = 0; v < KH_V_N; v++) fprintf(f, "%s%s %d", v ? ", " : "", kh_verdict_name[v], count[v]);
+    for (int v = 0; v < KH_V_N; v++) fprintf(f, "%s%s %d", v ? ", " : "", kh_verdict_name[v], w->count[v]);
     fputs(".</p>\n<table><thead><tr><th>task</th><th>backend</th><th>device</th><th>value</th><th>BASE</th>"
           "<th>NEW</th><th>change</th><th>95 % CI</th><th>verdict</th></tr></thead><tbody>\n", f);
     for (int i = 0; i < nr; i++) {
         const row *r = &rows[i];
         row_text t;
         row_texts(r, &t);
-        fprintf(f, "<tr class=\"%s\"><td>", kh_verdict_name[r->v]);
+        fprintf(f, "<tr class=\"%s\"><td>", verdict_class[r->v]);
         kh_esc_xml(f, r->task);
         fputs("</td><td>", f);
         kh_esc_xml(f, t.plugin);
@@ -201,7 +223,8 @@ static int write_html(const char *path, const char *bdir, const char *ndir, cons
         kh_esc_xml(f, r->why);
         fprintf(f, "\">%s%s</td></tr>\n", kh_verdict_name[r->v], r->fails ? " (fails)" : "");
     }
-    fputs("</tbody></table>\n</body></html>\n", f);
+    fputs("</tbody></table>\n", f);
+    fputs("</body></html>\n", f);
     return kh_memfile_write(&m, f, path, err, errlen);
 }
 
@@ -211,15 +234,19 @@ static void compare_usage(FILE *f) {
             "Two result folders cell by cell: per task x backend x device the change of the median time (per\n"
             "repetition: its median step time where both have samples, else its mean epoch time) with a\n"
             "bootstrap 95 %% CI, and a verdict: faster / slower (the whole CI lies beyond the noise\n"
-            "threshold), unchanged, inconclusive (under 2 finished repetitions, other settings such as the batch\n"
-            "size, steps or math, or times that cannot be true), missing.\n"
+            "threshold), unchanged, too noisy to tell (the verdict CI's half-width is wider than the effect\n"
+            "asked about, --fail-above PCT or else --noise PCT, and the CI does not settle it; or a majority\n"
+            "of a side's repetitions were taken under noise, as the report marks them), inconclusive (under 2\n"
+            "finished repetitions, other settings such as the batch size, steps or math, or times that cannot\n"
+            "be true), missing.\n"
             "  --noise PCT        the band of changes that are \"unchanged\", +-PCT %% (default %g; under 100)\n"
-            "  --fail-above PCT   a gate: exit 1 when a cell is slower by more than PCT %%; exit 9 when it cannot\n"
-            "                     compare (no cell in both folders, or a cell in both without a verdict)\n"
+            "  --fail-above PCT   a gate: exit 1 when a cell is slower by more than PCT %%; else exit 9 when it\n"
+            "                     cannot compare (no cell in both folders, or a cell in both without a verdict\n"
+            "                     or too noisy to tell)\n"
             "  --json             print JSON instead of the markdown table\n"
             "  --html FILE        also write the table as a self-contained HTML page\n"
             "Exit status: 0; 1 a cell slower than --fail-above; 2 usage; 8 a folder or record unreadable;\n"
-            "9 --fail-above could not compare.\n",
+            "9 --fail-above could not compare (or a cell was too noisy to tell).\n",
             NOISE_DEFAULT);
 }
 
@@ -261,6 +288,7 @@ int kh_cmd_compare(int argc, char **argv) {
             return KH_EXIT_OK;
         } else if (!strcmp(a, "--json")) {
             json = 1;
+
         } else if (!strcmp(a, "--noise") || !strcmp(a, "--fail-above") || !strcmp(a, "--html")) {
             if (i + 1 >= argc || !argv[i + 1][0]) {
                 fprintf(stderr, "khost: compare: %s needs a value\n", a);
@@ -325,9 +353,10 @@ int kh_cmd_compare(int argc, char **argv) {
         cannot += rows[i].cannot;
         shared += rows[i].both;
     }
+    view w = {dirs[0], dirs[1], rows, nr, &ru, count};
     int rc = KH_EXIT_OK;
     if (json) {
-        char *text = to_json(dirs[0], dirs[1], rows, nr, &ru, have_fail, fail_above, count);
+        char *text = to_json(&w);
         if (!text) {
             fprintf(stderr, "khost: compare: out of memory\n");
             rc = KH_EXIT_IO;
@@ -336,9 +365,9 @@ int kh_cmd_compare(int argc, char **argv) {
             free(text);
         }
     } else {
-        print_markdown(stdout, dirs[0], dirs[1], rows, nr, &ru, count);
+        print_markdown(stdout, &w);
     }
-    if (html && write_html(html, dirs[0], dirs[1], rows, nr, &ru, count, err, sizeof err) != 0) {
+    if (html && write_html(html, &w, err, sizeof err) != 0) {
         kh_esc_msg("khost: compare: ", err);
         rc = KH_EXIT_IO;
     }

@@ -15,7 +15,8 @@
 #include "results/resultsdb.h"
 #include "results/setfile.h"
 
-const char *const kh_verdict_name[KH_V_N] = {"faster", "slower", "unchanged", "inconclusive", "missing"};
+const char *const kh_verdict_name[KH_V_N] = {"faster", "slower", "unchanged", "too noisy to tell", "inconclusive",
+                                             "missing"};
 
 void kh_cmp_side_free(kh_cmp_side *s) {
     for (int i = 0; i < s->n; i++) kh_cell_stats_free(&s->c[i].st);
@@ -132,10 +133,53 @@ void kh_cmp_split_base(const char *base, char *plugin, size_t pn, char *device, 
     else snprintf(device, dn, "%s", dev);
 }
 
+/* How many of c's finished repetitions (a value of kind: 0 epoch, 1 step) were taken under noise; *finished gets
+ * their count. */
+static int noisy_reps(const kh_cell_stats *c, int kind, int *finished) {
+    int n = 0, q = 0;
+    for (int i = 0; i < c->n_reps; i++) {
+        const kh_rep *r = &c->reps[i];
+        if (!isfinite(kind ? r->step_s : r->epoch_s)) continue;
+        n++;
+        q += kh_rep_noisy(r);
+    }
+    *finished = n;
+    return q;
+}
+
+/* The "too noisy to tell" rules (compare.h) over a cell whose verdict is faster, slower or unchanged: r->v and
+ * r->why replaced when one applies, naming the side and the rule. */
+static void too_noisy(const kh_cmp_cell *b, const kh_cmp_cell *n, const kh_cmp_rule *ru, double change, kh_cmp_row *r) {
+    int fb, fn, qb = noisy_reps(&b->st, r->kind, &fb), qn = noisy_reps(&n->st, r->kind, &fn);
+    if (2 * qb > fb || 2 * qn > fn) {
+        int new_side = 2 * qn > fn && (2 * qb <= fb || qn * fb >= qb * fn); /* the noisier, when both are */
+        r->v = KH_V_NOISY;
+        snprintf(r->why, sizeof r->why,
+                 "%d of %s's %d finished repetitions were taken under noise (other processes above %.2g cores or "
+                 "steal above %.0f %% over %.0f s or more)%s",
+                 new_side ? qn : qb, new_side ? "NEW" : "BASE", new_side ? fn : fb, KH_NOISE_OTHER_CORES,
+                 KH_NOISE_STEAL_PCT, KH_NOISE_MIN_WINDOW_S,
+                 2 * qb > fb && 2 * qn > fn ? ", and a majority of the other side's too" : "");
+        return;
+    }
+    double effect = ru->have_fail && ru->fail_above > ru->noise ? ru->fail_above : ru->noise;
+    int open = r->v == KH_V_UNCHANGED || (r->v == KH_V_SLOWER && ru->have_fail && change <= ru->fail_above);
+    if (!(r->halfwidth > effect) || !open) return;
+    const kh_rep_stats *sb = r->kind ? &b->st.step : &b->st.epoch, *sn = r->kind ? &n->st.step : &n->st.epoch;
+    double cb = 100 * sb->s.cv, cn = 100 * sn->s.cv;
+    int new_side = !(cb > cn);
+    r->v = KH_V_NOISY;
+    snprintf(r->why, sizeof r->why,
+             "the verdict interval's half-width, %.1f %%, is wider than the effect asked about, %s %g %%; %s's "
+             "repetitions vary most (CV %.1f %%, %s's %.1f %%)",
+             r->halfwidth, ru->have_fail && ru->fail_above > ru->noise ? "--fail-above" : "the noise threshold",
+             effect, new_side ? "NEW" : "BASE", new_side ? cn : cb, new_side ? "BASE" : "NEW", new_side ? cb : cn);
+}
+
 static void compare_cell(const kh_cmp_cell *b, const kh_cmp_cell *n, const kh_cmp_rule *ru, kh_cmp_row *r) {
     double noise = ru->noise, fail_above = ru->fail_above;
     int have_fail = ru->have_fail;
-    r->ratio = r->mb = r->mn = NAN;
+    r->ratio = r->mb = r->mn = r->halfwidth = NAN;
     r->ci.lo = r->ci.hi = NAN;
     r->ci.resamples = KH_STATS_RESAMPLES;
     r->ci.seed = KH_STATS_SEED;
@@ -214,7 +258,9 @@ static void compare_cell(const kh_cmp_cell *b, const kh_cmp_cell *n, const kh_cm
         snprintf(r->why, sizeof r->why, fabs(change) <= noise ? "within the noise threshold"
                                                               : "the verdict interval reaches into the noise threshold");
     }
-    r->cannot = r->v == KH_V_INCONCLUSIVE;
+    r->halfwidth = isfinite(r->vci.lo) && isfinite(r->vci.hi) ? 100 * (r->vci.hi - r->vci.lo) / 2 : NAN;
+    if (r->v == KH_V_FASTER || r->v == KH_V_SLOWER || r->v == KH_V_UNCHANGED) too_noisy(b, n, ru, change, r);
+    r->cannot = r->v == KH_V_INCONCLUSIVE || r->v == KH_V_NOISY;
     if (r->v == KH_V_SLOWER && have_fail && change > fail_above) {
         r->fails = 1;
         snprintf(r->why, sizeof r->why, "slower by more than --fail-above %g %%", fail_above);

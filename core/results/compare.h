@@ -11,6 +11,16 @@
  *   faster/slower the whole verdict interval of the change lies beyond the noise threshold (criterion's rule:
  *                 the interval, not only the point estimate, must clear the band of changes nobody would act on)
  *   unchanged     otherwise: the interval contains 0 (not significant), or it reaches into [-noise, +noise]
+ *   too noisy to tell
+ *                 instead of the three above, when the machine's noise exceeds the effect asked about:
+ *                 (1) the verdict interval's half-width is wider than the effect asked about — --fail-above PCT
+ *                 when given (but never below the noise threshold: changes inside the band are never called),
+ *                 else the noise threshold — and the interval does not settle the question anyway: the cell
+ *                 would be "unchanged", or "slower" by no more than --fail-above (a "faster" cell, and a cell
+ *                 slower than --fail-above, keep their verdict: their intervals clear the band on their side);
+ *                 (2) a majority of either side's finished repetitions were taken under noise (kh_rep_noisy, the
+ *                 report's rule): their times say what the load did as much as what the build did, so no
+ *                 verdict of the cell stands.
  * The verdict interval is Bonferroni-adjusted over the m cells compared (level 1 - 0.05 / m), so a rerun of the
  * same build calls any cell faster or slower with at most 5 % probability; the tables show the 95 % CI. */
 #ifndef KHOST_CORE_COMPARE_H
@@ -21,7 +31,7 @@
 #include "results/cellstats.h"
 #include "results/stats.h"
 
-typedef enum { KH_V_FASTER, KH_V_SLOWER, KH_V_UNCHANGED, KH_V_INCONCLUSIVE, KH_V_MISSING, KH_V_N } kh_verdict;
+typedef enum { KH_V_FASTER, KH_V_SLOWER, KH_V_UNCHANGED, KH_V_NOISY, KH_V_INCONCLUSIVE, KH_V_MISSING, KH_V_N } kh_verdict;
 extern const char *const kh_verdict_name[KH_V_N];
 
 /* One cell of a side: its task ("" for a one-task folder), its file base ("cntk__cpu") and repetitions. */
@@ -58,6 +68,7 @@ typedef struct kh_cmp_row {
     double ratio;
     kh_ci ci;                 /* 95 %: what the tables show */
     kh_ci vci;                /* at the verdict's level (Bonferroni over the cells compared) */
+    double halfwidth;         /* of vci, in percent of the change: 100 (hi - lo) / 2; NAN without one */
     kh_verdict v;
     int fails;                /* slower by more than --fail-above */
     int both;                 /* the cell is in both sets */
