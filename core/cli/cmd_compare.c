@@ -1,8 +1,10 @@
-/* core/cli/cmd_compare.c — `khost compare BASE NEW [--fail-above PCT] [--noise PCT] [--json] [--html FILE]`:
+/* core/cli/cmd_compare.c — `khost compare BASE NEW [--fail-above PCT] [--noise PCT] [--aa] [--json] [--html FILE]`:
  * two result folders cell by cell (docs/PERFORMANCE.md, "How khost measures").
  *
  * The cells, their changes and verdicts are computed by results/compare.h (which says how); this file reads the
  * command line and prints them: a markdown table, JSON (--json) and a self-contained HTML page (--html).
+ * An A/A section (results/aa.h, printed by compare_aa.c) follows when the two sets are one build on one machine,
+ * or when --aa asks for it (then a warning says when they are not, and the section is marked so).
  * Exit status: 0; KH_EXIT_TRAIN (1) when --fail-above PCT is given and a cell is "slower" by more than PCT;
  * otherwise KH_EXIT_UNCOMPARABLE (9) when --fail-above is given and it cannot compare: no cell is in both sets,
  * or a cell in both has no verdict (a side without two finished repetitions, other settings, impossible times)
@@ -21,6 +23,7 @@
 #include "base/exitcodes.h"
 #include "base/files.h"
 #include "cli/commands.h"
+#include "cli/compare_aa.h"
 #include "results/compare.h"
 #include "results/stats.h"
 
@@ -29,13 +32,15 @@
 typedef kh_cmp_row row;
 typedef kh_cmp_rule rule;
 
-/* What the three outputs show: the rows, the rule and the verdict counts. */
+/* What the three outputs show: the rows, the rule, the verdict counts and the A/A section when there is one. */
 typedef struct view {
     const char *bdir, *ndir;
     const row *rows;
     int nr;
     const rule *ru;
     const int *count;
+    const kh_aa *aa;          /* NULL: no A/A section */
+    int aa_asked;             /* --aa */
 } view;
 
 static void fmt_time(double s, char *buf, size_t n) {
@@ -115,6 +120,7 @@ static void print_markdown(FILE *f, const view *w) {
             kh_esc_md(f, rows[i].why);
             fputc('\n', f);
         }
+    if (w->aa) kh_aa_markdown(f, w->aa, w->aa_asked, rows, ru);
 }
 
 /* A string member from text that was read (a path, a why naming a file or a record's setting): valid UTF-8
@@ -174,6 +180,12 @@ static char *to_json(const view *w) {
         cJSON_AddBoolToObject(c, "comparable", !r->cannot);
         add_text(c, "why", r->why);
     }
+    cJSON *aa = w->aa ? kh_aa_json(w->aa, w->aa_asked, rows, nr, ru) : cJSON_CreateNull();
+    if (!aa) {
+        cJSON_Delete(o);
+        return NULL;
+    }
+    cJSON_AddItemToObject(o, "aa", aa);
     char *s = cJSON_Print(o);
     cJSON_Delete(o);
     return s;
@@ -193,7 +205,7 @@ static int write_html(const char *path, const view *w, char *err, size_t errlen)
           "<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}"
           "td,th{border:1px solid #ccc;padding:.3em .6em}td.n{text-align:right}"
           ".faster{background:#d8f3dc}.slower{background:#ffd6d6}.missing,.inconclusive{background:#eee}"
-          ".too-noisy{background:#fff0c2}"
+          ".too-noisy{background:#fff0c2}.not-aa h2{color:#a00}"
           "</style></head><body>\n<h1>khost compare</h1>\n<p>BASE: ", f);
     kh_esc_xml(f, w->bdir);
     fputs("; NEW: ", f);
@@ -224,13 +236,14 @@ static int write_html(const char *path, const view *w, char *err, size_t errlen)
         fprintf(f, "\">%s%s</td></tr>\n", kh_verdict_name[r->v], r->fails ? " (fails)" : "");
     }
     fputs("</tbody></table>\n", f);
+    if (w->aa) kh_aa_html(f, w->aa, w->aa_asked, rows, w->ru);
     fputs("</body></html>\n", f);
     return kh_memfile_write(&m, f, path, err, errlen);
 }
 
 static void compare_usage(FILE *f) {
     fprintf(f,
-            "usage: khost compare BASE NEW [--fail-above PCT] [--noise PCT] [--json] [--html FILE]\n"
+            "usage: khost compare BASE NEW [--fail-above PCT] [--noise PCT] [--aa] [--json] [--html FILE]\n"
             "Two result folders cell by cell: per task x backend x device the change of the median time (per\n"
             "repetition: its median step time where both have samples, else its mean epoch time) with a\n"
             "bootstrap 95 %% CI, and a verdict: faster / slower (the whole CI lies beyond the noise\n"
@@ -239,10 +252,16 @@ static void compare_usage(FILE *f) {
             "of a side's repetitions were taken under noise, as the report marks them), inconclusive (under 2\n"
             "finished repetitions, other settings such as the batch size, steps or math, or times that cannot\n"
             "be true), missing.\n"
+            "When BASE and NEW are one build on one machine (the records' git_rev and khost_version, cpu_model\n"
+            "and cpu_isa or the CUDA device's name), an A/A section follows: the false-positive rate (cells\n"
+            "called faster or slower / cells with a verdict) and the smallest change this machine lets a cell\n"
+            "detect (median and largest over the cells; per cell in the JSON).\n"
             "  --noise PCT        the band of changes that are \"unchanged\", +-PCT %% (default %g; under 100)\n"
             "  --fail-above PCT   a gate: exit 1 when a cell is slower by more than PCT %%; else exit 9 when it\n"
             "                     cannot compare (no cell in both folders, or a cell in both without a verdict\n"
             "                     or too noisy to tell)\n"
+            "  --aa               the A/A section even when the sets are not known to be one build on one\n"
+            "                     machine (warned, and marked so)\n"
             "  --json             print JSON instead of the markdown table\n"
             "  --html FILE        also write the table as a self-contained HTML page\n"
             "Exit status: 0; 1 a cell slower than --fail-above; 2 usage; 8 a folder or record unreadable;\n"
@@ -280,7 +299,7 @@ static int gate(const row *rows, int nr, int fails, int cannot, int shared, doub
 int kh_cmd_compare(int argc, char **argv) {
     const char *dirs[2] = {NULL, NULL}, *html = NULL;
     double noise = NOISE_DEFAULT, fail_above = 0;
-    int have_fail = 0, json = 0, nd = 0;
+    int have_fail = 0, json = 0, nd = 0, aa_asked = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -288,7 +307,8 @@ int kh_cmd_compare(int argc, char **argv) {
             return KH_EXIT_OK;
         } else if (!strcmp(a, "--json")) {
             json = 1;
-
+        } else if (!strcmp(a, "--aa")) {
+            aa_asked = 1;
         } else if (!strcmp(a, "--noise") || !strcmp(a, "--fail-above") || !strcmp(a, "--html")) {
             if (i + 1 >= argc || !argv[i + 1][0]) {
                 fprintf(stderr, "khost: compare: %s needs a value\n", a);
@@ -353,7 +373,21 @@ int kh_cmd_compare(int argc, char **argv) {
         cannot += rows[i].cannot;
         shared += rows[i].both;
     }
-    view w = {dirs[0], dirs[1], rows, nr, &ru, count};
+    kh_aa aa = {0};
+    kh_aa_identify(s, &aa);
+    int show_aa = aa.same || aa_asked;
+    if (show_aa && kh_aa_compute(rows, nr, &ru, &aa) != 0) {
+        fprintf(stderr, "khost: compare: out of memory\n");
+        kh_aa_free(&aa);
+        free(rows);
+        kh_cmp_side_free(&s[0]);
+        kh_cmp_side_free(&s[1]);
+        return KH_EXIT_IO;
+    }
+    if (aa_asked && !aa.same)
+        kh_esc_msg("khost: compare: warning: --aa: BASE and NEW are not known to be one build on one machine, the "
+                   "A/A figures count real changes as false positives: ", aa.why);
+    view w = {dirs[0], dirs[1], rows, nr, &ru, count, show_aa ? &aa : NULL, aa_asked};
     int rc = KH_EXIT_OK;
     if (json) {
         char *text = to_json(&w);
@@ -376,6 +410,7 @@ int kh_cmd_compare(int argc, char **argv) {
         rc = KH_EXIT_IO;
     }
     if (rc == KH_EXIT_OK && have_fail) rc = gate(rows, nr, fails, cannot, shared, fail_above);
+    kh_aa_free(&aa);
     free(rows);
     kh_cmp_side_free(&s[0]);
     kh_cmp_side_free(&s[1]);

@@ -119,7 +119,8 @@ static int read_rep(const char *path, kh_rep *rep, char *step_sync, size_t sslen
     rep->noise_window_s = env_number(env, "noise_window_s");
     const cJSON *dev = cJSON_GetObjectItemCaseSensitive(o, "device");
     kh_identity_set(&rep->id, cJSON_GetStringValue(dev), env_string(env, "cpu_model"), env_string(env, "cpu_isa"),
-                    env_string(env, "device_name"), env_string(env, "khost_version"), env_string(env, "git_rev"));
+                    env_string(env, "device_name"), env_string(env, "khost_version"), env_string(env, "git_rev"),
+                    env_string(env, "reference"));
     if (ok) check_times(m, cJSON_GetObjectItemCaseSensitive(samples, "epoch_s"), rep->steps, rep->n_steps,
                         rep->impossible, sizeof rep->impossible);
     if (rep->impossible[0]) rep->epoch_s = rep->step_s = NAN; /* never a value of any statistic */

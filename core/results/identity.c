@@ -8,11 +8,12 @@
 static const char *known(const char *s) { return s && *s && strcmp(s, "unknown") != 0 ? s : ""; }
 
 void kh_identity_set(kh_identity *id, const char *device, const char *cpu_model, const char *cpu_isa,
-                     const char *device_name, const char *khost_version, const char *git_rev) {
+                     const char *device_name, const char *khost_version, const char *git_rev, const char *reference) {
     memset(id, 0, sizeof *id);
     int cuda = device && !strncmp(device, "cuda", 4);
     const char *name = cuda ? known(device_name) : *known(cpu_model) ? known(cpu_model) : known(device_name);
     id->cuda = cuda;
+    id->reference = reference && *reference;
     snprintf(id->machine, sizeof id->machine, "%s", name);
     snprintf(id->isa, sizeof id->isa, "%s", cuda ? "" : known(cpu_isa));
     snprintf(id->version, sizeof id->version, "%s", known(khost_version));
@@ -33,6 +34,7 @@ static size_t rev_digits(const char *rev, int *dirty) {
 }
 
 int kh_identity_build_differs(const kh_identity *a, const kh_identity *b) {
+    if (a->reference || b->reference) return 0;
     if (a->version[0] && b->version[0] && strcmp(a->version, b->version) != 0) return 1;
     if (!a->rev[0] || !b->rev[0]) return 0;
     int da, db;
@@ -43,7 +45,7 @@ int kh_identity_build_differs(const kh_identity *a, const kh_identity *b) {
 
 int kh_identity_machine_known(const kh_identity *id) { return id->machine[0] && (id->cuda || id->isa[0]); }
 
-int kh_identity_build_known(const kh_identity *id) { return id->rev[0] != 0; }
+int kh_identity_build_known(const kh_identity *id) { return id->reference || id->rev[0] != 0; }
 
 void kh_identity_machine_text(const kh_identity *id, char *buf, size_t n) {
     if (!id->machine[0]) snprintf(buf, n, "unknown machine");
