@@ -3,8 +3,9 @@
  * byte (imdb_fasttext's two records come from different machines and builds: the report refuses the set
  * without --mixed, and with it says its times do not compare the backends), the SVG must be produced, malformed
  * records must be named and skipped, and bad folders and command lines must give the documented exit codes.
- * Planted columns of two machines (one CPU model, two ISAs) or two builds are refused naming both cells and
- * reported with the mark under --mixed; one machine and build, or a reference row of another revision, are not.
+ * Planted columns of two machines (one CPU model, two ISAs; two GPUs in a cuda:0 column) or two builds are
+ * refused naming both cells and reported with the mark under --mixed; one machine and build, a reference row of
+ * another revision, or one GPU in hosts of two ISAs are not.
  * data-compile/ holds records with model-compile times (ABI 1.2) beside old ones: expected-compile.md.
  * Usage: test_report SOURCE_DIR (the folder holding data/ and expected.md); needs $KHOST_BIN. */
 #define _POSIX_C_SOURCE 200809L
@@ -128,6 +129,29 @@ static void test_mixed(const char *bin, const char *src, const char *tmp) {
         CHECK(page && strstr(page, "<p class=\"mixed\"><strong>Mixed:</strong> the cpu column holds records from "),
               "case %d: the page is marked too", c);
         free(page);
+    }
+    /* a CUDA column: the machine is the device's name; the host CPU's vector extensions do not enter it */
+    snprintf(from[0], sizeof from[0], "%s/data/mnist_cnn/cntk__cuda0.json", src);
+    snprintf(from[1], sizeof from[1], "%s/data/mnist_cnn/tensorflow__cuda0.json", src);
+    for (int c = 0; c < 2; c++) {
+        snprintf(dir, sizeof dir, "%s/mixedcuda%d/mnist_cnn", tmp, c);
+        snprintf(cmd, sizeof cmd, "mkdir -p '%s'", dir);
+        CHECK(kh_test_run(cmd, out, sizeof out) == 0, "mkdir %s", dir);
+        record_with(from[0], dir, "cntk__cuda0.json", "\"cpu_isa\": \"avx512\", ", "abc123def456");
+        record_with(from[1], dir, "tensorflow__cuda0.json", "\"cpu_isa\": \"avx2\", ", "abc123def456");
+        if (c == 0) { /* another GPU for tensorflow */
+            snprintf(cmd, sizeof cmd, "sed -i 's/\"device_name\": \"NVIDIA H200\"/\"device_name\": \"NVIDIA H100\"/' "
+                                      "'%s/tensorflow__cuda0.json'", dir);
+            CHECK(kh_test_run(cmd, out, sizeof out) == 0, "sed: %s", out);
+        }
+        snprintf(cmd, sizeof cmd, "'%s' report '%s/mixedcuda%d'", bin, tmp, c);
+        int rc = kh_test_run(cmd, out, sizeof out);
+        if (c == 0)
+            CHECK(rc == 9 && strstr(out, "task mnist_cnn, column cuda:0: records from different machines (cntk: NVIDIA "
+                                         "H200; tensorflow: NVIDIA H100)"),
+                  "two GPUs in one cuda:0 column: refused, naming both: %d %s", rc, out);
+        else
+            CHECK(rc == 0 && !strstr(out, "mixed"), "one GPU, hosts of two ISAs: not mixed: %d %s", rc, out);
     }
 }
 
