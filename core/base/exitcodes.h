@@ -12,6 +12,7 @@ enum {
     KH_EXIT_VERIFY = 7,      /* khost verify: error above tolerance */
     KH_EXIT_IO = 8,          /* results could not be written/read */
     KH_EXIT_UNCOMPARABLE = 9 /* khost compare --fail-above: the gate could not compare (no shared cell, a side
-                                without finished repetitions, other settings, impossible times) */
+                                without finished repetitions, other settings, impossible times, a cell too noisy
+                                to tell); khost report: a column of different machines or builds without --mixed */
 };
 #endif

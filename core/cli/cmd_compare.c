@@ -1,283 +1,47 @@
-/* core/cli/cmd_compare.c — `khost compare BASE NEW [--fail-above PCT] [--noise PCT] [--json] [--html FILE]`:
+/* core/cli/cmd_compare.c — `khost compare BASE NEW [--fail-above PCT] [--noise PCT] [--aa] [--json] [--html FILE]`:
  * two result folders cell by cell (docs/PERFORMANCE.md, "How khost measures").
  *
- * Per cell (task x backend x device, its repetition records, cellstats.h) the value compared is each
- * repetition's median step time where both sides have samples, else each repetition's mean epoch time. The
- * change is median(NEW) / median(BASE) - 1 with a percentile bootstrap 95 % CI (the two sets resampled
- * independently: they are separate runs, not rounds of one). Verdicts:
- *   missing       the cell is in one set only, or one side has no finished repetition
- *   inconclusive  fewer than 2 finished repetitions on a side: no interval can be formed
- *   faster/slower the whole verdict interval of the change lies beyond the noise threshold (criterion's rule:
- *                 the interval, not only the point estimate, must clear the band of changes nobody would act on)
- *   unchanged     otherwise: the interval contains 0 (not significant), or it reaches into [-noise, +noise]
- * The verdict interval is Bonferroni-adjusted over the m cells compared (level 1 - 0.05 / m), so a rerun of the
- * same build calls any cell faster or slower with at most 5 % probability; the tables show the 95 % CI.
+ * The cells, their changes and verdicts are computed by results/compare.h (which says how); this file reads the
+ * command line and prints them: a markdown table, JSON (--json) and a self-contained HTML page (--html).
+ * An A/A section (results/aa.h, printed by compare_aa.c) follows when the two sets are one build on one machine,
+ * or when --aa asks for it (then a warning says when they are not, and the section is marked so).
  * Exit status: 0; KH_EXIT_TRAIN (1) when --fail-above PCT is given and a cell is "slower" by more than PCT;
- * KH_EXIT_UNCOMPARABLE (9) when --fail-above is given and it cannot compare: no cell is in both sets, or a cell
- * in both has no verdict (a side without two finished repetitions, other settings, impossible times);
- * KH_EXIT_USAGE; KH_EXIT_IO when a folder or record cannot be read or the HTML cannot be written. */
-#include <dirent.h>
+ * otherwise KH_EXIT_UNCOMPARABLE (9) when --fail-above is given and it cannot compare: no cell is in both sets,
+ * or a cell in both has no verdict (a side without two finished repetitions, other settings, impossible times)
+ * or is "too noisy to tell" (its interval is wider than the effect asked about, or most of a side's repetitions
+ * were taken under noise); KH_EXIT_USAGE; KH_EXIT_IO when a folder or record cannot be read or the HTML cannot be
+ * written. */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include <cjson/cJSON.h>
 
 #include "base/escape.h"
-#include "base/files.h"
-#include "base/grow.h"
-#include "results/cellstats.h"
-#include "cli/commands.h"
-#include "results/report/report.h"
 #include "base/exitcodes.h"
-#include "results/results.h"
-#include "results/resultsdb.h"
-#include "results/setfile.h"
+#include "base/files.h"
+#include "cli/commands.h"
+#include "cli/compare_aa.h"
+#include "results/compare.h"
 #include "results/stats.h"
 
 #define NOISE_DEFAULT 2.0 /* percent */
 
-typedef struct side_cell {
-    char task[128], base[256];
-    kh_cell_stats st;
-} side_cell;
+typedef kh_cmp_row row;
+typedef kh_cmp_rule rule;
 
-typedef struct side {
-    const char *dir;
-    side_cell *c; int n, cap;
-} side;
-
-static void side_free(side *s) {
-    for (int i = 0; i < s->n; i++) kh_cell_stats_free(&s->c[i].st);
-    free(s->c);
-    memset(s, 0, sizeof *s);
-}
-
-static int cmp_cell(const void *a, const void *b) {
-    const side_cell *x = a, *y = b;
-    int c = strcmp(x->task, y->task);
-    return c ? c : strcmp(x->base, y->base);
-}
-
-/* The cells of one task folder (dir/task, or dir itself with task "" for a one-task folder). */
-static int side_scan_folder(side *s, const char *folder, const char *task, char *err, size_t errlen) {
-    kh_cell_files l;
-    if (kh_cell_files_read(folder, &l, err, errlen) != 0) return -1;
-    if (l.n_odd) {
-        fprintf(stderr, "khost: compare: skipped %d file(s) in ", l.n_odd);
-        kh_esc_line(stderr, folder);
-        kh_esc_msg(" not named like a record (<plugin>__<device>[.rep<k>].json of " KH_RECORD_NAME_CHARS "), "
-                   "the first: ", l.odd);
-    }
-    int rc = 0;
-    for (int i = 0; i < l.n && rc == 0; i = kh_cell_files_run_end(&l, i)) {
-        if (s->n == s->cap) {
-            side_cell *nc = kh_grow(s->c, &s->cap, sizeof *nc, 32);
-            if (!nc) {
-                snprintf(err, errlen, "%s: out of memory", folder);
-                rc = -1;
-                break;
-            }
-            s->c = nc;
-        }
-        side_cell *c = &s->c[s->n];
-        snprintf(c->task, sizeof c->task, "%s", task);
-        snprintf(c->base, sizeof c->base, "%.*s", l.v[i].base_len, l.v[i].name);
-        if (kh_cell_stats_load_run(folder, &l, i, 0, &c->st, err, errlen) != 0) {
-            rc = -1;
-            break;
-        }
-        s->n++;
-        for (int k = 0; k < c->st.n_reps; k++)
-            if (c->st.reps[k].record_version > KH_RECORD_VERSION) {
-                char path[4400], text[4600];
-                snprintf(path, sizeof path, "%s/%s", folder, c->st.reps[k].file);
-                kh_record_newer_text(path, c->st.reps[k].record_version, text, sizeof text);
-                kh_esc_msg("khost: compare: warning: ", text);
-            }
-    }
-    kh_cell_files_free(&l);
-    return rc;
-}
-
-/* The next task folder name of s->dir: from its pack when it is packed (setfile.h), else from the folder. */
-static const char *next_name(DIR *d, char **packed, int *i) {
-    if (packed) return packed[*i] ? packed[(*i)++] : NULL;
-    struct dirent *e = readdir(d);
-    return e ? e->d_name : NULL;
-}
-
-static int side_scan(side *s, char *err, size_t errlen) {
-    int packed = kh_results_mount(s->dir, err, errlen), n_packed = 0, oom = 0, at = 0;
-    if (packed < 0) return -1;
-    if (packed && kh_set_loose_folders(s->dir) > 0)
-        kh_esc_msg("khost: compare: warning: its records are read from " KH_SETFILE_NAME " only; the task folders "
-                   "beside it are not read (khost pack them in again): ", s->dir);
-    char **names = packed ? kh_set_names(s->dir, 1, &n_packed, &oom) : NULL;
-    DIR *d = packed ? NULL : opendir(s->dir);
-    if ((packed && !names) || (!packed && !d)) {
-        snprintf(err, errlen, "%s: cannot read: %s", s->dir, packed ? "out of memory" : strerror(errno));
-        return -1;
-    }
-    int rc = side_scan_folder(s, s->dir, "", err, errlen);
-    const char *name;
-    while (rc == 0 && (name = next_name(d, names, &at))) {
-        if (name[0] == '.' || !strcmp(name, "slurm")) continue;
-        char path[4096];
-        struct stat st;
-        if ((size_t)snprintf(path, sizeof path, "%s/%s", s->dir, name) >= sizeof path) continue;
-        if (!packed && (stat(path, &st) != 0 || !S_ISDIR(st.st_mode))) continue;
-        if (!kh_record_name_ok(name, sizeof s->c->task - 1)) { /* a task is a name (results.h) */
-            fputs("khost: compare: skipped the folder ", stderr);
-            kh_esc_line(stderr, path);
-            fputs(" (a task folder's name is 1 to 127 of " KH_RECORD_NAME_CHARS ")\n", stderr);
-            continue;
-        }
-        rc = side_scan_folder(s, path, name, err, errlen);
-    }
-    if (d) closedir(d);
-    kh_set_names_free(names);
-    if (rc == 0 && s->n > 1) qsort(s->c, (size_t)s->n, sizeof *s->c, cmp_cell);
-    return rc;
-}
-
-static const side_cell *side_find(const side *s, const char *task, const char *base) {
-    side_cell key;
-    snprintf(key.task, sizeof key.task, "%s", task);
-    snprintf(key.base, sizeof key.base, "%s", base);
-    return s->n ? bsearch(&key, s->c, (size_t)s->n, sizeof *s->c, cmp_cell) : NULL; /* side_scan sorted them */
-}
-
-typedef enum { V_FASTER, V_SLOWER, V_UNCHANGED, V_INCONCLUSIVE, V_MISSING, V_N } verdict;
-static const char *const verdict_name[V_N] = {"faster", "slower", "unchanged", "inconclusive", "missing"};
-
-typedef struct row {
-    const char *task, *base;
-    int kind;                 /* 0 epoch, 1 step */
-    int nb, nn;               /* finished repetitions */
-    double mb, mn;            /* medians */
-    double ratio;
-    kh_ci ci;                 /* 95 %: what the tables show */
-    kh_ci vci;                /* at the verdict's level (Bonferroni over the cells compared) */
-    verdict v;
-    int fails;
-    int both;                 /* the cell is in both sets */
-    int cannot;               /* in both sets, but not comparable: the gate (--fail-above) fails on it */
-    char why[200];
-} row;
-
-/* How verdicts are reached: the noise band (%) and the level of the verdict interval over m compared cells. */
-typedef struct rule {
-    double noise;
-    int m;
-    double level;
-} rule;
-
-/* "plugin__cuda0" -> plugin "plugin", device "cuda:0". */
-static void split_base(const char *base, char *plugin, size_t pn, char *device, size_t dn) {
-    const char *sep = strstr(base, "__");
-    if (!sep) {
-        snprintf(plugin, pn, "%s", base);
-        snprintf(device, dn, "?");
-        return;
-    }
-    snprintf(plugin, pn, "%.*s", (int)(sep - base), base);
-    const char *dev = sep + 2;
-    if (!strncmp(dev, "cuda", 4) && dev[4] >= '0' && dev[4] <= '9') snprintf(device, dn, "cuda:%s", dev + 4);
-    else snprintf(device, dn, "%s", dev);
-}
-
-static void compare_cell(const side_cell *b, const side_cell *n, const rule *ru, double fail_above, int have_fail,
-                         row *r) {
-    double noise = ru->noise;
-    r->ratio = r->mb = r->mn = NAN;
-    r->ci.lo = r->ci.hi = NAN;
-    r->ci.resamples = KH_STATS_RESAMPLES;
-    r->ci.seed = KH_STATS_SEED;
-    r->ci.level = KH_STATS_LEVEL;
-    r->why[0] = 0;
-    r->fails = r->cannot = 0;
-    r->both = b && n;
-    if (!r->both) {
-        r->v = V_MISSING;
-        snprintf(r->why, sizeof r->why, "only in %s", b ? "BASE" : "NEW");
-        return;
-    }
-    /* from here on the cell is in both sets: whatever stops a verdict stops the gate too */
-    r->cannot = 1;
-    char diff[120];
-    const kh_rep *odd_b = kh_cell_stats_impossible(&b->st), *odd = odd_b ? odd_b : kh_cell_stats_impossible(&n->st);
-    if (odd) {
-        r->v = V_INCONCLUSIVE;
-        snprintf(r->why, sizeof r->why, "impossible times in %s: %s: %s", odd_b ? "BASE" : "NEW", odd->file,
-                 odd->impossible);
-        return;
-    }
-    if (b->st.n_reps && n->st.n_reps &&
-        kh_rep_settings_differ(&b->st.reps[b->st.rep_file].set, &n->st.reps[n->st.rep_file].set, diff, sizeof diff)) {
-        r->v = V_INCONCLUSIVE;
-        snprintf(r->why, sizeof r->why, "measured with other settings: %s (BASE and NEW)", diff);
-        return;
-    }
-    r->kind = b->st.step.n > 0 && n->st.step.n > 0;
-    const kh_rep_stats *sb = r->kind ? &b->st.step : &b->st.epoch, *sn = r->kind ? &n->st.step : &n->st.epoch;
-    r->nb = sb->n;
-    r->nn = sn->n;
-    r->mb = sb->s.median;
-    r->mn = sn->s.median;
-    if (sb->n == 0 || sn->n == 0) {
-        const kh_cell_stats *bad = sb->n == 0 ? &b->st : &n->st;
-        r->v = V_MISSING;
-        snprintf(r->why, sizeof r->why, "no finished repetition in %s (%s)", sb->n == 0 ? "BASE" : "NEW",
-                 bad->n_reps ? bad->reps[0].status : "no record");
-        return;
-    }
-    int cap = b->st.n_reps > n->st.n_reps ? b->st.n_reps : n->st.n_reps;
-    double *vb = malloc((size_t)cap * sizeof *vb), *vn = malloc((size_t)cap * sizeof *vn);
-    if (!vb || !vn) {
-        free(vb);
-        free(vn);
-        r->v = V_INCONCLUSIVE;
-        snprintf(r->why, sizeof r->why, "out of memory");
-        return;
-    }
-    int nb = kh_cell_stats_values(&b->st, r->kind, vb), nn = kh_cell_stats_values(&n->st, r->kind, vn);
-    int rc = kh_stats_ratio_unpaired(vn, nn, vb, nb, KH_STATS_RESAMPLES, KH_STATS_SEED, KH_STATS_LEVEL, &r->ratio,
-                                     &r->ci);
-    r->vci = r->ci;
-    double vratio;
-    if (rc == 0 && ru->level > KH_STATS_LEVEL)
-        rc = kh_stats_ratio_unpaired(vn, nn, vb, nb, KH_STATS_RESAMPLES, KH_STATS_SEED, ru->level, &vratio, &r->vci);
-    free(vb);
-    free(vn);
-    double change = 100 * (r->ratio - 1);
-    if (rc != 0) {
-        r->v = V_INCONCLUSIVE;
-        snprintf(r->why, sizeof r->why, "out of memory");
-    } else if (nb < 2 || nn < 2) {
-        r->v = V_INCONCLUSIVE;
-        snprintf(r->why, sizeof r->why, "fewer than 2 finished repetitions in %s", nb < 2 ? "BASE" : "NEW");
-    } else if (r->vci.lo <= 1 && 1 <= r->vci.hi) {
-        r->v = V_UNCHANGED;
-        snprintf(r->why, sizeof r->why, "not significant (the verdict interval contains 1)");
-    } else if (100 * (r->vci.lo - 1) > noise) {
-        r->v = V_SLOWER;
-    } else if (100 * (r->vci.hi - 1) < -noise) {
-        r->v = V_FASTER;
-    } else {
-        r->v = V_UNCHANGED;
-        snprintf(r->why, sizeof r->why, fabs(change) <= noise ? "within the noise threshold"
-                                                              : "the verdict interval reaches into the noise threshold");
-    }
-    r->cannot = r->v == V_INCONCLUSIVE;
-    if (r->v == V_SLOWER && have_fail && change > fail_above) {
-        r->fails = 1;
-        snprintf(r->why, sizeof r->why, "slower by more than --fail-above %g %%", fail_above);
-    }
-}
+/* What the three outputs show: the rows, the rule, the verdict counts and the A/A section when there is one. */
+typedef struct view {
+    const char *bdir, *ndir;
+    const row *rows;
+    int nr;
+    const rule *ru;
+    const int *count;
+    const kh_aa *aa;          /* NULL: no A/A section */
+    int aa_asked;             /* --aa */
+} view;
 
 static void fmt_time(double s, char *buf, size_t n) {
     if (!isfinite(s)) snprintf(buf, n, "—");
@@ -312,20 +76,22 @@ typedef struct row_text {
 } row_text;
 
 static void row_texts(const row *r, row_text *t) {
-    split_base(r->base, t->plugin, sizeof t->plugin, t->device, sizeof t->device);
+    kh_cmp_split_base(r->base, t->plugin, sizeof t->plugin, t->device, sizeof t->device);
     fmt_time(r->mb, t->tb, sizeof t->tb);
     fmt_time(r->mn, t->tn, sizeof t->tn);
     fmt_change(r, t->chg, sizeof t->chg, t->ci, sizeof t->ci);
 }
 
-static void print_markdown(FILE *f, const char *bdir, const char *ndir, const row *rows, int nr, const rule *ru,
-                           const int *count) {
+static void print_markdown(FILE *f, const view *w) {
+    const row *rows = w->rows;
+    const rule *ru = w->ru;
+    int nr = w->nr;
     char vn[400];
     verdict_note(ru, vn, sizeof vn);
     fputs("# khost compare\n\nBASE: ", f);
-    kh_esc_md(f, bdir);
+    kh_esc_md(f, w->bdir);
     fputs("; NEW: ", f);
-    kh_esc_md(f, ndir);
+    kh_esc_md(f, w->ndir);
     fputs(".\n\n", f);
     fprintf(f, "%s, %d resamples, seed %llu; %s.\n\n", method_note, KH_STATS_RESAMPLES,
             (unsigned long long)KH_STATS_SEED, vn);
@@ -337,23 +103,24 @@ static void print_markdown(FILE *f, const char *bdir, const char *ndir, const ro
         row_texts(r, &t);
         fprintf(f, "| %s | %s | %s | %s | %s (n=%d) | %s (n=%d) | %s | %s | %s%s%s |\n", r->task[0] ? r->task : "-",
                 t.plugin, t.device,
-                r->v == V_MISSING && !isfinite(r->mb) && !isfinite(r->mn) ? "—" : r->kind ? "step" : "epoch", t.tb, r->nb,
-                t.tn, r->nn, t.chg, t.ci, r->fails ? "**" : "", verdict_name[r->v], r->fails ? "**" : "");
+                r->v == KH_V_MISSING && !isfinite(r->mb) && !isfinite(r->mn) ? "—" : r->kind ? "step" : "epoch", t.tb, r->nb,
+                t.tn, r->nn, t.chg, t.ci, r->fails ? "**" : "", kh_verdict_name[r->v], r->fails ? "**" : "");
     }
     fprintf(f, "\n");
-    for (int v = 0; v < V_N; v++) fprintf(f, "%s%s %d", v ? ", " : "", verdict_name[v], count[v]);
+    for (int v = 0; v < KH_V_N; v++) fprintf(f, "%s%s %d", v ? ", " : "", kh_verdict_name[v], w->count[v]);
     fprintf(f, ".\n");
     int any = 0;
     for (int i = 0; i < nr; i++)
-        if (rows[i].why[0] && rows[i].v != V_UNCHANGED) {
+        if (rows[i].why[0] && rows[i].v != KH_V_UNCHANGED) {
             char plugin[256], device[64];
-            split_base(rows[i].base, plugin, sizeof plugin, device, sizeof device);
+            kh_cmp_split_base(rows[i].base, plugin, sizeof plugin, device, sizeof device);
             if (!any) fprintf(f, "\n");
             any = 1;
-            fprintf(f, "- %s %s on %s: %s: ", rows[i].task, plugin, device, verdict_name[rows[i].v]);
+            fprintf(f, "- %s %s on %s: %s: ", rows[i].task, plugin, device, kh_verdict_name[rows[i].v]);
             kh_esc_md(f, rows[i].why);
             fputc('\n', f);
         }
+    if (w->aa) kh_aa_markdown(f, w->aa, w->aa_asked, rows, ru);
 }
 
 /* A string member from text that was read (a path, a why naming a file or a record's setting): valid UTF-8
@@ -366,29 +133,31 @@ static void add_text(cJSON *o, const char *key, const char *text) {
 
 static cJSON *jnum(double v) { return isfinite(v) ? cJSON_CreateNumber(v) : cJSON_CreateNull(); }
 
-static char *to_json(const char *bdir, const char *ndir, const row *rows, int nr, const rule *ru, int have_fail,
-                     double fail_above, const int *count) {
+static char *to_json(const view *w) {
+    const row *rows = w->rows;
+    const rule *ru = w->ru;
+    int nr = w->nr;
     cJSON *o = cJSON_CreateObject();
     if (!o) return NULL;
     cJSON_AddNumberToObject(o, "khost_compare", 1);
-    add_text(o, "base", bdir);
-    add_text(o, "new", ndir);
+    add_text(o, "base", w->bdir);
+    add_text(o, "new", w->ndir);
     cJSON_AddNumberToObject(o, "noise_pct", ru->noise);
     cJSON_AddNumberToObject(o, "cells_compared", ru->m);
     cJSON_AddNumberToObject(o, "verdict_level", ru->level);
-    cJSON_AddItemToObject(o, "fail_above_pct", have_fail ? cJSON_CreateNumber(fail_above) : cJSON_CreateNull());
+    cJSON_AddItemToObject(o, "fail_above_pct", ru->have_fail ? cJSON_CreateNumber(ru->fail_above) : cJSON_CreateNull());
     cJSON_AddStringToObject(o, "method", method_note);
     cJSON_AddNumberToObject(o, "resamples", KH_STATS_RESAMPLES);
     char seed[32];
     snprintf(seed, sizeof seed, "%llu", (unsigned long long)KH_STATS_SEED);
     cJSON_AddStringToObject(o, "seed", seed);
     cJSON *cnt = cJSON_AddObjectToObject(o, "counts");
-    for (int v = 0; cnt && v < V_N; v++) cJSON_AddNumberToObject(cnt, verdict_name[v], count[v]);
+    for (int v = 0; cnt && v < KH_V_N; v++) cJSON_AddNumberToObject(cnt, kh_verdict_name[v], w->count[v]);
     cJSON *cells = cJSON_AddArrayToObject(o, "cells");
     for (int i = 0; cells && i < nr; i++) {
         const row *r = &rows[i];
         char plugin[256], device[64];
-        split_base(r->base, plugin, sizeof plugin, device, sizeof device);
+        kh_cmp_split_base(r->base, plugin, sizeof plugin, device, sizeof device);
         cJSON *c = cJSON_CreateObject();
         if (!c) break;
         cJSON_AddItemToArray(cells, c);
@@ -405,18 +174,30 @@ static char *to_json(const char *bdir, const char *ndir, const row *rows, int nr
         cJSON_AddItemToObject(c, "ratio_ci_hi", jnum(r->ci.hi));
         cJSON_AddItemToObject(c, "verdict_ci_lo", jnum(r->vci.lo));
         cJSON_AddItemToObject(c, "verdict_ci_hi", jnum(r->vci.hi));
-        cJSON_AddStringToObject(c, "verdict", verdict_name[r->v]);
+        cJSON_AddItemToObject(c, "verdict_halfwidth_pct", jnum(r->halfwidth));
+        cJSON_AddStringToObject(c, "verdict", kh_verdict_name[r->v]);
         cJSON_AddBoolToObject(c, "fails", r->fails);
         cJSON_AddBoolToObject(c, "comparable", !r->cannot);
         add_text(c, "why", r->why);
     }
+    cJSON *aa = w->aa ? kh_aa_json(w->aa, w->aa_asked, rows, nr, ru) : cJSON_CreateNull();
+    if (!aa) {
+        cJSON_Delete(o);
+        return NULL;
+    }
+    cJSON_AddItemToObject(o, "aa", aa);
     char *s = cJSON_Print(o);
     cJSON_Delete(o);
     return s;
 }
 
-static int write_html(const char *path, const char *bdir, const char *ndir, const row *rows, int nr, const rule *ru,
-                      const int *count, char *err, size_t errlen) {
+/* The CSS class of a verdict's row. */
+static const char *const verdict_class[KH_V_N] = {"faster", "slower", "unchanged", "too-noisy", "inconclusive",
+                                                  "missing"};
+
+static int write_html(const char *path, const view *w, char *err, size_t errlen) {
+    const row *rows = w->rows;
+    int nr = w->nr;
     kh_memfile m;
     FILE *f = kh_memfile_open(&m, path, err, errlen);
     if (!f) return -1;
@@ -424,25 +205,26 @@ static int write_html(const char *path, const char *bdir, const char *ndir, cons
           "<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}"
           "td,th{border:1px solid #ccc;padding:.3em .6em}td.n{text-align:right}"
           ".faster{background:#d8f3dc}.slower{background:#ffd6d6}.missing,.inconclusive{background:#eee}"
+          ".too-noisy{background:#fff0c2}.not-aa h2{color:#a00}"
           "</style></head><body>\n<h1>khost compare</h1>\n<p>BASE: ", f);
-    kh_esc_xml(f, bdir);
+    kh_esc_xml(f, w->bdir);
     fputs("; NEW: ", f);
-    kh_esc_xml(f, ndir);
+    kh_esc_xml(f, w->ndir);
     fprintf(f, ".</p>\n<p>");
     kh_esc_xml(f, method_note);
     char vn[400];
-    verdict_note(ru, vn, sizeof vn);
+    verdict_note(w->ru, vn, sizeof vn);
     fprintf(f, ", %d resamples, seed %llu; ", KH_STATS_RESAMPLES, (unsigned long long)KH_STATS_SEED);
     kh_esc_xml(f, vn);
     fputs(".</p>\n<p>", f);
-    for (int v = 0; v < V_N; v++) fprintf(f, "%s%s %d", v ? ", " : "", verdict_name[v], count[v]);
+    for (int v = 0; v < KH_V_N; v++) fprintf(f, "%s%s %d", v ? ", " : "", kh_verdict_name[v], w->count[v]);
     fputs(".</p>\n<table><thead><tr><th>task</th><th>backend</th><th>device</th><th>value</th><th>BASE</th>"
           "<th>NEW</th><th>change</th><th>95 % CI</th><th>verdict</th></tr></thead><tbody>\n", f);
     for (int i = 0; i < nr; i++) {
         const row *r = &rows[i];
         row_text t;
         row_texts(r, &t);
-        fprintf(f, "<tr class=\"%s\"><td>", verdict_name[r->v]);
+        fprintf(f, "<tr class=\"%s\"><td>", verdict_class[r->v]);
         kh_esc_xml(f, r->task);
         fputs("</td><td>", f);
         kh_esc_xml(f, t.plugin);
@@ -451,27 +233,39 @@ static int write_html(const char *path, const char *bdir, const char *ndir, cons
         fprintf(f, "</td><td>%s</td><td class=\"n\">%s (n=%d)</td><td class=\"n\">%s (n=%d)</td><td class=\"n\">%s</td>"
                    "<td class=\"n\">%s</td><td title=\"", r->kind ? "step" : "epoch", t.tb, r->nb, t.tn, r->nn, t.chg, t.ci);
         kh_esc_xml(f, r->why);
-        fprintf(f, "\">%s%s</td></tr>\n", verdict_name[r->v], r->fails ? " (fails)" : "");
+        fprintf(f, "\">%s%s</td></tr>\n", kh_verdict_name[r->v], r->fails ? " (fails)" : "");
     }
-    fputs("</tbody></table>\n</body></html>\n", f);
+    fputs("</tbody></table>\n", f);
+    if (w->aa) kh_aa_html(f, w->aa, w->aa_asked, rows, w->ru);
+    fputs("</body></html>\n", f);
     return kh_memfile_write(&m, f, path, err, errlen);
 }
 
 static void compare_usage(FILE *f) {
     fprintf(f,
-            "usage: khost compare BASE NEW [--fail-above PCT] [--noise PCT] [--json] [--html FILE]\n"
+            "usage: khost compare BASE NEW [--fail-above PCT] [--noise PCT] [--aa] [--json] [--html FILE]\n"
             "Two result folders cell by cell: per task x backend x device the change of the median time (per\n"
             "repetition: its median step time where both have samples, else its mean epoch time) with a\n"
             "bootstrap 95 %% CI, and a verdict: faster / slower (the whole CI lies beyond the noise\n"
-            "threshold), unchanged, inconclusive (under 2 finished repetitions, other settings such as the batch\n"
-            "size, steps or math, or times that cannot be true), missing.\n"
+            "threshold), unchanged, too noisy to tell (the verdict CI's half-width is wider than the effect\n"
+            "asked about, --fail-above PCT or else --noise PCT, and the CI does not settle it; or a majority\n"
+            "of a side's repetitions were taken under noise, as the report marks them), inconclusive (under 2\n"
+            "finished repetitions, other settings such as the batch size, steps or math, or times that cannot\n"
+            "be true), missing.\n"
+            "When BASE and NEW are one build on one machine (the records' git_rev and khost_version, cpu_model\n"
+            "and cpu_isa or the CUDA device's name), an A/A section follows: the false-positive rate (cells\n"
+            "called faster or slower / cells with a verdict) and the smallest change this machine lets a cell\n"
+            "detect (median and largest over the cells; per cell in the JSON).\n"
             "  --noise PCT        the band of changes that are \"unchanged\", +-PCT %% (default %g; under 100)\n"
-            "  --fail-above PCT   a gate: exit 1 when a cell is slower by more than PCT %%; exit 9 when it cannot\n"
-            "                     compare (no cell in both folders, or a cell in both without a verdict)\n"
+            "  --fail-above PCT   a gate: exit 1 when a cell is slower by more than PCT %%; else exit 9 when it\n"
+            "                     cannot compare (no cell in both folders, or a cell in both without a verdict\n"
+            "                     or too noisy to tell)\n"
+            "  --aa               the A/A section even when the sets are not known to be one build on one\n"
+            "                     machine (warned, and marked so)\n"
             "  --json             print JSON instead of the markdown table\n"
             "  --html FILE        also write the table as a self-contained HTML page\n"
             "Exit status: 0; 1 a cell slower than --fail-above; 2 usage; 8 a folder or record unreadable;\n"
-            "9 --fail-above could not compare.\n",
+            "9 --fail-above could not compare (or a cell was too noisy to tell).\n",
             NOISE_DEFAULT);
 }
 
@@ -491,7 +285,7 @@ static int gate(const row *rows, int nr, int fails, int cannot, int shared, doub
     for (int i = 0; i < nr; i++)
         if (rows[i].cannot) {
             char plugin[128], device[64];
-            split_base(rows[i].base, plugin, sizeof plugin, device, sizeof device);
+            kh_cmp_split_base(rows[i].base, plugin, sizeof plugin, device, sizeof device);
             fprintf(stderr, "khost: compare: --fail-above cannot compare %s %s %s: ", rows[i].task, plugin, device);
             kh_esc_msg("", rows[i].why);
         }
@@ -502,33 +296,10 @@ static int gate(const row *rows, int nr, int fails, int cannot, int shared, doub
     return shared == 0 || cannot ? KH_EXIT_UNCOMPARABLE : KH_EXIT_OK;
 }
 
-/* One row per cell of either side (BASE's order, then what only NEW has). */
-static int fill_rows(const side *s, const rule *ru, double fail_above, int have_fail, row *rows) {
-    int nr = 0;
-    for (int i = 0; i < s[0].n; i++) {
-        const side_cell *b = &s[0].c[i], *n = side_find(&s[1], b->task, b->base);
-        memset(&rows[nr], 0, sizeof rows[nr]);
-        rows[nr].task = b->task;
-        rows[nr].base = b->base;
-        compare_cell(b, n, ru, fail_above, have_fail, &rows[nr]);
-        nr++;
-    }
-    for (int i = 0; i < s[1].n; i++) {
-        const side_cell *n = &s[1].c[i];
-        if (side_find(&s[0], n->task, n->base)) continue;
-        memset(&rows[nr], 0, sizeof rows[nr]);
-        rows[nr].task = n->task;
-        rows[nr].base = n->base;
-        compare_cell(NULL, n, ru, fail_above, have_fail, &rows[nr]);
-        nr++;
-    }
-    return nr;
-}
-
 int kh_cmd_compare(int argc, char **argv) {
     const char *dirs[2] = {NULL, NULL}, *html = NULL;
     double noise = NOISE_DEFAULT, fail_above = 0;
-    int have_fail = 0, json = 0, nd = 0;
+    int have_fail = 0, json = 0, nd = 0, aa_asked = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -536,6 +307,8 @@ int kh_cmd_compare(int argc, char **argv) {
             return KH_EXIT_OK;
         } else if (!strcmp(a, "--json")) {
             json = 1;
+        } else if (!strcmp(a, "--aa")) {
+            aa_asked = 1;
         } else if (!strcmp(a, "--noise") || !strcmp(a, "--fail-above") || !strcmp(a, "--html")) {
             if (i + 1 >= argc || !argv[i + 1][0]) {
                 fprintf(stderr, "khost: compare: %s needs a value\n", a);
@@ -567,48 +340,57 @@ int kh_cmd_compare(int argc, char **argv) {
         compare_usage(stderr);
         return KH_EXIT_USAGE;
     }
-    side s[2] = {{.dir = dirs[0]}, {.dir = dirs[1]}};
+    kh_cmp_side s[2] = {{.dir = dirs[0]}, {.dir = dirs[1]}};
     char err[4400];
     for (int k = 0; k < 2; k++)
-        if (side_scan(&s[k], err, sizeof err) != 0) {
+        if (kh_cmp_side_scan(&s[k], err, sizeof err) != 0) {
             kh_esc_msg(k ? "khost: compare: NEW: " : "khost: compare: BASE: ", err);
-            side_free(&s[0]);
-            side_free(&s[1]);
+            kh_cmp_side_free(&s[0]);
+            kh_cmp_side_free(&s[1]);
             return KH_EXIT_IO;
         }
     if (s[0].n == 0 || s[1].n == 0) {
         fputs("khost: compare: ", stderr);
         kh_esc_line(stderr, s[0].n == 0 ? dirs[0] : dirs[1]);
         fputs(": no result records (expected <task>/<plugin>__<device>[.rep<k>].json)\n", stderr);
-        side_free(&s[0]);
-        side_free(&s[1]);
+        kh_cmp_side_free(&s[0]);
+        kh_cmp_side_free(&s[1]);
         return KH_EXIT_IO;
     }
     row *rows = calloc((size_t)(s[0].n + s[1].n), sizeof *rows);
     if (!rows) {
         fprintf(stderr, "khost: compare: out of memory\n");
-        side_free(&s[0]);
-        side_free(&s[1]);
+        kh_cmp_side_free(&s[0]);
+        kh_cmp_side_free(&s[1]);
         return KH_EXIT_IO;
     }
-    /* first at 95 % to count the cells an interval can be formed for, then at the family-wise level */
-    rule ru = {.noise = noise, .m = 0, .level = KH_STATS_LEVEL};
-    int nr = fill_rows(s, &ru, fail_above, have_fail, rows);
-    for (int i = 0; i < nr; i++) ru.m += rows[i].v != V_MISSING && rows[i].v != V_INCONCLUSIVE;
-    if (ru.m > 1) {
-        ru.level = 1 - (1 - KH_STATS_LEVEL) / ru.m;
-        nr = fill_rows(s, &ru, fail_above, have_fail, rows);
-    }
-    int count[V_N] = {0}, fails = 0, cannot = 0, shared = 0;
+    rule ru = {.noise = noise, .have_fail = have_fail, .fail_above = fail_above};
+    int nr = kh_cmp_fill(s, &ru, rows);
+    int count[KH_V_N] = {0}, fails = 0, cannot = 0, shared = 0;
     for (int i = 0; i < nr; i++) {
         count[rows[i].v]++;
         fails += rows[i].fails;
         cannot += rows[i].cannot;
         shared += rows[i].both;
     }
+    kh_aa aa = {0};
+    kh_aa_identify(s, &aa);
+    int show_aa = aa.same || aa_asked;
+    if (show_aa && kh_aa_compute(rows, nr, &ru, &aa) != 0) {
+        fprintf(stderr, "khost: compare: out of memory\n");
+        kh_aa_free(&aa);
+        free(rows);
+        kh_cmp_side_free(&s[0]);
+        kh_cmp_side_free(&s[1]);
+        return KH_EXIT_IO;
+    }
+    if (aa_asked && !aa.same)
+        kh_esc_msg("khost: compare: warning: --aa: BASE and NEW are not known to be one build on one machine, the "
+                   "A/A figures count real changes as false positives: ", aa.why);
+    view w = {dirs[0], dirs[1], rows, nr, &ru, count, show_aa ? &aa : NULL, aa_asked};
     int rc = KH_EXIT_OK;
     if (json) {
-        char *text = to_json(dirs[0], dirs[1], rows, nr, &ru, have_fail, fail_above, count);
+        char *text = to_json(&w);
         if (!text) {
             fprintf(stderr, "khost: compare: out of memory\n");
             rc = KH_EXIT_IO;
@@ -617,9 +399,9 @@ int kh_cmd_compare(int argc, char **argv) {
             free(text);
         }
     } else {
-        print_markdown(stdout, dirs[0], dirs[1], rows, nr, &ru, count);
+        print_markdown(stdout, &w);
     }
-    if (html && write_html(html, dirs[0], dirs[1], rows, nr, &ru, count, err, sizeof err) != 0) {
+    if (html && write_html(html, &w, err, sizeof err) != 0) {
         kh_esc_msg("khost: compare: ", err);
         rc = KH_EXIT_IO;
     }
@@ -628,8 +410,9 @@ int kh_cmd_compare(int argc, char **argv) {
         rc = KH_EXIT_IO;
     }
     if (rc == KH_EXIT_OK && have_fail) rc = gate(rows, nr, fails, cannot, shared, fail_above);
+    kh_aa_free(&aa);
     free(rows);
-    side_free(&s[0]);
-    side_free(&s[1]);
+    kh_cmp_side_free(&s[0]);
+    kh_cmp_side_free(&s[1]);
     return rc;
 }

@@ -45,16 +45,20 @@ static const char usage[] =
     "      the same cells as a Slurm job array, one array task per cell (--devices cpu, cuda or all), into\n"
     "      the shared --out folder; prints the job ids. --resume submits only cells without a finished\n"
     "      record. --slurm-script-only writes the scripts without submitting. khost matrix --slurm --help.\n"
-    "  khost report DIR|DB[:filters] [--svg FILE] [--html FILE] [--published]\n"
+    "  khost report DIR|DB[:filters] [--svg FILE] [--html FILE] [--published] [--mixed]\n"
     "      the original benchmark's tables (accuracy; time per epoch with factors and model-compile time,\n"
     "      cold / warm; GFLOP/s and fraction of the roofline) from stored results; --html writes one\n"
     "      self-contained page with charts. Times are medians over a cell's repetitions [95 % bootstrap\n"
     "      CI]; factors carry a CI paired by round, \"≈\" where it contains 1; per-step samples add a time-\n"
     "      per-step table (and a strip plot in --html); noisy cells and failed repetitions are listed.\n"
-    "  khost compare BASE NEW [--fail-above PCT] [--noise PCT] [--json] [--html FILE]\n"
+    "      A device column of records from different machines or builds is refused (exit 9) unless\n"
+    "      --mixed, which reports it marked \"Note: mixed\".\n"
+    "  khost compare BASE NEW [--fail-above PCT] [--noise PCT] [--aa] [--json] [--html FILE]\n"
     "      two result folders cell by cell: the change of the median time with a bootstrap 95 % CI and a\n"
-    "      verdict (faster / slower / unchanged below the noise threshold or not significant /\n"
-    "      inconclusive / missing); exit 1 when a cell is slower than BASE by more than --fail-above.\n"
+    "      verdict (faster / slower / unchanged below the noise threshold or not significant / too noisy\n"
+    "      to tell / inconclusive / missing); exit 1 when a cell is slower than BASE by more than\n"
+    "      --fail-above. One build on one machine (or --aa): an A/A section with the false-positive rate\n"
+    "      and the smallest change the machine lets a cell detect.\n"
     "  khost pack DIR [--remove]\n"
     "      DIR's record files packed into DIR/records.jsonl.gz (one file for a committed set); report and\n"
     "      compare read a packed folder as they read the files. --remove deletes the packed files.\n"
@@ -96,7 +100,9 @@ static const char usage[] =
     "exit status: 0 ok; 1 training failed (diverged, backend error; matrix: some cell failed); 2 usage;\n"
     "  3 registry/module/ABI; 4 data missing or malformed; 5 device; 6 unsupported by the backend;\n"
     "  7 verify above tolerance; 8 results could not be written or read; 9 compare --fail-above could not\n"
-    "  compare; 128+N run stopped by signal N (SIGINT 130, SIGTERM 143): its record says \"interrupted\".\n";
+    "  compare (or a cell was too noisy to tell), or report was given a column of different machines or\n"
+    "  builds without --mixed; 128+N run stopped by signal N (SIGINT 130, SIGTERM 143): its record says\n"
+    "  \"interrupted\".\n";
 
 int main(int argc, char **argv) {
     kh_blas_tune(); /* before any module, and so OpenBLAS, is loaded */

@@ -60,6 +60,11 @@ static double env_number(const cJSON *env, const char *key) {
     return end && !*end && isfinite(x) ? x : NAN;
 }
 
+/* An environment value as text; NULL when absent or not a string. */
+static const char *env_string(const cJSON *env, const char *key) {
+    return cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(env, key));
+}
+
 /* One record file into rep. -1 with err naming the file and field. */
 static int read_rep(const char *path, kh_rep *rep, char *step_sync, size_t sslen, char *err, size_t errlen) {
     cJSON *o = kh_record_json_read(path, NULL, 0, &rep->record_version, err, errlen);
@@ -112,6 +117,10 @@ static int read_rep(const char *path, kh_rep *rep, char *step_sync, size_t sslen
     rep->other_cores = env_number(env, "noise_other_cores");
     rep->steal_pct = env_number(env, "noise_steal_pct");
     rep->noise_window_s = env_number(env, "noise_window_s");
+    const cJSON *dev = cJSON_GetObjectItemCaseSensitive(o, "device");
+    kh_identity_set(&rep->id, cJSON_GetStringValue(dev), env_string(env, "cpu_model"), env_string(env, "cpu_isa"),
+                    env_string(env, "device_name"), env_string(env, "khost_version"), env_string(env, "git_rev"),
+                    env_string(env, "reference"));
     if (ok) check_times(m, cJSON_GetObjectItemCaseSensitive(samples, "epoch_s"), rep->steps, rep->n_steps,
                         rep->impossible, sizeof rep->impossible);
     if (rep->impossible[0]) rep->epoch_s = rep->step_s = NAN; /* never a value of any statistic */

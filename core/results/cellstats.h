@@ -18,6 +18,7 @@
 #include "base/cpuload.h"
 
 #include "results/cellfiles.h"
+#include "results/identity.h"
 #include "results/stats.h"
 
 /* What a repetition was measured with; -1 / "" where its record does not say. Two cells measured with
@@ -40,6 +41,7 @@ typedef struct kh_rep {
     kh_rep_settings set;
     char impossible[160];      /* why an "ok" record's times cannot be true (then it counts as not finished) */
     double other_cores, steal_pct, noise_window_s; /* the machine's load while it ran (cell/noise.h); NAN: none */
+    kh_identity id;            /* the machine and build that measured it (identity.h) */
 } kh_rep;
 
 /* 1 when the repetition was measured under noise: other processes took more than KH_NOISE_OTHER_CORES cores or the

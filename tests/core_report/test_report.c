@@ -1,8 +1,11 @@
 /* tests/core_report/test_report.c — `khost report` on a hand-written results folder (data/: tasks with two
  * devices, a crashed, a timed-out and an unsupported cell): the markdown must equal expected.md byte for
- * byte (imdb_fasttext's two records come from different machines: the report must say its times do not
- * compare the backends), the SVG must be produced, malformed records must be named and skipped, and bad
- * folders and command lines must give the documented exit codes.
+ * byte (imdb_fasttext's two records come from different machines and builds: the report refuses the set
+ * without --mixed, and with it says its times do not compare the backends), the SVG must be produced, malformed
+ * records must be named and skipped, and bad folders and command lines must give the documented exit codes.
+ * Planted columns of two machines (one CPU model, two ISAs; two GPUs in a cuda:0 column) or two builds are
+ * refused naming both cells and reported with the mark under --mixed; one machine and build, a reference row of
+ * another revision, or one GPU in hosts of two ISAs are not.
  * data-compile/ holds records with model-compile times (ABI 1.2) beside old ones: expected-compile.md.
  * Usage: test_report SOURCE_DIR (the folder holding data/ and expected.md); needs $KHOST_BIN. */
 #define _POSIX_C_SOURCE 200809L
@@ -50,47 +53,105 @@ static void test_helpers(void) {
     CHECK(kh_report_cmp_device("cuda:1", "cuda:1") == 0, "equal");
 }
 
-/* A copy of record `from` into dir/name with "cpu_isa": isa added to its environment (before cpu_model). */
-static void record_with_isa(const char *from, const char *dir, const char *name, const char *isa) {
+/* A copy of record `from` into dir/name with `members` (e.g. "\"cpu_isa\": \"avx2\", ") added to its environment
+ * (before cpu_model) and its git_rev replaced by rev. */
+static void record_with(const char *from, const char *dir, const char *name, const char *members, const char *rev) {
     size_t n;
     char *d = kh_test_slurp(from, &n), *at = d ? strstr(d, "\"cpu_model\"") : NULL;
-    if (!at) {
-        fprintf(stderr, "test setup: no cpu_model in %s\n", from);
+    char *g = d ? strstr(d, "\"git_rev\": \"") : NULL;
+    if (!at || !g) {
+        fprintf(stderr, "test setup: no cpu_model or git_rev in %s\n", from);
         exit(2);
     }
-    char path[4096], *full = malloc(n + 64);
+    g += strlen("\"git_rev\": \"");
+    size_t glen = strcspn(g, "\"");
+    char path[4096], *full = malloc(n + 512);
     if (!full) exit(2);
-    size_t head = (size_t)(at - d);
-    memcpy(full, d, head);
-    int k = snprintf(full + head, 64, "\"cpu_isa\": \"%s\", ", isa);
-    memcpy(full + head + k, at, n - head);
+    /* the text up to the revision, the new revision, the text up to cpu_model, the members, the rest */
+    size_t k = 0, head = (size_t)(g - d), mid = (size_t)(at - (g + glen));
+    memcpy(full, d, head), k = head;
+    k += (size_t)snprintf(full + k, 64, "%s", rev);
+    memcpy(full + k, g + glen, mid), k += mid;
+    k += (size_t)snprintf(full + k, 256, "%s", members);
+    memcpy(full + k, at, n - (size_t)(at - d)), k += n - (size_t)(at - d);
     snprintf(path, sizeof path, "%s/%s", dir, name);
-    kh_test_write_file(path, full, n + (size_t)k);
+    kh_test_write_file(path, full, k);
     free(full), free(d);
 }
 
-/* Two records with one CPU model name but different vector extensions come from different machines. */
-static void test_isa_mix(const char *bin, const char *src, const char *tmp) {
+/* A column of two machines or two builds is refused (exit 9) naming the task, the column and each backend's
+ * machine or build; --mixed reports it with the mark; one machine and build: no mark, exit 0. A reference row
+ * (tools/reference) measured at another revision is no other build. */
+static void test_mixed(const char *bin, const char *src, const char *tmp) {
     char cmd[8192], out[65536], dir[4096], from[2][4096];
     snprintf(from[0], sizeof from[0], "%s/data/mnist_cnn/cntk__cpu.json", src);
     snprintf(from[1], sizeof from[1], "%s/data/mnist_cnn/tensorflow__cpu.json", src);
-    const char *isas[2][2] = {{"avx512", "avx2"}, {"avx2", "avx2"}};
-    for (int c = 0; c < 2; c++) {
-        snprintf(dir, sizeof dir, "%s/isa%d/mnist_cnn", tmp, c);
+    const struct {
+        const char *members[2], *rev[2];
+        int refused;
+        const char *names; /* in the refusal and the mark */
+    } cases[5] = {
+        {{"\"cpu_isa\": \"avx512\", ", "\"cpu_isa\": \"avx2\", "}, {"abc123def456", "abc123def456"}, 1,
+         "different machines (cntk: Intel(R) Xeon(R) Gold 6248 CPU @ 2.50GHz (avx512); tensorflow: Intel(R) Xeon(R) "
+         "Gold 6248 CPU @ 2.50GHz (avx2))"},
+        {{"\"cpu_isa\": \"avx2\", ", "\"cpu_isa\": \"avx2\", "}, {"abc123def456", "abc123def456"}, 0, NULL},
+        {{"\"cpu_isa\": \"avx2\", ", "\"cpu_isa\": \"avx2\", "}, {"abc123def456", "0123456789ab"}, 1,
+         "different builds (cntk: khost 0.1.0 (git abc123def456); tensorflow: khost 0.1.0 (git 0123456789ab))"},
+        {{"\"cpu_isa\": \"avx2\", ", "\"cpu_isa\": \"avx2\", "}, {"abc123def456", "abc123d"}, 0, NULL},
+        {{"\"cpu_isa\": \"avx2\", ", "\"reference\": \"pytorch 2.5\", \"cpu_isa\": \"avx2\", "}, {"abc123def456", "fedcba9"},
+         0, NULL}};
+    for (int c = 0; c < 5; c++) {
+        snprintf(dir, sizeof dir, "%s/mixed%d/mnist_cnn", tmp, c);
         snprintf(cmd, sizeof cmd, "mkdir -p '%s'", dir);
         CHECK(kh_test_run(cmd, out, sizeof out) == 0, "mkdir %s", dir);
-        record_with_isa(from[0], dir, "cntk__cpu.json", isas[c][0]);
-        record_with_isa(from[1], dir, "tensorflow__cpu.json", isas[c][1]);
-        snprintf(cmd, sizeof cmd, "'%s' report '%s/isa%d'", bin, tmp, c);
+        record_with(from[0], dir, "cntk__cpu.json", cases[c].members[0], cases[c].rev[0]);
+        record_with(from[1], dir, "tensorflow__cpu.json", cases[c].members[1], cases[c].rev[1]);
+        snprintf(cmd, sizeof cmd, "'%s' report '%s/mixed%d'", bin, tmp, c);
         int rc = kh_test_run(cmd, out, sizeof out);
-        CHECK(rc == 0 && strstr(out, "## mnist_cnn"), "report isa%d exited %d: %s", c, rc, out);
+        if (!cases[c].refused) {
+            CHECK(rc == 0 && strstr(out, "## mnist_cnn") && !strstr(out, "mixed") && !strstr(out, "different machines"),
+                  "case %d: one machine and build: exit 0, no mark: %d %s", c, rc, out);
+            continue;
+        }
+        char want[1024];
+        snprintf(want, sizeof want, "khost: report: task mnist_cnn, column cpu: records from %s", cases[c].names);
+        CHECK(rc == 9 && strstr(out, want) && !strstr(out, "## mnist_cnn"),
+              "case %d: refused with exit 9, naming the task, column and both cells (%s), reporting nothing: %d %s", c,
+              want, rc, out);
+        snprintf(cmd, sizeof cmd, "'%s' report '%s/mixed%d' --mixed --html '%s/mixed%d.html'", bin, tmp, c, tmp, c);
+        rc = kh_test_run(cmd, out, sizeof out);
+        snprintf(want, sizeof want, "Note: mixed: the cpu column holds records from %s: its times and factors do not "
+                                    "compare the backends.", cases[c].names);
+        CHECK(rc == 0 && strstr(out, "## mnist_cnn") && strstr(out, want), "case %d: --mixed reports it, marked: %d %s",
+              c, rc, out);
+        snprintf(want, sizeof want, "%s/mixed%d.html", tmp, c);
+        char *page = kh_test_slurp(want, NULL);
+        CHECK(page && strstr(page, "<p class=\"mixed\"><strong>Mixed:</strong> the cpu column holds records from "),
+              "case %d: the page is marked too", c);
+        free(page);
+    }
+    /* a CUDA column: the machine is the device's name; the host CPU's vector extensions do not enter it */
+    snprintf(from[0], sizeof from[0], "%s/data/mnist_cnn/cntk__cuda0.json", src);
+    snprintf(from[1], sizeof from[1], "%s/data/mnist_cnn/tensorflow__cuda0.json", src);
+    for (int c = 0; c < 2; c++) {
+        snprintf(dir, sizeof dir, "%s/mixedcuda%d/mnist_cnn", tmp, c);
+        snprintf(cmd, sizeof cmd, "mkdir -p '%s'", dir);
+        CHECK(kh_test_run(cmd, out, sizeof out) == 0, "mkdir %s", dir);
+        record_with(from[0], dir, "cntk__cuda0.json", "\"cpu_isa\": \"avx512\", ", "abc123def456");
+        record_with(from[1], dir, "tensorflow__cuda0.json", "\"cpu_isa\": \"avx2\", ", "abc123def456");
+        if (c == 0) { /* another GPU for tensorflow */
+            snprintf(cmd, sizeof cmd, "sed -i 's/\"device_name\": \"NVIDIA H200\"/\"device_name\": \"NVIDIA H100\"/' "
+                                      "'%s/tensorflow__cuda0.json'", dir);
+            CHECK(kh_test_run(cmd, out, sizeof out) == 0, "sed: %s", out);
+        }
+        snprintf(cmd, sizeof cmd, "'%s' report '%s/mixedcuda%d'", bin, tmp, c);
+        int rc = kh_test_run(cmd, out, sizeof out);
         if (c == 0)
-            CHECK(strstr(out, "Note: the cpu column holds records from different machines (cntk: Intel(R) Xeon(R) "
-                              "Gold 6248 CPU @ 2.50GHz (avx512); tensorflow: Intel(R) Xeon(R) Gold 6248 CPU @ "
-                              "2.50GHz (avx2))") != NULL,
-                  "one model name, two vector extension sets: not flagged: %s", out);
+            CHECK(rc == 9 && strstr(out, "task mnist_cnn, column cuda:0: records from different machines (cntk: NVIDIA "
+                                         "H200; tensorflow: NVIDIA H100)"),
+                  "two GPUs in one cuda:0 column: refused, naming both: %d %s", rc, out);
         else
-            CHECK(!strstr(out, "different machines"), "same model and extensions flagged as two machines: %s", out);
+            CHECK(rc == 0 && !strstr(out, "mixed"), "one GPU, hosts of two ISAs: not mixed: %d %s", rc, out);
     }
 }
 
@@ -109,10 +170,17 @@ int main(int argc, char **argv) {
     /* kh_test_run appends 2>&1: a redirection of stdout goes inside { } so stderr still reaches `out`. */
     char cmd[8192], out[65536], path[4096], path2[4096];
 
-    test_isa_mix(bin, src, tmp);
-    /* 1. The golden report and the chart. */
-    snprintf(cmd, sizeof cmd, "{ '%s' report '%s/data' --svg '%s/chart.svg' > '%s/report.md'; }", bin, src, tmp, tmp);
+    test_mixed(bin, src, tmp);
+    /* 1. The golden report and the chart. data/ mixes machines and builds in imdb_fasttext's cpu column: refused
+     * without --mixed (exit 9, nothing written), reported and marked with it. */
+    snprintf(cmd, sizeof cmd, "{ '%s' report '%s/data' --svg '%s/chart.svg' >/dev/null; }", bin, src, tmp);
     int rc = kh_test_run(cmd, out, sizeof out);
+    snprintf(path, sizeof path, "%s/chart.svg", tmp);
+    CHECK(rc == 9 && strstr(out, "task imdb_fasttext, column cpu: records from different machines and builds") &&
+              !kh_test_exists(path),
+          "data/ without --mixed: refused, no chart: %d %s", rc, out);
+    snprintf(cmd, sizeof cmd, "{ '%s' report '%s/data' --mixed --svg '%s/chart.svg' > '%s/report.md'; }", bin, src, tmp, tmp);
+    rc = kh_test_run(cmd, out, sizeof out);
     CHECK(rc == 0, "report exited %d: %s", rc, out);
     CHECK(out[0] == 0, "stderr not empty: %s", out);
     snprintf(path, sizeof path, "%s/report.md", tmp);
@@ -134,7 +202,7 @@ int main(int argc, char **argv) {
     /* 1b. Model-compile times (ABI 1.2 records, data-compile/): a "compile cold/warm" column beside a
      * device's time per epoch only where some record of that column has compile_s (old records read "—"),
      * the explanation with the table; expected-compile.md byte for byte. The old result set above has none. */
-    snprintf(cmd, sizeof cmd, "'%s' report '%s/data'", bin, src);
+    snprintf(cmd, sizeof cmd, "'%s' report '%s/data' --mixed", bin, src);
     rc = kh_test_run(cmd, out, sizeof out);
     CHECK(rc == 0 && !strstr(out, "compile"), "a result set without compile times shows no compile column: %s", out);
     snprintf(cmd, sizeof cmd, "{ '%s' report '%s/data-compile' > '%s/compile.md'; }", bin, src, tmp);
@@ -249,12 +317,12 @@ int main(int argc, char **argv) {
     snprintf(cmd, sizeof cmd, "'%s' report '%s/data' --frobnicate", bin, src);
     rc = kh_test_run(cmd, out, sizeof out);
     CHECK(rc == 2 && strstr(out, "--frobnicate"), "unknown option: %d %s", rc, out);
-    snprintf(cmd, sizeof cmd, "{ '%s' report '%s/data' --svg '%s/no/such/dir/chart.svg' >/dev/null; }", bin, src, tmp);
+    snprintf(cmd, sizeof cmd, "{ '%s' report '%s/data' --mixed --svg '%s/no/such/dir/chart.svg' >/dev/null; }", bin, src, tmp);
     rc = kh_test_run(cmd, out, sizeof out);
     CHECK(rc == 8 && strstr(out, "chart.svg"), "unwritable svg: %d %s", rc, out);
 
     /* 5. --published without a registry: the tables still come, with a note. */
-    snprintf(cmd, sizeof cmd, "KHOST_CONF='%s/none.ini' '%s' report '%s/data' --published", tmp, bin, src);
+    snprintf(cmd, sizeof cmd, "KHOST_CONF='%s/none.ini' '%s' report '%s/data' --published --mixed", tmp, bin, src);
     rc = kh_test_run(cmd, out, sizeof out);
     CHECK(rc == 0 && strstr(out, "Published figures unavailable") && strstr(out, "## mnist_cnn"),
           "published without registry: %d %s", rc, out);
@@ -263,7 +331,7 @@ int main(int argc, char **argv) {
     const char *build = getenv("KHOST_BUILD");
     snprintf(path, sizeof path, "%s/tasks/mnist_cnn.so", build ? build : "/nonexistent");
     if (build && stat(path, &st) == 0) {
-        snprintf(cmd, sizeof cmd, "KHOST_CONF='%s/khost.ini' '%s' report '%s/data' --published", build, bin, src);
+        snprintf(cmd, sizeof cmd, "KHOST_CONF='%s/khost.ini' '%s' report '%s/data' --published --mixed", build, bin, src);
         rc = kh_test_run(cmd, out, sizeof out);
         CHECK(rc == 0 && strstr(out, "Published by the Keras backend benchmark"), "published: %d %s", rc, out);
     } else {

@@ -1,4 +1,4 @@
-/* core/results/report/report.c — `khost report DIR [--svg FILE] [--html FILE] [--published]`: the benchmark's tables from stored records.
+/* core/results/report/report.c — `khost report DIR [--svg FILE] [--html FILE] [--published] [--mixed]`: the benchmark's tables from stored records.
  *
  * Reads DIR/<task>/<name>.json (and DIR/<name>.json, so one task's folder works too), one record per cell
  * (the .rep<k> records of a cell's repetitions are read as one, their statistics kept beside: cellstats.h),
@@ -14,9 +14,13 @@
  * status; cells of a Slurm array name their array task and node (the records' slurm_* environment), and a cell
  * a Slurm plan under DIR/slurm/ lists without a record shows "missing". Everything is sorted, so the output depends
  * only on the records (the tests compare it byte for byte).
- * Exit status: 0; KH_EXIT_USAGE for a bad command line; KH_EXIT_IO when DIR cannot be read, holds no record,
- * a file had to be skipped (malformed: named on stderr, the rest is still reported) or the SVG cannot be
- * written.
+ * A task's device column whose records come from different machines or builds (report_mixed.c) would print
+ * factors between times that do not compare: the command refuses it, naming the task, the column and each
+ * backend's machine or build, and reports nothing; --mixed reports it with a "Note: mixed: ..." line under the
+ * task (and on the page).
+ * Exit status: 0; KH_EXIT_USAGE for a bad command line; KH_EXIT_UNCOMPARABLE when a column mixes machines or
+ * builds and --mixed was not given; KH_EXIT_IO when DIR cannot be read, holds no record, a file had to be
+ * skipped (malformed: named on stderr, the rest is still reported) or the SVG cannot be written.
  */
 #define _GNU_SOURCE /* strdup, open_memstream */
 #include "results/report/report.h"
@@ -66,14 +70,6 @@ static int64_t get_val(const kh_cell_record *r) { return r->val_samples; }
 
 /* What a cell that did not finish shows: its status ("crashed", "timeout", "unsupported"). */
 static const char *unfinished(const kh_cell_record *r) { return r ? r->status : ""; }
-
-/* The machine a record ran on as the report names it: the device's name, else the CPU model; NULL when
- * neither is known. */
-static const char *machine_name(const kh_cell_record *r) {
-    const char *n = r ? kh_record_get_env(r, "device_name") : NULL;
-    if (r && (!n || !*n)) n = kh_record_get_env(r, "cpu_model");
-    return n && *n ? n : NULL;
-}
 
 /* Cells a Slurm array ran (or recorded): which array task, on which node. Nothing for local results. */
 static void print_slurm(FILE *f, const kh_report_task *t) {
@@ -174,37 +170,14 @@ static void print_task(FILE *f, const kh_report_task *t) {
         }
     }
     fprintf(f, ".\n\n");
-    /* Records gathered from different machines (another CPU model, or one model name with other vector
-     * extensions) share a column only for their accuracy: say so, and for which backends, rather than print
-     * factors between them silently. Records without cpu_isa (older ones, reference rows) compare by name. */
+    /* A column of different machines or builds shares the table only for its accuracy: with --mixed (without it
+     * the command refused, kh_cmd_report) say so, and for which backends, rather than print factors silently. */
     for (int d = 0; d < t->nd; d++) {
-        const char *first = NULL, *first_isa = NULL;
-        int mixed = 0;
-        for (int p = 0; p < t->np; p++) {
-            const kh_cell_record *r = t->cells[p * t->nd + d];
-            const char *n = machine_name(r), *isa = r ? kh_record_get_env(r, "cpu_isa") : NULL;
-            if (!n) continue;
-            if (!first) first = n;
-            else if (strcmp(first, n) != 0) mixed = 1;
-            if (isa && *isa) {
-                if (!first_isa) first_isa = isa;
-                else if (strcmp(first_isa, isa) != 0) mixed = 1;
-            }
-        }
-        if (!mixed) continue;
-        fprintf(f, "Note: the %s column holds records from different machines (", t->devices[d]);
-        for (int p = 0, k = 0; p < t->np; p++) {
-            const kh_cell_record *r = t->cells[p * t->nd + d];
-            const char *n = machine_name(r), *isa = r ? kh_record_get_env(r, "cpu_isa") : NULL;
-            if (!n) continue;
-            fprintf(f, "%s%s: ", k++ ? "; " : "", t->plugins[p]);
-            kh_esc_md(f, n);
-            if (isa && *isa) {
-                fputs(" (", f);
-                kh_esc_md(f, isa);
-                fputc(')', f);
-            }
-        }
+        char list[2048];
+        int what = kh_report_mixed(t, d, list, sizeof list);
+        if (what <= 0) continue;
+        fprintf(f, "Note: mixed: the %s column holds records from %s (", t->devices[d], kh_report_mixed_what(what));
+        kh_esc_md(f, list);
         fprintf(f, "): its times and factors do not compare the backends.\n\n");
     }
     /* The FP32 math of each column (--math): TF32 and strict FP32 times are different questions. */
@@ -370,7 +343,7 @@ static void print_published(FILE *f, kh_host *h, int host_ok, const kh_report_ta
 // --- the command ----------------------------------------------------------------------------------------
 static void report_usage(FILE *f) {
     fprintf(f,
-            "usage: khost report DIR [--svg FILE] [--html FILE] [--published]\n"
+            "usage: khost report DIR [--svg FILE] [--html FILE] [--published] [--mixed]\n"
             "Tables (markdown) of accuracy and time per epoch (with model-compile time, cold / warm, where the\n"
             "records have it) from DIR/<task>/*.json, per task. Times are medians over a cell's repetitions\n"
             "(.rep<k>.json) with a bootstrap 95 %% CI, factors with a CI paired by round (\"≈\": not\n"
@@ -379,8 +352,11 @@ static void report_usage(FILE *f) {
             "  --html FILE    also write one self-contained HTML page: tables, charts, learning curves,\n"
             "                 published figures, environment, unfinished cells (open it in any browser)\n"
             "  --published    also show the original benchmark's figures (from the task modules)\n"
+            "  --mixed        report a task whose device column holds records of different machines (CPU model\n"
+            "                 and cpu_isa; a CUDA device's name) or builds (khost version and git revision),\n"
+            "                 marked \"Note: mixed: ...\"; without it such a column is refused (exit 9)\n"
             "Exit status: 0; 8 when DIR cannot be read, holds no records, a file was skipped or the chart\n"
-            "cannot be written.\n");
+            "cannot be written; 9 when a column mixes machines or builds and --mixed was not given.\n");
 }
 
 /* An output file option, "NAME FILE" or "NAME=FILE", at argv[*i]: 1 with the file in *out (and *i past it),
@@ -397,6 +373,25 @@ static int file_option(const char *name, int argc, char **argv, int *i, const ch
         return -1;
     }
     return 1;
+}
+
+/* Each column of different machines or builds, named on stderr: their count, or -1 out of memory. */
+static int refuse_mixed(const kh_report *rep) {
+    int bad = 0;
+    for (int i = 0; i < rep->n_tasks; i++)
+        for (int d = 0; d < rep->tasks[i].nd; d++) {
+            const kh_report_task *t = &rep->tasks[i];
+            char list[2048];
+            int what = kh_report_mixed(t, d, list, sizeof list);
+            if (what < 0) return -1;
+            if (!what) continue;
+            fprintf(stderr, "khost: report: task %s, column %s: records from %s (", t->name, t->devices[d],
+                    kh_report_mixed_what(what));
+            kh_esc_line(stderr, list);
+            fputs("): their times do not compare; khost report --mixed reports them anyway, marked\n", stderr);
+            bad++;
+        }
+    return bad;
 }
 
 /* A database's report page ends with the history of its records (results/history.h): a chart per series. A
@@ -431,7 +426,7 @@ static void history_section(FILE *f, void *ctx) {
 
 int kh_cmd_report(int argc, char **argv) {
     const char *dir = NULL, *svg = NULL, *html = NULL;
-    int published = 0, got;
+    int published = 0, mixed = 0, got;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -439,6 +434,8 @@ int kh_cmd_report(int argc, char **argv) {
             return KH_EXIT_OK;
         } else if (!strcmp(a, "--published")) {
             published = 1;
+        } else if (!strcmp(a, "--mixed")) {
+            mixed = 1;
         } else if ((got = file_option("--svg", argc, argv, &i, &svg)) ||
                    (got = file_option("--html", argc, argv, &i, &html))) {
             if (got < 0) return KH_EXIT_USAGE;
@@ -472,6 +469,12 @@ int kh_cmd_report(int argc, char **argv) {
         return KH_EXIT_IO;
     }
 
+    int bad = mixed ? 0 : refuse_mixed(&rep);
+    if (bad != 0) {
+        if (bad < 0) fprintf(stderr, "khost: report: %s: out of memory\n", dir);
+        kh_report_free(&rep);
+        return bad < 0 ? KH_EXIT_IO : KH_EXIT_UNCOMPARABLE;
+    }
     kh_host h;
     int host_ok = 0;
     if (published || html) {

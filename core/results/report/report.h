@@ -107,6 +107,15 @@ void kh_report_html_head(FILE *f, const kh_report_task *t, const char *first);
  * "mixed (cntk: tf32; tensorflow: fp32)" when they differ, "" when none says (records before --math).
  * Returns 1 when mixed. */
 int kh_report_math(const kh_report_task *t, int d, char *buf, size_t n);
-/* `khost report DIR [--svg FILE] [--html FILE] [--published]`: argv[0] is "report". A KH_EXIT_ code. */
+/* Whether device column d of t holds records (and repetitions) of different machines or builds
+ * (results/identity.h; fields a record lacks differ from nothing, a reference row has no build): the
+ * KH_REPORT_MIXED_ bits, 0 when not, -1 out of memory; list gets each backend's machine, build or both, by what
+ * differs ("cntk: AMD EPYC (avx2); tensorflow: Intel(R) Xeon(R) Processor (avx512)"). report_mixed.c. */
+#define KH_REPORT_MIXED_MACHINES 1
+#define KH_REPORT_MIXED_BUILDS 2
+int kh_report_mixed(const kh_report_task *t, int d, char *list, size_t n);
+/* "different machines", "different builds", "different machines and builds". */
+const char *kh_report_mixed_what(int what);
+/* `khost report DIR [--svg FILE] [--html FILE] [--published] [--mixed]`: argv[0] is "report". A KH_EXIT_ code. */
 int kh_cmd_report(int argc, char **argv);
 #endif

@@ -88,6 +88,17 @@ static void tables(FILE *f, const kh_report_task *t) {
     }
     fputs("</tbody></table>\n", f);
 
+    /* a column of different machines or builds (reported only with --mixed), before the times it qualifies */
+    for (int d = 0; d < t->nd; d++) {
+        char list[2048];
+        int what = kh_report_mixed(t, d, list, sizeof list);
+        if (what <= 0) continue;
+        fputs("<p class=\"mixed\"><strong>Mixed:</strong> the ", f);
+        kh_esc_xml(f, t->devices[d]);
+        fprintf(f, " column holds records from %s (", kh_report_mixed_what(what));
+        kh_esc_xml(f, list);
+        fputs("): its times and factors do not compare the backends.</p>\n", f);
+    }
     /* the FP32 math of each column (--math), before the times it qualifies */
     char math[512];
     int any_math = 0;
@@ -412,7 +423,8 @@ static const char css[] =
     "td.best{font-weight:700}td.dnf{color:#a00;text-align:center}.factor,.gflops{color:#666;font-size:90%}"
     "td.compile,th.compile{color:#444;font-size:90%}.compile-note{color:#555;font-size:90%;max-width:60em}"
     ".ref{color:#666;font-style:italic}svg text{font-size:12px;fill:#222}figure{margin:1em 0}"
-    "section.task{border-top:2px solid #ddd;margin-top:2em}details{margin:1em 0}";
+    "section.task{border-top:2px solid #ddd;margin-top:2em}details{margin:1em 0}"
+    "p.mixed{background:#fff0c2;padding:.4em .6em;max-width:60em}";
 
 /* Marks the page as fully scripted; the browser test checks the mark, so a script error cannot pass. */
 static const char script[] =
