@@ -482,7 +482,9 @@ static void count_work(cell *c, int64_t per_epoch, int64_t n_val) {
     int known = kh_peak_get(c->o->dev, &pk) == 0;
     snprintf(r->peak_source, sizeof r->peak_source, "%s", pk.source);
     if (!known) return;
-    r->peak_gflops = pk.gflops;
+    r->peak_gflops = kh_peak_flop_ceiling(&pk); /* the compute ceiling the roofline uses */
+    r->sgemm_gflops = pk.gflops > 0 ? pk.gflops : NAN;
+    r->fma_gflops = pk.fma_gflops > 0 ? pk.fma_gflops : NAN;
     if (pk.gbps > 0) r->peak_gbps = pk.gbps;
     kh_roofline rl;
     if (kh_roofline_bound(&pk, &train, &eval, &rl) != 0) return;

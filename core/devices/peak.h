@@ -11,7 +11,8 @@
 #include "khost/backend.h"
 
 typedef struct kh_peak {
-    double gflops; /* FP32; 0 when unknown */
+    double gflops;     /* FP32 sgemm (cpu: OpenBLAS 1024^3; CUDA: the published peak); 0 when unknown */
+    double fma_gflops; /* cpu: the FMA units' throughput (devices/fma_kernel.c); 0 when unknown */
     double gbps;   /* the outermost level's (DRAM's) bandwidth / 1e9; 0 when unknown */
     kh_mem_level levels[KH_MEM_LEVELS_MAX]; /* fastest first, the last one DRAM */
     int n_levels;
@@ -22,7 +23,9 @@ typedef struct kh_peak {
 int kh_peak_get(const kh_device *dev, kh_peak *out);
 /* The cpu's figures: from the cache, or measured (and cached) when fresh or when the cache has none. */
 int kh_peak_cpu(kh_peak *out, int fresh);
+/* The roofline's compute ceiling: the higher of the sgemm and FMA figures. */
+double kh_peak_flop_ceiling(const kh_peak *p);
 /* The roofline bound for an arithmetic intensity (FLOP per byte) against the outermost level:
- * min(peak, intensity x bandwidth). */
+ * min(compute ceiling, intensity x bandwidth). */
 double kh_peak_bound(const kh_peak *p, double flop_per_byte);
 #endif

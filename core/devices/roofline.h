@@ -1,5 +1,5 @@
 /* core/devices/roofline.h — the hierarchical roofline a cell is held to: each phase of an epoch (its
- * training steps, its evaluation steps) takes at least its FLOPs at the peak and at least its compulsory bytes
+ * training steps, its evaluation steps) takes at least its FLOPs at the compute ceiling (kh_peak_flop_ceiling) and at least its compulsory bytes
  * at the bandwidth of the memory level its step's working set lives in; the bound is the epoch's FLOPs over
  * the sum of those least times. */
 #ifndef KHOST_CORE_ROOFLINE_H

@@ -14,6 +14,8 @@ void kh_record_roofline_add(cJSON *o, const kh_cell_record *r) {
     cJSON_AddStringToObject(rl, "level", r->roofline_level);
     cJSON_AddItemToObject(rl, "gbps", num(r->roofline_gbps));
     cJSON_AddItemToObject(rl, "working_set_bytes", num(r->step_working_set_bytes));
+    cJSON_AddItemToObject(rl, "sgemm_gflops", num(r->sgemm_gflops));
+    cJSON_AddItemToObject(rl, "fma_gflops", num(r->fma_gflops));
     cJSON *lv = cJSON_AddArrayToObject(rl, "levels");
     for (int i = 0; lv && i < r->n_mem_levels; i++) {
         const kh_mem_level *m = &r->mem_levels[i];
@@ -73,6 +75,8 @@ int kh_record_roofline_read(const cJSON *o, kh_cell_record *r, char *err, size_t
     memcpy(r->roofline_level, got.roofline_level, sizeof r->roofline_level);
     r->roofline_gbps = nonneg(rl, "gbps");
     r->step_working_set_bytes = nonneg(rl, "working_set_bytes");
+    r->sgemm_gflops = nonneg(rl, "sgemm_gflops");
+    r->fma_gflops = nonneg(rl, "fma_gflops");
     r->n_mem_levels = got.n_mem_levels;
     memcpy(r->mem_levels, got.mem_levels, sizeof r->mem_levels);
     return 0;

@@ -25,7 +25,7 @@ void kh_record_init(kh_cell_record *r) {
     r->metric_value = r->mean_epoch_s = r->median_epoch_s = r->time_to_target_s = NAN;
     r->flops_per_epoch = r->bytes_per_epoch = r->gflops = NAN;
     r->peak_gflops = r->peak_gbps = r->roofline_gflops = r->roofline_fraction = NAN;
-    r->roofline_gbps = r->step_working_set_bytes = NAN;
+    r->roofline_gbps = r->step_working_set_bytes = r->sgemm_gflops = r->fma_gflops = NAN;
     r->compile_s = r->compile_codegen_s = r->compile_cc_s = r->compile_load_s = NAN;
     r->compile_cold_s = r->compile_warm_s = NAN;
     r->compile_units = -1;

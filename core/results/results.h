@@ -19,6 +19,7 @@
  *   "peak_gflops", "peak_gbps", "roofline_gflops": .. | null, "roofline_fraction": 0.31 | null,
  *   "peak_source": "calibrated ... cached in ~/.cache/khost/peak-cpu-levels.txt" | "published: ..." | "unknown: ...",
  *   "roofline": {"level": "L3", "gbps": 150.2, "working_set_bytes": 9.1e6,   (absent in older records: the bound
+ *                "sgemm_gflops": 190.1, "fma_gflops": 231.0,                 (peak_gflops is the higher)
  *                "levels": [{"level": "L1", "bytes": 65536, "buffer_bytes": 32768, "gbps": 610.5,  was DRAM's alone)
  *                            "kernel": "update"}, ..., {"level": "DRAM", "bytes": 0, ...}]},
  *   "math": "fp32" | "tf32",                          (the session's FP32 math: --math, kh_device.math)
@@ -81,6 +82,7 @@ typedef struct kh_cell_record {
      * in and the ceiling the cell was held to; "" / NAN / 0 levels in older records */
     char roofline_level[8];
     double roofline_gbps, step_working_set_bytes;
+    double sgemm_gflops, fma_gflops; /* the compute ceiling's two measurements (peak_gflops: the higher) */
     int n_mem_levels;
     kh_mem_level mem_levels[KH_MEM_LEVELS_MAX];
     char math[8];              /* the session's FP32 math, "fp32" | "tf32" (--math); "" in older records */

@@ -132,7 +132,7 @@ static void test_peak(void) {
     kh_env_cpu_model(model, sizeof model);
     const char *core = getenv("OPENBLAS_CORETYPE");
     int n = snprintf(line, sizeof line,
-                     "%s [%s] x%ld openblas=%s\t123.5\tL1:65536:32768:400.5:triad,L3:1048576:524288:150:update,"
+                     "%s [%s] x%ld openblas=%s\t123.5\t150.25\tL1:65536:32768:400.5:triad,L3:1048576:524288:150:update,"
                      "DRAM:0:12582912:45.25:update\t2026-01-01T00:00:00Z\n",
                      model, kh_cpu_isa(), sysconf(_SC_NPROCESSORS_ONLN), core && *core ? core : "default");
     kh_test_write_file(file, line, (size_t)n);
@@ -141,6 +141,7 @@ static void test_peak(void) {
     CHECK(kh_peak_get(&d, &p) == 0 && p.gflops == 123.5 && p.gbps == 45.25 && strstr(p.source, "cached in") &&
               strstr(p.source, "2026-01-01"),
           "cpu from cache: %g %g %s", p.gflops, p.gbps, p.source);
+    CHECK(p.fma_gflops == 150.25 && kh_peak_flop_ceiling(&p) == 150.25, "the FMA figure, the higher: the ceiling");
     CHECK(p.n_levels == 3 && !strcmp(p.levels[0].name, "L1") && p.levels[0].gbps == 400.5 &&
               p.levels[1].bytes == 1048576 && !strcmp(p.levels[2].kernel, "update"),
           "the cached levels: %d", p.n_levels);

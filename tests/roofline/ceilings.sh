@@ -21,7 +21,10 @@ threads = int(sys.argv[1])
 p = json.load(open(sys.argv[2]))
 lv = p["levels"]
 bad = []
-if p["gflops"] <= 0: bad.append("no sgemm peak")
+if p["sgemm_gflops"] <= 0 or p["fma_gflops"] <= 0: bad.append("no sgemm or FMA figure")
+if p["gflops"] != max(p["sgemm_gflops"], p["fma_gflops"]): bad.append("the compute ceiling is not the higher figure")
+# FMA chains run no memory traffic: an sgemm far above them means the FMA kernel ran narrow or was cut short
+if p["sgemm_gflops"] > 1.25 * p["fma_gflops"]: bad.append(f'sgemm {p["sgemm_gflops"]:.0f} far above the FMA chains {p["fma_gflops"]:.0f}')
 if not lv or lv[-1]["level"] != "DRAM": bad.append("DRAM is not the last level")
 for a, b in zip(lv, lv[1:]):
     if b["gbps"] > a["gbps"]: bad.append(f'{b["level"]} {b["gbps"]:.1f} GB/s above {a["level"]} {a["gbps"]:.1f}')
@@ -50,7 +53,7 @@ if has "$j" "taken beside other work"; then
 else
   check "the calibration is cached" test -s "$cache"
   j2=$(timeout 60 "$bin" peak --json)
-  figures() { python3 -c 'import json,sys; p=json.loads(sys.argv[1]); print(p["gflops"], [(l["level"], l["bytes"], l["buffer_bytes"], l["gbps"], l["kernel"]) for l in p["levels"]])' "$1"; }
+  figures() { python3 -c 'import json,sys; p=json.loads(sys.argv[1]); print(p["gflops"], p["sgemm_gflops"], p["fma_gflops"], [(l["level"], l["bytes"], l["buffer_bytes"], l["gbps"], l["kernel"]) for l in p["levels"]])' "$1"; }
   check "a second call serves the cached figures" test "$(figures "$j2")" = "$(figures "$j")"
   timeout 120 "$bin" peak --measure --json >"$t/again.json"
   has "$(cat "$t/again.json")" "taken beside other work" && want=1 || want=2
@@ -58,7 +61,7 @@ else
 fi
 # a cache line that does not parse is measured again, not believed
 key=$(cut -f1 "$cache" 2>/dev/null | head -1)
-mkdir -p "$(dirname "$cache")" && printf 'garbage\n%s\t1e9\tL1:1:1:1e6:copy\t2026\n' "${key:-x}" >"$cache"
+mkdir -p "$(dirname "$cache")" && printf 'garbage\n%s\t1e9\t1e9\tL1:1:1:1e6:copy\t2026\n' "${key:-x}" >"$cache"
 j3=$(timeout 120 "$bin" peak --json)
 out=$(check_levels "$j3")
 check "a cache line without DRAM is not believed: $out" test "$out" = ok

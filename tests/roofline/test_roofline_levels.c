@@ -63,6 +63,10 @@ int main(void) {
     kh_flops_phase c = {100e9, 1e6, 1e6}, z = {0, 0, 0};
     kh_roofline_bound(&p, &c, &z, &rl);
     CHECK_CLOSE(rl.gflops, 100, 1e-12, 0, "compute-bound: the peak");
+    p.fma_gflops = 125; /* FMA chains above the sgemm: the compute ceiling is the higher */
+    kh_roofline_bound(&p, &c, &z, &rl);
+    CHECK_CLOSE(rl.gflops, 125, 1e-12, 0, "compute-bound: the FMA ceiling");
+    p.fma_gflops = 0;
     p.gflops = 0;
     CHECK(kh_roofline_bound(&p, &c, &z, &rl) == -1 && rl.gflops == 0, "no FLOP peak: no bound");
 
