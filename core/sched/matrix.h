@@ -61,6 +61,7 @@ typedef struct kh_matrix_cell_ref {
     double timeout_s;
     uint64_t reg_seed;
     char started_at[32];
+    int rep, rep_of;                        /* seed k of N (--seeds): repetition k, round k; 0: not repeated */
 } kh_matrix_cell_ref;
 /* The cell's record after its child ended, exactly as `khost matrix` settles it (written to disk). */
 void kh_matrix_settle(const kh_matrix_cell_ref *c, const kh_child_result *res, struct kh_cell_record *r);

@@ -346,6 +346,10 @@ static void mx_from_ref(const kh_matrix_cell_ref *ref, mx_mod *p, mx_mod *t, kh_
     const kh_task_info *info = ref->task->task && ref->task->task->info ? ref->task->task->info() : NULL;
     *c = (mx_cell){p, t, ref->dev, info, ref->out_dir, o, ref->reg_seed, {0}, 0, 1, 0, NULL, ref->seed};
     o->repeat = 1;
+    if (ref->rep > 0) { /* seed k of N: the matrix's repetition k of N, alone in round k */
+        o->repeat = o->seeds = ref->rep_of;
+        c->rep = c->round = ref->rep;
+    }
     snprintf(c->started_at, sizeof c->started_at, "%s", ref->started_at);
 }
 
@@ -355,8 +359,8 @@ void kh_matrix_settle(const kh_matrix_cell_ref *ref, const kh_child_result *res,
     mx_cell c;
     mx_from_ref(ref, &p, &t, &o, &c);
     char json[4200], log[4200];
-    kh_record_path(json, sizeof json, ref->out_dir, t.name, p.name, ref->dev->id, "json");
-    kh_record_path(log, sizeof log, ref->out_dir, t.name, p.name, ref->dev->id, "log");
+    kh_record_rep_path(json, sizeof json, ref->out_dir, t.name, p.name, ref->dev->id, ref->rep, "json");
+    kh_record_rep_path(log, sizeof log, ref->out_dir, t.name, p.name, ref->dev->id, ref->rep, "log");
     mx_settle(&c, res, json, log, r);
 }
 
@@ -367,7 +371,7 @@ void kh_matrix_fill(const kh_matrix_cell_ref *ref, kh_cell_record *r, const char
     mx_cell c;
     mx_from_ref(ref, &p, &t, &o, &c);
     char log[4200];
-    kh_record_path(log, sizeof log, ref->out_dir, t.name, p.name, ref->dev->id, "log");
+    kh_record_rep_path(log, sizeof log, ref->out_dir, t.name, p.name, ref->dev->id, ref->rep, "log");
     mx_fill_record(r, &c, status, reason, log, fresh);
 }
 

@@ -7,7 +7,9 @@
 #      that trains from another seed than it was given fails its cell, naming the seeds;
 #   3. --resume keeps a seed's record only when it is that seed's: the same --seeds rerun nothing, another
 #      --seed reruns every record, a removed repetition is run again alone;
-#   4. --seeds with --repeat N > 1 or auto, counts out of range and seeds past the largest are refused (exit 2).
+#   4. --seeds with --repeat N > 1 or auto, counts out of range and seeds past the largest are refused (exit 2);
+#   5. --slurm: each cell is N array elements, each with its own seed in its plan line; element K run by hand
+#      writes repetition k with that seed, and --resume at submit leaves out the seeds already recorded.
 set -u
 bin=$1 e2e=$2
 . "$(dirname "$0")/../checks.sh"
@@ -130,4 +132,22 @@ check "... having run nothing" test ! -e "$t/bad/fixture_blobs"
 o=$(k "${m[@]}" --seeds 3 --repeat 2 --out "$t/bad" 2>&1)
 check "the refusal says why: $o" has "$o" "each seed is one repetition already"
 
+# --- 5. Slurm: an array element per seed ----------------------------------------------------------------------
+o=$(k matrix --slurm-script-only --plugins fixture --tasks fixture_blobs --epochs 5 --limit-train 256 --seeds 3 \
+    --seed 40 --out "$t/s" 2>&1); rc=$?
+check "--slurm-script-only --seeds 3 ($rc): $o" has "$o" "slurm: cpu: 3 cell(s): wrote "
+plan=$(ls "$t"/s/slurm/*-cpu/cells 2>/dev/null | head -1)
+lines=$(grep '^cell' "$plan" 2>/dev/null | cut -f8,9 | tr '\t\n' ' ;')
+check "each element's seed and k/N in its plan line: $lines" test "$lines" = "40 1/3;41 2/3;42 3/3;"
+o=$(k matrix --slurm-cell 1 --slurm-plan "$plan" 2>&1); rc=$?
+check "array element 1 run by hand ($rc): $o" test $rc -eq 0
+r=$("$py" -c 'import json,sys; r=json.load(open(sys.argv[1])); print(r["seed"], r["repeat"]["index"], r["repeat"]["of"], r["status"])' \
+    "$t/s/fixture_blobs/fixture__cpu.rep2.json" 2>&1)
+check "... writes repetition 2 of 3 from seed 41: $r" test "$r" = "41 2 3 ok"
+o=$(k matrix --slurm-script-only --plugins fixture --tasks fixture_blobs --epochs 5 --limit-train 256 --seeds 3 \
+    --seed 40 --resume --out "$t/s" 2>&1); rc=$?
+check "--resume at submit leaves out the recorded seed ($rc): $o" has "$o" "slurm: cpu: 1 cell(s) skipped"
+plan2=$(ls -t "$t"/s/slurm/*-cpu/cells | head -1)
+lines=$(grep '^cell' "$plan2" | cut -f8,9 | tr '\t\n' ' ;')
+check "... and submits seeds 40 and 42 as elements 0 and 1: $lines" test "$lines" = "40 1/3;42 3/3;"
 finish test_seeds_matrix
