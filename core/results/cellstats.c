@@ -80,6 +80,7 @@ static int read_rep(const char *path, kh_rep *rep, char *step_sync, size_t sslen
         goto done;
     }
     rep->seed = seed.found ? seed.v : 0;
+    rep->seed_known = seed.found > 0;
     const cJSON *mn = cJSON_GetObjectItemCaseSensitive(o, "metric"), *mv = cJSON_GetObjectItemCaseSensitive(o, "metric_value");
     snprintf(rep->metric_name, sizeof rep->metric_name, "%s", cJSON_IsString(mn) ? mn->valuestring : "");
     rep->metric = ok && cJSON_IsNumber(mv) && isfinite(mv->valuedouble) ? mv->valuedouble : NAN;

@@ -44,6 +44,7 @@ typedef struct kh_rep {
      * ok), the task's target and the first epoch that reached it (KH_TARGET_* of results.h) with that
      * epoch's elapsed time (NAN when none) */
     uint64_t seed;
+    int seed_known;            /* 0: the record has no "seed" (it cannot be told apart by seed) */
     char metric_name[16];
     double metric, target, time_to_target_s;
     int target_is_max, epochs_to_target;
