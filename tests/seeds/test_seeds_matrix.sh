@@ -131,6 +131,10 @@ done
 check "... having run nothing" test ! -e "$t/bad/fixture_blobs"
 o=$(k "${m[@]}" --seeds 3 --repeat 2 --out "$t/bad" 2>&1)
 check "the refusal says why: $o" has "$o" "each seed is one repetition already"
+o=$(k matrix --help 2>&1)
+check "matrix --help names --seeds and its rule" has "$o" "not with --repeat N > 1 or auto (each seed is one repetition)"
+o=$(k --help 2>&1)
+check "khost --help names --seeds" has "$o" "--seeds N trains every cell from seeds S..S+N-1"
 
 # --- 5. Slurm: an array element per seed ----------------------------------------------------------------------
 o=$(k matrix --slurm-script-only --plugins fixture --tasks fixture_blobs --epochs 5 --limit-train 256 --seeds 3 \
