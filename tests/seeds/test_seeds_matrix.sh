@@ -9,7 +9,8 @@
 #      --seed reruns every record, a removed repetition is run again alone;
 #   4. --seeds with --repeat N > 1 or auto, counts out of range and seeds past the largest are refused (exit 2);
 #   5. --slurm: each cell is N array elements, each with its own seed in its plan line; element K run by hand
-#      writes repetition k with that seed, and --resume at submit leaves out the seeds already recorded.
+#      writes repetition k with that seed, the collector records the others by their seed and repetition, and
+#      --resume at submit leaves out the seeds already recorded.
 set -u
 bin=$1 e2e=$2
 . "$(dirname "$0")/../checks.sh"
@@ -143,11 +144,27 @@ check "--slurm-script-only --seeds 3 ($rc): $o" has "$o" "slurm: cpu: 3 cell(s):
 plan=$(ls "$t"/s/slurm/*-cpu/cells 2>/dev/null | head -1)
 lines=$(grep '^cell' "$plan" 2>/dev/null | cut -f8,9 | tr '\t\n' ' ;')
 check "each element's seed and k/N in its plan line: $lines" test "$lines" = "40 1/3;41 2/3;42 3/3;"
-o=$(k matrix --slurm-cell 1 --slurm-plan "$plan" 2>&1); rc=$?
+o=$(SLURM_ARRAY_JOB_ID=77 SLURM_ARRAY_TASK_ID=1 k matrix --slurm-cell 1 --slurm-plan "$plan" 2>&1); rc=$?
 check "array element 1 run by hand ($rc): $o" test $rc -eq 0
 r=$("$py" -c 'import json,sys; r=json.load(open(sys.argv[1])); print(r["seed"], r["repeat"]["index"], r["repeat"]["of"], r["status"])' \
     "$t/s/fixture_blobs/fixture__cpu.rep2.json" 2>&1)
 check "... writes repetition 2 of 3 from seed 41: $r" test "$r" = "41 2 3 ok"
+# the collector (scontrol standing in for Slurm, no accounting): element 0 cancelled, 1 its own record, 2 never
+# started; each record it writes names its element's seed and repetition
+mkdir -p "$t/bin"
+printf '#!/bin/sh\nexit 1\n' >"$t/bin/sacct"
+printf '#!/bin/sh\necho "JobId=78 ArrayJobId=77 ArrayTaskId=0 JobState=CANCELLED BatchHost=n1"\necho "JobId=79 ArrayJobId=77 ArrayTaskId=1 JobState=COMPLETED BatchHost=n1"\n' >"$t/bin/scontrol"
+chmod +x "$t/bin/sacct" "$t/bin/scontrol"
+o=$(PATH=$t/bin:$PATH k matrix --slurm-collect 77 --slurm-plan "$plan" 2>&1); rc=$?
+check "the collector ($rc): $o" has "$o" "3 cell(s): 1 recorded by their array task, 2 recorded here"
+r=$("$py" - "$t/s/fixture_blobs" <<'PY'
+import json, sys
+for k in (1, 2, 3):
+    r = json.load(open("%s/fixture__cpu.rep%d.json" % (sys.argv[1], k)))
+    print(k, r["status"], r["seed"], r["repeat"]["index"], r["repeat"]["of"], r["repeat"]["round"])
+PY
+)
+check "collected records by seed: $r" test "$r" = $'1 cancelled 40 1 3 1\n2 ok 41 2 3 2\n3 cancelled 42 3 3 3'
 o=$(k matrix --slurm-script-only --plugins fixture --tasks fixture_blobs --epochs 5 --limit-train 256 --seeds 3 \
     --seed 40 --resume --out "$t/s" 2>&1); rc=$?
 check "--resume at submit leaves out the recorded seed ($rc): $o" has "$o" "slurm: cpu: 1 cell(s) skipped"
