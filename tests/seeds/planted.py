@@ -12,6 +12,7 @@ value throughout, below 0.9, when it never does), its epochs and time to target 
     oldie     0.90, 0.90, 0.90     (a record from before epochs_to_target: unknown, not "never")
     refnet    0.94, 0.94, 0.95     4, 4, 5            a reference row
     slow      0.93, 0.92, 0.89     9, 10, never       median 10 above every other row's 1-5: slower than all
+    unseeded  (records without a "seed": no row in the section, nothing compared with them)
 
 --one-seed writes seed 7 alone (repetition 1 of 1, a classic <plugin>__cpu.json): one seed per cell, whose report
 must be what it was before the section existed (expected-one-seed.md). --same-seed writes the three repetitions
@@ -29,6 +30,7 @@ SETS = {
     "oldie": [(0.90, 2), (0.90, 2), (0.90, 2)],
     "refnet": [(0.94, 4), (0.94, 4), (0.95, 5)],
     "slow": [(0.93, 9), (0.92, 10), (0.89, NEVER)],
+    "unseeded": [(0.90, 2), (0.90, 2), (0.90, 2)],
 }
 EPOCHS, EPOCH_S, TARGET = 12, 2.0, 0.9
 
@@ -37,6 +39,8 @@ def record(plugin, k, n, run, same_seed):
     seed = 7 if same_seed else 6 + k
     rec = {"khost_record": 2, "plugin": plugin, "task": "planted", "device": "cpu", "epochs_requested": EPOCHS,
            "batch_size": 64, "seed": seed, "train_samples": 1000, "val_samples": 500, "metric": "val_acc"}
+    if plugin == "unseeded":
+        del rec["seed"]
     rows = []
     if run == "crashed":
         rec.update(status="crashed", reason="signal 11 (Segmentation fault)", metric_value=None, mean_epoch_s=None,

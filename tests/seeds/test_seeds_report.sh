@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # tests/seeds/test_seeds_report.sh KHOST E2E_DIR SOURCE_DIR — `khost report`'s section on accuracy across seeds:
-#   1. a planted set (planted.py: seven rows, seeds 7-9, known metrics per epoch): every figure of the section
+#   1. a planted set (planted.py: eight rows, seeds 7-9, known metrics per epoch): every figure of the section
 #      exactly — mean, sd, Student t-interval, min–max, seeds (one that crashed), median and range of epochs and
-#      time to target, "k of N seeds never reached the target", a record from before epochs to target — and the
-#      convergence check marking a row faster and two rows slower than all the others, in markdown and HTML (the
-#      page well-formed XML);
+#      time to target, "k of N seeds never reached the target", a record from before epochs to target, records
+#      without a seed left out — and the convergence check marking a row faster and two rows slower than all the
+#      others, in markdown and HTML (the page well-formed XML);
 #   2. one seed per cell (and three repetitions of one seed) gets no section: the planted set's one-seed report
 #      equals expected-one-seed.md, written by khost before the section existed (0f50ac4), byte for byte;
 #   3. a real `matrix --seeds 3` on the fixture: the section's figures are those the records give (recomputed
@@ -46,6 +46,8 @@ Epochs and time to target (val_acc ≥ 0.9; median over the seeds
 A run outside the range of the others (MLPerf's convergence check) trains something else
 LINES
 check "exactly three rows marked" test "$(grep -c '⚠ [sf][a-z]* than all others' <<<"$md")" -eq 3
+check "records without a seed: a row of the tables, none of the section" \
+  test "$(grep -c '^| unseeded |' <<<"$md")" -eq 2 -a "$(grep -c '^| unseeded | cpu |' <<<"$md")" -eq 0
 check "the interval is named as a t-interval over seeds" has "$md" "95 % CI = Student t-interval over the seeds, mean ± t(0.975, n − 1) sd / √n"
 html=$(cat "$t/p.html" 2>/dev/null)
 check "the page is well-formed XML" "$py" -c 'import sys, xml.etree.ElementTree as E; E.parse(sys.argv[1])' "$t/p.html"

@@ -183,7 +183,11 @@ static int table_build(const kh_report_task *t, seed_table *tb) {
             seed_cell *c = &tb->c[tb->n];
             c->p = p, c->d = d;
             if (cell_runs(t->stats[p * t->nd + d], c) != 0) goto oom;
-            if (!c->n) continue;
+            if (!c->n) { /* no record of it names a seed: the slot is reused */
+                free(c->s);
+                memset(c, 0, sizeof *c);
+                continue;
+            }
             tb->n++;
             several |= c->n > 1;
         }
