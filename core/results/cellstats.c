@@ -81,7 +81,8 @@ static int read_rep(const char *path, kh_rep *rep, char *step_sync, size_t sslen
     }
     rep->seed = seed.found ? seed.v : 0;
     rep->seed_known = seed.found > 0;
-    const cJSON *mn = cJSON_GetObjectItemCaseSensitive(o, "metric"), *mv = cJSON_GetObjectItemCaseSensitive(o, "metric_value");
+    const cJSON *mn = cJSON_GetObjectItemCaseSensitive(o, "metric");
+    const cJSON *mv = cJSON_GetObjectItemCaseSensitive(o, "metric_value");
     snprintf(rep->metric_name, sizeof rep->metric_name, "%s", cJSON_IsString(mn) ? mn->valuestring : "");
     rep->metric = ok && cJSON_IsNumber(mv) && isfinite(mv->valuedouble) ? mv->valuedouble : NAN;
     const cJSON *tt = cJSON_GetObjectItemCaseSensitive(o, "time_to_target_s");

@@ -131,8 +131,9 @@ void kh_record_summarise(kh_cell_record *r, int target_is_max, double target) {
         snprintf(r->target_note, sizeof r->target_note, "%s has no value in any of %d epoch%s", name, r->n_rows,
                  r->n_rows == 1 ? "" : "s");
     else
-        snprintf(r->target_note, sizeof r->target_note, "%s never reached its target %.6g (%s) in %d epoch%s; best %.6g",
-                 name, target, target_is_max ? "at most" : "at least", r->n_rows, r->n_rows == 1 ? "" : "s", best);
+        snprintf(r->target_note, sizeof r->target_note,
+                 "%s never reached its target %.6g (%s) in %d epoch%s; best %.6g", name, target,
+                 target_is_max ? "at most" : "at least", r->n_rows, r->n_rows == 1 ? "" : "s", best);
 }
 
 void kh_record_path(char *buf, size_t n, const char *out_dir, const char *task, const char *plugin,
@@ -398,12 +399,13 @@ int kh_record_target_read(const cJSON *o, double *target, int *target_is_max, in
     if (nn) note[0] = 0;
     if (!e) return 0; /* written before the epochs to target were */
     if (t && !cJSON_IsNull(t)) {
-        const cJSON *v = cJSON_GetObjectItemCaseSensitive(t, "value"), *reach = cJSON_GetObjectItemCaseSensitive(t, "reach");
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(t, "value");
+        const cJSON *reach = cJSON_GetObjectItemCaseSensitive(t, "reach");
         const char *rs = cJSON_IsString(reach) ? reach->valuestring : "";
         if (!cJSON_IsObject(t) || !cJSON_IsNumber(v) || !isfinite(v->valuedouble) || v->valuedouble <= 0 ||
             (strcmp(rs, "at_least") && strcmp(rs, "at_most"))) {
-            snprintf(err, errlen, "%s: field \"target\" is not {\"value\": a positive number, \"reach\": \"at_least\" or "
-                     "\"at_most\"} or null", path);
+            snprintf(err, errlen, "%s: field \"target\" is not {\"value\": a positive number, \"reach\": "
+                     "\"at_least\" or \"at_most\"} or null", path);
             return -1;
         }
         *target = v->valuedouble;
@@ -414,11 +416,12 @@ int kh_record_target_read(const cJSON *o, double *target, int *target_is_max, in
         get_str(o, "target_note", note, nn);
         return 0;
     }
-    if (!cJSON_IsNumber(e) || !(e->valuedouble >= 1) || e->valuedouble > 1e9 || e->valuedouble != floor(e->valuedouble)) {
+    double ev = cJSON_IsNumber(e) ? e->valuedouble : NAN;
+    if (!(ev >= 1) || ev > 1e9 || ev != floor(ev)) {
         snprintf(err, errlen, "%s: field \"epochs_to_target\" is not an epoch (a whole number from 1) or null", path);
         return -1;
     }
-    *epochs = (int)e->valuedouble;
+    *epochs = (int)ev;
     return 0;
 }
 

@@ -248,7 +248,8 @@ int kh_matrix_run(kh_host *h, const kh_matrix_opts *given) {
     int n_by[7] = {0}; /* ok, unsupported, crashed, timeout, error (and data), diverged, oom */
     if (!o.quiet)
         printf("matrix: %d plugin(s) x %d task(s) x %d device(s)%s = %d cell(s)%s -> %s\n", np, nt, nd,
-               o.seeds > 1 ? " x seeds" : o.repeat > 1 ? " x repetitions" : "", total, o.repeat_auto ? " at most" : "", out_dir);
+               o.seeds > 1 ? " x seeds" : o.repeat > 1 ? " x repetitions" : "", total,
+               o.repeat_auto ? " at most" : "", out_dir);
     if (o.seeds > 1 && !o.quiet)
         printf("matrix: %d seed(s), %llu to %llu, one round each (seed k is repetition k), order seed %llu\n", o.seeds,
                (unsigned long long)seed0, (unsigned long long)(seed0 + (uint64_t)o.seeds - 1),

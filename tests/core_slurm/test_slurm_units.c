@@ -82,7 +82,7 @@ static void test_plan(void) {
     p.math = "tf32";
     kh_slurm_cell c0 = {"cntk", "cntk", "mnist_mlp", "mnist_mlp", "cpu", "mnist", NULL, 0, 0};
     kh_slurm_cell c1 = {"mine", "/opt/x/mine.so", "imdb_fasttext", "imdb_fasttext", "cuda:0", "", NULL, 0, 0};
-    kh_slurm_cell c2 = {"cntk", "cntk", "mnist_mlp", "mnist_mlp", "cpu", "mnist", "41", 2, 3}; /* --seeds: seed 2 of 3 */
+    kh_slurm_cell c2 = {"cntk", "cntk", "mnist_mlp", "mnist_mlp", "cpu", "mnist", "41", 2, 3}; /* seed 2 of 3 */
     CHECK(kh_slurm_plan_add(&p, &c0) == 0 && kh_slurm_plan_add(&p, &c1) == 0 && kh_slurm_plan_add(&p, &c2) == 0,
           "plan_add");
     CHECK(kh_slurm_plan_write(path, &p, err, sizeof err) == 0, "write: %s", err);

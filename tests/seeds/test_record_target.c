@@ -116,7 +116,8 @@ static void test_round_trip(void) {
     kh_record_free(&r);
 }
 
-#define HEAD "{\"khost_record\": 2, \"plugin\": \"cntk\", \"task\": \"mnist_mlp\", \"device\": \"cpu\", \"status\": \"ok\""
+#define HEAD                                                                                                 \
+    "{\"khost_record\": 2, \"plugin\": \"cntk\", \"task\": \"mnist_mlp\", \"device\": \"cpu\", \"status\": \"ok\""
 
 static void test_read(void) {
     kh_cell_record r;

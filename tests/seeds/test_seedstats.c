@@ -43,7 +43,8 @@ static void test_to_target(void) {
     const double a[] = {3, 2, INFINITY, 5};
     kh_to_target_of(a, 3, &o);
     CHECK(o.n == 3 && o.n_never == 1 && o.median == 3 && o.min == 2 && o.max == 3,
-          "{3, 2, never}: median 3 (never is the largest), range 2-3: n %d never %d median %g", o.n, o.n_never, o.median);
+          "{3, 2, never}: median 3 (never is the largest), range 2-3: n %d never %d median %g", o.n, o.n_never,
+          o.median);
     kh_to_target_of(a, 4, &o);
     CHECK(o.n == 4 && o.n_never == 1 && o.median == 4 && o.min == 2 && o.max == 5, "{3, 2, never, 5}: median %g",
           o.median);

@@ -7,9 +7,9 @@
  * target lie outside [min, max] of the other rows' epochs on that device from the same seeds is marked, in
  * either direction, with a sentence saying what that means. The statistics are results/seedstats.h's.
  * A seed is the unit: a cell's repetitions are grouped by seed, and a seed counts once, by its first finished
- * repetition (its first one when none finished); a record that names no seed is left out. A task none of whose cells has two seeds gets no section, so a
- * result set of one seed per cell reports exactly as before. Markdown (kh_report_print_seeds) and HTML
- * (kh_report_html_seeds) say the same. */
+ * repetition (its first one when none finished); a record that names no seed is left out. A task none of whose
+ * cells has two seeds gets no section, so a result set of one seed per cell reports exactly as before. Markdown
+ * (kh_report_print_seeds) and HTML (kh_report_html_seeds) say the same. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -82,8 +82,10 @@ static int cell_runs(const kh_cell_stats *st, seed_cell *c) {
     for (int i = 0; i < st->n_reps; i++) { /* a record without a seed cannot stand for one */
         const kh_rep *r = &st->reps[i];
         if (r->seed_known)
-            c->s[n++] = (seed_run){r->seed, !strcmp(r->status, "ok") && !r->impossible[0], i, r->metric,
-                                   r->time_to_target_s, r->target, r->epochs_to_target, r->target_is_max, r->metric_name};
+            c->s[n++] = (seed_run){.seed = r->seed, .ok = !strcmp(r->status, "ok") && !r->impossible[0],
+                                   .order = i, .metric = r->metric, .ttt = r->time_to_target_s,
+                                   .target = r->target, .ett = r->epochs_to_target,
+                                   .target_is_max = r->target_is_max, .metric_name = r->metric_name};
     }
     if (n) qsort(c->s, (size_t)n, sizeof *c->s, cmp_run);
     for (int i = 0; i < n; i++) /* the first of each seed's run of repetitions */
@@ -321,9 +323,9 @@ static void conv_line(FILE *f, const kh_report_task *t, const seed_cell *c, int 
                    "it converges more slowly than all of them.", t->plugins[c->p], t->devices[c->d], seeds, range,
                 t->devices[c->d]);
     else
-        fprintf(f, "⚠ %s on %s reached the target in a median of %g epochs on seeds %s, %s %s, the epochs every other "
-                   "backend and reference row on %s took on those seeds where they reached it: it converges %s than all "
-                   "of them.", t->plugins[c->p], t->devices[c->d], c->conv_median, seeds,
+        fprintf(f, "⚠ %s on %s reached the target in a median of %g epochs on seeds %s, %s %s, the epochs every "
+                   "other backend and reference row on %s took on those seeds where they reached it: it converges %s "
+                   "than all of them.", t->plugins[c->p], t->devices[c->d], c->conv_median, seeds,
                 c->conv > 0 ? "above" : "below", range, t->devices[c->d], c->conv > 0 ? "more slowly" : "faster");
     fputs(html ? "</p>\n" : "\n", f);
 }
@@ -356,13 +358,14 @@ void kh_report_print_seeds(FILE *f, const kh_report_task *t) {
     kh_esc_md(f, metric[0] ? metric : "the metric");
     fprintf(f, " after the last epoch; ");
     fputs(intro, f);
-    fprintf(f, "):\n\n| backend | device | seeds | mean | sd | 95 %% CI (t) | min–max |\n|---|---|---|---:|---:|---:|---:|\n");
+    fprintf(f, "):\n\n| backend | device | seeds | mean | sd | 95 %% CI (t) | min–max |\n"
+               "|---|---|---|---:|---:|---:|---:|\n");
     seed_texts x;
     for (int i = 0; i < tb.n; i++) {
         const seed_cell *c = &tb.c[i];
         row_texts(c, &x);
-        fprintf(f, "| %s%s | %s | %s | %s | %s | %s | %s |\n", t->plugins[c->p], is_reference(t, c->p) ? " (reference)" : "",
-                t->devices[c->d], x.seeds, x.mean, x.sd, x.ci, x.range);
+        fprintf(f, "| %s%s | %s | %s | %s | %s | %s | %s |\n", t->plugins[c->p],
+                is_reference(t, c->p) ? " (reference)" : "", t->devices[c->d], x.seeds, x.mean, x.sd, x.ci, x.range);
     }
     if (!tb.any_target) {
         fprintf(f, "\nEpochs to target: none of these records names a target (the task sets none, or they were "

@@ -127,8 +127,8 @@ int kh_slurm_plan_read(const char *path, kh_slurm_plan *p, char *err, size_t err
         int nf = fields(l, f, 10);
         if (!strcmp(f[0], "cell")) {
             if (nf != 7 && nf != 9) {
-                snprintf(err, errlen, "%s:%d: a cell line has 6 tab-separated fields (8 with a seed), this one %d", path,
-                         line, nf - 1);
+                snprintf(err, errlen, "%s:%d: a cell line has 6 tab-separated fields (8 with a seed), this one %d",
+                         path, line, nf - 1);
                 goto bad;
             }
             kh_slurm_cell c = {f[1], f[2], f[3], f[4], f[5], f[6], NULL, 0, 0};
@@ -136,8 +136,8 @@ int kh_slurm_plan_read(const char *path, kh_slurm_plan *p, char *err, size_t err
                 int used = 0;
                 c.seed = f[7];
                 if (!*f[7] || f[7][strspn(f[7], "0123456789")] || strlen(f[7]) > 19 ||
-                    f[8][strspn(f[8], "0123456789/")] || sscanf(f[8], "%d/%d%n", &c.rep, &c.rep_of, &used) != 2 || f[8][used] ||
-                    c.rep < 1 || c.rep > c.rep_of || c.rep_of > 1000) {
+                    f[8][strspn(f[8], "0123456789/")] || sscanf(f[8], "%d/%d%n", &c.rep, &c.rep_of, &used) != 2 ||
+                    f[8][used] || c.rep < 1 || c.rep > c.rep_of || c.rep_of > 1000) {
                     snprintf(err, errlen, "%s:%d: a cell's seed '%s' and k/N '%s': expected digits and 1 <= k <= N <= "
                              "1000", path, line, f[7], f[8]);
                     goto bad;

@@ -561,7 +561,8 @@ static int submit(kh_host *h, const sl_opts *o) {
     gmtime_r(&now, &tm);
     size_t sl = strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &tm);
     snprintf(stamp + sl, sizeof stamp - sl, "-%ld", (long)getpid());
-    sl_ctx x = {h, o, out_dir, data_dir, fetch ? fetch : "", stamp, conf, o->seed ? strtoull(o->seed, NULL, 10) : h->reg.seed};
+    uint64_t seed0 = o->seed ? strtoull(o->seed, NULL, 10) : h->reg.seed;
+    sl_ctx x = {h, o, out_dir, data_dir, fetch ? fetch : "", stamp, conf, seed0};
     if (o->seeds > 1 && x.seed0 > (uint64_t)INT64_MAX - (uint64_t)(o->seeds - 1)) {
         kh_logf(KH_LOG_ERROR, "matrix --slurm: --seeds %d from seed %llu: the last seed would pass %lld, the largest "
                 "--seed khost run takes", o->seeds, (unsigned long long)x.seed0, (long long)INT64_MAX);
