@@ -161,6 +161,17 @@ int kh_matrix_run(kh_host *h, const kh_matrix_opts *given) {
     kh_db *db = NULL; /* --db: opened (and checked) before any cell runs */
     char ref_runner[4200] = "";
     int no_plugins = !strcmp(o.plugins, "none"); /* --plugins none: the references alone */
+    /* --seeds N: round k trains from seed S + k - 1 (S: --seed, else the registry's), one repetition per seed */
+    uint64_t seed0 = o.seed ? strtoull(o.seed, NULL, 10) : h->reg.seed;
+    if (o.seeds > 1) {
+        if (seed0 > (uint64_t)INT64_MAX - (uint64_t)(o.seeds - 1)) { /* khost run takes seeds up to 2^63 - 1 */
+            kh_logf(KH_LOG_ERROR, "matrix: --seeds %d from seed %llu: the last seed would pass %lld, the largest "
+                    "--seed khost run takes", o.seeds, (unsigned long long)seed0, (long long)INT64_MAX);
+            rc = KH_EXIT_USAGE;
+            goto done;
+        }
+        o.repeat = o.seeds;
+    }
     if (no_plugins && !o.references) {
         kh_logf(KH_LOG_ERROR, "matrix: --plugins none needs --references (there is nothing to run)");
         rc = KH_EXIT_USAGE;
@@ -231,17 +242,6 @@ int kh_matrix_run(kh_host *h, const kh_matrix_opts *given) {
         goto done;
     }
 
-    /* --seeds N: round k trains from seed S + k - 1 (S: --seed, else the registry's), one repetition per seed */
-    uint64_t seed0 = o.seed ? strtoull(o.seed, NULL, 10) : h->reg.seed;
-    if (o.seeds > 1) {
-        if (seed0 > (uint64_t)INT64_MAX - (uint64_t)(o.seeds - 1)) { /* khost run takes seeds up to 2^63 - 1 */
-            kh_logf(KH_LOG_ERROR, "matrix: --seeds %d from seed %llu: the last seed would pass %lld, the largest "
-                    "--seed khost run takes", o.seeds, (unsigned long long)seed0, (long long)INT64_MAX);
-            rc = KH_EXIT_USAGE;
-            goto done;
-        }
-        o.repeat = o.seeds;
-    }
     if (o.repeat > 1 && !o.order_seed_set) o.order_seed = (uint64_t)time(NULL);
     int total = np * nt * nd * o.repeat, idx = 0, n_done = 0, n_final = 0, n_ok = 0, n_skipped = 0, interrupted = 0;
     int vanished = 0, replaced = 0; /* times the results folder was found removed; moved or replaced */

@@ -129,7 +129,7 @@ for bad in "--seeds 3 --repeat 2" "--repeat 2 --seeds 3" "--seeds 2 --repeat aut
   o=$(k "${m[@]}" $bad --out "$t/bad" 2>&1); rc=$?
   check "$bad refused with exit 2 ($rc): $o" test $rc -eq 2
 done
-check "... having run nothing" test ! -e "$t/bad/fixture_blobs"
+check "... having made nothing, not even the results folder" test ! -e "$t/bad"
 o=$(k "${m[@]}" --seeds 3 --repeat 2 --out "$t/bad" 2>&1)
 check "the refusal says why: $o" has "$o" "each seed is one repetition already"
 o=$(k matrix --help 2>&1)

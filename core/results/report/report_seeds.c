@@ -63,14 +63,15 @@ static int knows_target(const seed_run *r) {
 static double ett_value(const seed_run *r) { return r->ett > 0 ? r->ett : INFINITY; }
 static double ttt_value(const seed_run *r) { return r->ett > 0 ? (isfinite(r->ttt) ? r->ttt : NAN) : INFINITY; }
 
-static int has_seed(const seed_cell *c, uint64_t seed) {
+/* The index of seed in c when c's run of it says where the target was reached; -1 otherwise. */
+static int seed_index(const seed_cell *c, uint64_t seed) {
     int lo = 0, hi = c->n;
     while (lo < hi) {
         int mid = lo + (hi - lo) / 2;
         if (c->s[mid].seed < seed) lo = mid + 1;
         else hi = mid;
     }
-    return lo < c->n && c->s[lo].seed == seed && knows_target(&c->s[lo]);
+    return lo < c->n && c->s[lo].seed == seed && knows_target(&c->s[lo]) ? lo : -1;
 }
 
 /* The cell's seeds from its repetitions; 0, or -1 out of memory. */
@@ -141,15 +142,10 @@ static int cell_check(seed_table *tb, seed_cell *c) {
         if (o->d != c->d || o == c) continue;
         for (int i = 0; i < o->n; i++) {
             const seed_run *r = &o->s[i];
-            if (!knows_target(r) || !has_seed(c, r->seed)) continue;
+            int at = knows_target(r) ? seed_index(c, r->seed) : -1;
+            if (at < 0) continue;
             others[no++] = ett_value(r);
-            int lo = 0, hi = c->n; /* the seed's place in c, marked shared */
-            while (lo < hi) {
-                int mid = lo + (hi - lo) / 2;
-                if (c->s[mid].seed < r->seed) lo = mid + 1;
-                else hi = mid;
-            }
-            used[lo] = 1;
+            used[at] = 1; /* a seed c shares with the others */
         }
     }
     for (int i = 0; i < c->n; i++)
