@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "results/json_scan.h"
 #include "results/results.h"
 
 void kh_cell_stats_free(kh_cell_stats *c) {
@@ -67,7 +68,8 @@ static const char *env_string(const cJSON *env, const char *key) {
 
 /* One record file into rep. -1 with err naming the file and field. */
 static int read_rep(const char *path, kh_rep *rep, char *step_sync, size_t sslen, char *err, size_t errlen) {
-    cJSON *o = kh_record_json_read(path, NULL, 0, &rep->record_version, err, errlen);
+    kh_json_int seed = {.path = "seed"};
+    cJSON *o = kh_record_json_read(path, &seed, 1, &rep->record_version, err, errlen);
     if (!o) return -1;
     int rc = -1;
     const cJSON *st = cJSON_GetObjectItemCaseSensitive(o, "status");
@@ -78,6 +80,22 @@ static int read_rep(const char *path, kh_rep *rep, char *step_sync, size_t sslen
     snprintf(rep->status, sizeof rep->status, "%s", st->valuestring);
     const cJSON *m = cJSON_GetObjectItemCaseSensitive(o, "mean_epoch_s");
     int ok = !strcmp(rep->status, "ok");
+    if (seed.found < 0) { /* seeds are exact integers (json_scan.h), as kh_record_read has them */
+        snprintf(err, errlen, "%s: field \"seed\" is not an integer from 0 to 2^64 - 1", path);
+        goto done;
+    }
+    rep->seed = seed.found ? seed.v : 0;
+    rep->seed_known = seed.found > 0;
+    const cJSON *mn = cJSON_GetObjectItemCaseSensitive(o, "metric");
+    const cJSON *mv = cJSON_GetObjectItemCaseSensitive(o, "metric_value");
+    snprintf(rep->metric_name, sizeof rep->metric_name, "%s", cJSON_IsString(mn) ? mn->valuestring : "");
+    rep->metric = ok && cJSON_IsNumber(mv) && isfinite(mv->valuedouble) ? mv->valuedouble : NAN;
+    const cJSON *tt = cJSON_GetObjectItemCaseSensitive(o, "time_to_target_s");
+    rep->time_to_target_s = cJSON_IsNumber(tt) && isfinite(tt->valuedouble) ? tt->valuedouble : NAN;
+    char note[8];
+    if (kh_record_target_read(o, &rep->target, &rep->target_is_max, &rep->epochs_to_target, note, sizeof note, path,
+                              err, errlen) != 0)
+        goto done;
     rep->epoch_s = ok && cJSON_IsNumber(m) && m->valuedouble > 0 ? m->valuedouble : NAN;
     const cJSON *r = cJSON_GetObjectItemCaseSensitive(o, "repeat");
     const cJSON *rr = cJSON_GetObjectItemCaseSensitive(r, "round");

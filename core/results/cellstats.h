@@ -8,6 +8,8 @@
  *   epoch value  the repetition's mean epoch time (its record's mean_epoch_s, the seed's definition)
  *   step value   the median of the repetition's samples.step_s (records v2; absent in v1: NAN)
  * Repetitions whose status is not "ok" are kept in the list with their status and never enter a statistic.
+ * Each repetition also carries its seed, final metric and epochs to target, for the statistics across seeds
+ * (seedstats.h) when a cell's repetitions are its seeds (matrix --seeds N).
  */
 #ifndef KHOST_CORE_CELLSTATS_H
 #define KHOST_CORE_CELLSTATS_H
@@ -42,6 +44,14 @@ typedef struct kh_rep {
     char impossible[160];      /* why an "ok" record's times cannot be true (then it counts as not finished) */
     double other_cores, steal_pct, noise_window_s; /* the machine's load while it ran (cell/noise.h); NAN: none */
     kh_identity id;            /* the machine and build that measured it (identity.h) */
+    /* what it trained to (the statistics across seeds, seedstats.h): its seed, its final metric (NAN unless
+     * ok), the task's target and the first epoch that reached it (KH_TARGET_* of results.h) with that
+     * epoch's elapsed time (NAN when none) */
+    uint64_t seed;
+    int seed_known;            /* 0: the record has no "seed" (it cannot be told apart by seed) */
+    char metric_name[16];
+    double metric, target, time_to_target_s;
+    int target_is_max, epochs_to_target;
 } kh_rep;
 
 /* 1 when the repetition was measured under noise: other processes took more than KH_NOISE_OTHER_CORES cores or the

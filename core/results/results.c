@@ -29,6 +29,8 @@ void kh_record_init(kh_cell_record *r) {
     r->compile_s = r->compile_codegen_s = r->compile_cc_s = r->compile_load_s = NAN;
     r->compile_cold_s = r->compile_warm_s = NAN;
     r->compile_units = -1;
+    r->target = NAN;
+    r->epochs_to_target = KH_TARGET_UNKNOWN;
     r->rep_index = r->rep_of = r->rep_round = 1;
     r->peak_rss_bytes = -1;
     r->dev_free_before = r->dev_free_after = r->dev_peak_bytes = -1;
@@ -89,6 +91,11 @@ static int cmp_double(const void *a, const void *b) {
 
 void kh_record_summarise(kh_cell_record *r, int target_is_max, double target) {
     r->mean_epoch_s = r->median_epoch_s = r->metric_value = r->time_to_target_s = NAN;
+    r->target = target > 0 ? target : NAN;
+    r->target_is_max = target > 0 && target_is_max;
+    r->epochs_to_target = KH_TARGET_NEVER;
+    snprintf(r->target_note, sizeof r->target_note, "%s",
+             !(target > 0) ? "the task sets no target" : r->n_rows == 0 ? "no epoch finished" : "");
     if (r->n_rows == 0) return;
     double sum = 0;
     for (int i = 0; i < r->n_rows; i++) sum += r->rows[i].epoch_s;
@@ -108,16 +115,27 @@ void kh_record_summarise(kh_cell_record *r, int target_is_max, double target) {
     const kh_epoch_row *last = &r->rows[r->n_rows - 1];
     int is_loss = strcmp(r->metric, "loss") == 0;
     r->metric_value = is_loss ? last->loss : last->val_acc;
-    if (target > 0) {
-        for (int i = 0; i < r->n_rows; i++) {
-            double m = is_loss ? r->rows[i].loss : r->rows[i].val_acc;
-            if (isnan(m)) continue;
-            if (target_is_max ? m <= target : m >= target) {
-                r->time_to_target_s = r->rows[i].elapsed;
-                break;
-            }
+    if (!(target > 0)) return;
+    double best = NAN;
+    for (int i = 0; i < r->n_rows; i++) {
+        double m = is_loss ? r->rows[i].loss : r->rows[i].val_acc;
+        if (isnan(m)) continue;
+        if (isnan(best) || (target_is_max ? m < best : m > best)) best = m;
+        if (target_is_max ? m <= target : m >= target) {
+            r->time_to_target_s = r->rows[i].elapsed;
+            r->epochs_to_target = r->rows[i].epoch;
+            r->target_note[0] = 0;
+            return;
         }
     }
+    const char *name = is_loss ? "loss" : "val_acc";
+    if (isnan(best))
+        snprintf(r->target_note, sizeof r->target_note, "%s has no value in any of %d epoch%s", name, r->n_rows,
+                 r->n_rows == 1 ? "" : "s");
+    else
+        snprintf(r->target_note, sizeof r->target_note,
+                 "%s never reached its target %.6g (%s) in %d epoch%s; best %.6g", name, target,
+                 target_is_max ? "at most" : "at least", r->n_rows, r->n_rows == 1 ? "" : "s", best);
 }
 
 void kh_record_path(char *buf, size_t n, const char *out_dir, const char *task, const char *plugin,
@@ -198,6 +216,27 @@ static cJSON *sample(double v) {
     return cJSON_CreateNumber(strtod(b, NULL));
 }
 
+/* The target and the epoch that reached it; nothing where the record does not know them (KH_TARGET_UNKNOWN: a
+ * record the matrix wrote for a cell that never ran), so "unknown" is never written as "never reached". */
+static void add_target(cJSON *o, const kh_cell_record *r) {
+    if (r->epochs_to_target == KH_TARGET_UNKNOWN) return;
+    if (isfinite(r->target)) {
+        cJSON *t = cJSON_AddObjectToObject(o, "target");
+        if (t) {
+            cJSON_AddNumberToObject(t, "value", r->target);
+            cJSON_AddStringToObject(t, "reach", r->target_is_max ? "at_most" : "at_least");
+        }
+    } else {
+        cJSON_AddNullToObject(o, "target");
+    }
+    if (r->epochs_to_target > 0) {
+        cJSON_AddNumberToObject(o, "epochs_to_target", r->epochs_to_target);
+    } else {
+        cJSON_AddNullToObject(o, "epochs_to_target");
+        cJSON_AddStringToObject(o, "target_note", r->target_note);
+    }
+}
+
 static void add_repeat_and_samples(cJSON *o, const kh_cell_record *r) {
     cJSON *rp = cJSON_AddObjectToObject(o, "repeat");
     if (rp) {
@@ -256,6 +295,7 @@ char *kh_record_to_json(const kh_cell_record *r, int compact) {
     cJSON_AddNumberToObject(o, "val_samples", (double)r->val_samples);
     cJSON_AddStringToObject(o, "metric", r->metric);
     add_figures(o, r, record_figures, N_FIGURES(record_figures));
+    add_target(o, r);
     cJSON_AddStringToObject(o, "peak_source", r->peak_source);
     kh_record_roofline_add(o, r);
     /* the FP32 math the session used (absent in records written before --math) and why an asked mode was not */
@@ -350,6 +390,42 @@ static int get_str(const cJSON *o, const char *key, char *dst, size_t n) {
 static int name_field_ok(const cJSON *o, const char *key, size_t max) {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
     return cJSON_IsString(v) && kh_record_name_ok(v->valuestring, max);
+}
+
+int kh_record_target_read(const cJSON *o, double *target, int *target_is_max, int *epochs, char *note, size_t nn,
+                          const char *path, char *err, size_t errlen) {
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(o, "target");
+    const cJSON *e = cJSON_GetObjectItemCaseSensitive(o, "epochs_to_target");
+    *target = NAN;
+    *target_is_max = 0;
+    *epochs = KH_TARGET_UNKNOWN;
+    if (nn) note[0] = 0;
+    if (!e) return 0; /* written before the epochs to target were */
+    if (t && !cJSON_IsNull(t)) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(t, "value");
+        const cJSON *reach = cJSON_GetObjectItemCaseSensitive(t, "reach");
+        const char *rs = cJSON_IsString(reach) ? reach->valuestring : "";
+        if (!cJSON_IsObject(t) || !cJSON_IsNumber(v) || !isfinite(v->valuedouble) || v->valuedouble <= 0 ||
+            (strcmp(rs, "at_least") && strcmp(rs, "at_most"))) {
+            snprintf(err, errlen, "%s: field \"target\" is not {\"value\": a positive number, \"reach\": "
+                     "\"at_least\" or \"at_most\"} or null", path);
+            return -1;
+        }
+        *target = v->valuedouble;
+        *target_is_max = !strcmp(rs, "at_most");
+    }
+    if (cJSON_IsNull(e)) {
+        *epochs = KH_TARGET_NEVER;
+        get_str(o, "target_note", note, nn);
+        return 0;
+    }
+    double ev = cJSON_IsNumber(e) ? e->valuedouble : NAN;
+    if (!(ev >= 1) || ev > 1e9 || ev != floor(ev)) {
+        snprintf(err, errlen, "%s: field \"epochs_to_target\" is not an epoch (a whole number from 1) or null", path);
+        return -1;
+    }
+    *epochs = (int)ev;
+    return 0;
 }
 
 void kh_record_newer_text(const char *path, int version, char *buf, size_t n) {
@@ -469,6 +545,9 @@ int kh_record_read(const char *path, kh_cell_record *r, char *err, size_t errlen
     if (isfinite(v = get_num(o, "train_samples"))) r->train_samples = (int64_t)v;
     if (isfinite(v = get_num(o, "val_samples"))) r->val_samples = (int64_t)v;
     get_figures(o, r, record_figures, N_FIGURES(record_figures));
+    if (kh_record_target_read(o, &r->target, &r->target_is_max, &r->epochs_to_target, r->target_note,
+                              sizeof r->target_note, path, err, errlen) != 0)
+        goto done;
     get_str(o, "peak_source", r->peak_source, sizeof r->peak_source);
     {
         char why[160];

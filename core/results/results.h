@@ -13,14 +13,20 @@
  *   "metric": "val_acc", "metric_value": 0.981,         (the task's table metric, last epoch)
  *   "mean_epoch_s": 3.2,                                (over all epochs, the seed's definition)
  *   "median_epoch_s": 3.1,                              (excluding the first epoch when > 1 epoch)
- *   "time_to_target_s": 12.3 | null,
+ *   "time_to_target_s": 12.3 | null,                   (elapsed at the end of the first epoch that reached the target)
  *   "flops_per_epoch": 4.5e12 | null, "bytes_per_epoch": 1.9e11 | null, (the kit's count, kh_spec_flops)
  *   "gflops": 12.1 | null,                              (flops_per_epoch / mean_epoch_s)
  *   "peak_gflops", "peak_gbps", "roofline_gflops": .. | null, "roofline_fraction": 0.31 | null,
+ *   "target": {"value": 0.98, "reach": "at_least" | "at_most"} | null,  (the task's target of its metric: val_acc
+ *             rises to it, loss drops to it; null: the task sets none)
+ *   "epochs_to_target": 3 | null,                      (the first epoch whose metric reached the target)
+ *   "target_note": "val_acc never reached its target 0.98 (at least) in 5 epochs; best 0.9731",
+ *             (only where epochs_to_target is null: why). The three are absent in records written before them
+ *             and in records the matrix writes for a cell that never ran: unknown, not "never reached".
  *   "peak_source": "calibrated ... cached in ~/.cache/khost/peak-cpu-levels.txt" | "published: ..." | "unknown: ...",
  *   "roofline": {"level": "L3", "gbps": 150.2, "working_set_bytes": 9.1e6,   (absent in older records: the bound
  *                "sgemm_gflops": 190.1, "fma_gflops": 231.0,                 (peak_gflops is the higher)
- *                "levels": [{"level": "L1", "bytes": 65536, "buffer_bytes": 32768, "gbps": 610.5,  was DRAM's alone)
+ *                "levels": [{"level": "L2", "bytes": 2097152, "buffer_bytes": 1048576, "gbps": 390.5, was DRAM's alone)
  *                            "kernel": "update"}, ..., {"level": "DRAM", "bytes": 0, ...}]},
  *   "math": "fp32" | "tf32",                          (the session's FP32 math: --math, kh_device.math)
  *   "math_note": "tf32 ignored on cpu: ...",          (only when the asked mode was not the one used)
@@ -73,6 +79,13 @@ typedef struct kh_cell_record {
     char metric[16];
     double metric_value;       /* NAN when no epoch finished */
     double mean_epoch_s, median_epoch_s, time_to_target_s; /* NAN when absent */
+    /* the target (kh_record_summarise): the task's value of its metric (NAN: none, or unknown), whether the
+     * metric must drop to it (loss) rather than rise; the first epoch that reached it, KH_TARGET_NEVER when no
+     * epoch did or there is no target (target_note says which), KH_TARGET_UNKNOWN when the record does not say */
+    double target;
+    int target_is_max;
+    int epochs_to_target;
+    char target_note[192];
     /* what the time means (docs/PERFORMANCE.md): NAN when unknown; gflops and roofline_fraction are
      * derived by kh_record_summarise from mean_epoch_s */
     double flops_per_epoch, bytes_per_epoch, gflops;
@@ -133,7 +146,11 @@ int kh_record_add_row(kh_cell_record *r, const kh_epoch_row *row); /* 0 ok, -1 o
 int kh_record_add_step(kh_cell_record *r, double seconds);           /* 0 ok, -1 out of memory */
 void kh_record_set_env(kh_cell_record *r, const char *key, const char *value);
 const char *kh_record_get_env(const kh_cell_record *r, const char *key);
-/* Fill mean/median/metric_value from rows (median excludes epoch 1 when there are more). */
+#define KH_TARGET_NEVER 0
+#define KH_TARGET_UNKNOWN (-1)
+/* Fill mean/median/metric_value from rows (median excludes epoch 1 when there are more), and the target:
+ * target (> 0; 0 = the task sets none) is reached by the first epoch whose metric (loss for a "loss" record,
+ * else val_acc) is at most it (target_is_max) or at least it; time_to_target_s is that epoch's elapsed time. */
 void kh_record_summarise(kh_cell_record *r, int target_is_max, double target);
 
 /* "<out>/<task>/<plugin>__<device-without-colon>.<ext>" into buf. */
@@ -161,6 +178,12 @@ struct cJSON;
 struct kh_json_int;
 struct cJSON *kh_record_json_read(const char *path, struct kh_json_int *ints, int n, int *version, char *err,
                                   size_t errlen);
+/* The record's "target", "epochs_to_target" and "target_note" from its parsed JSON: the target's value (NAN: none),
+ * whether the metric must drop to it, the epoch (KH_TARGET_NEVER for null, KH_TARGET_UNKNOWN when the record
+ * predates them) and the note. 0, or -1 with err naming the file and the field when one is malformed (an epoch
+ * that is not a whole number from 1, a target that is not a positive value with its direction). */
+int kh_record_target_read(const struct cJSON *o, double *target, int *target_is_max, int *epochs, char *note,
+                          size_t nn, const char *path, char *err, size_t errlen);
 /* The warning for a record of a newer version, naming the file, into buf. */
 void kh_record_newer_text(const char *path, int version, char *buf, size_t n);
 #endif

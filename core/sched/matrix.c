@@ -21,8 +21,10 @@
  * folder is locked exclusively for the whole matrix (lockfile.h; cells inherit the lock); a cell's leftover temporary
  * record files (a cell killed mid-write) are removed before it runs again.
  * The child's stdout and stderr go to <out>/<task>/<plugin>__<device>.log, kept for post-mortems.
+ * --seeds N runs N rounds, round k every cell from seed S + k - 1 (S: --seed, else the registry's), written as
+ * repetition k; a child's record (a reference runner's too) from another seed than it was given fails the cell.
  * --resume skips a cell whose record has a final status, "ok" or "unsupported" (rerunning them would give
- * the same answer), unless --epochs, --batch-size or --seed given now differ from the record's; every
+ * the same answer), unless --epochs, --batch-size or the seed given now differ from the record's; every
  * other status (error, data, diverged, crashed, timeout) is retried, since those
  * are what a rerun after fixing something is for. Without --resume a cell's old record is deleted before
  * it runs, so a stale record can never pass for a new one.
@@ -159,6 +161,17 @@ int kh_matrix_run(kh_host *h, const kh_matrix_opts *given) {
     kh_db *db = NULL; /* --db: opened (and checked) before any cell runs */
     char ref_runner[4200] = "";
     int no_plugins = !strcmp(o.plugins, "none"); /* --plugins none: the references alone */
+    /* --seeds N: round k trains from seed S + k - 1 (S: --seed, else the registry's), one repetition per seed */
+    uint64_t seed0 = o.seed ? strtoull(o.seed, NULL, 10) : h->reg.seed;
+    if (o.seeds > 1) {
+        if (seed0 > (uint64_t)INT64_MAX - (uint64_t)(o.seeds - 1)) { /* khost run takes seeds up to 2^63 - 1 */
+            kh_logf(KH_LOG_ERROR, "matrix: --seeds %d from seed %llu: the last seed would pass %lld, the largest "
+                    "--seed khost run takes", o.seeds, (unsigned long long)seed0, (long long)INT64_MAX);
+            rc = KH_EXIT_USAGE;
+            goto done;
+        }
+        o.repeat = o.seeds;
+    }
     if (no_plugins && !o.references) {
         kh_logf(KH_LOG_ERROR, "matrix: --plugins none needs --references (there is nothing to run)");
         rc = KH_EXIT_USAGE;
@@ -235,8 +248,13 @@ int kh_matrix_run(kh_host *h, const kh_matrix_opts *given) {
     int n_by[7] = {0}; /* ok, unsupported, crashed, timeout, error (and data), diverged, oom */
     if (!o.quiet)
         printf("matrix: %d plugin(s) x %d task(s) x %d device(s)%s = %d cell(s)%s -> %s\n", np, nt, nd,
-               o.repeat > 1 ? " x repetitions" : "", total, o.repeat_auto ? " at most" : "", out_dir);
-    if (o.repeat_auto && !o.quiet)
+               o.seeds > 1 ? " x seeds" : o.repeat > 1 ? " x repetitions" : "", total,
+               o.repeat_auto ? " at most" : "", out_dir);
+    if (o.seeds > 1 && !o.quiet)
+        printf("matrix: %d seed(s), %llu to %llu, one round each (seed k is repetition k), order seed %llu\n", o.seeds,
+               (unsigned long long)seed0, (unsigned long long)(seed0 + (uint64_t)o.seeds - 1),
+               (unsigned long long)o.order_seed);
+    else if (o.repeat_auto && !o.quiet)
         printf("matrix: rounds until every cell's median is known to %g %% (95 %% CI half-width) or %.0f s have passed, "
                "%d to %d, order seed %llu\n", o.auto_pct, o.auto_budget_s, KH_MATRIX_AUTO_MIN_ROUNDS, o.repeat,
                (unsigned long long)o.order_seed);
@@ -281,6 +299,12 @@ int kh_matrix_run(kh_host *h, const kh_matrix_opts *given) {
     int auto_stop = 0;
     for (int round = 1; round <= o.repeat && !interrupted && !replaced && !auto_stop; round++) {
         double round_start = kh_now();
+        char round_seed[24];
+        const char *seed_arg = o.seed; /* what every cell of this round gets as --seed (NULL: none) */
+        if (o.seeds > 1) {
+            snprintf(round_seed, sizeof round_seed, "%llu", (unsigned long long)(seed0 + (uint64_t)round - 1));
+            seed_arg = round_seed;
+        }
         for (int k = 0; k < n_cells; k++) order[k] = k;
         if (o.repeat > 1) {
             kh_rng rng;
@@ -300,7 +324,8 @@ int kh_matrix_run(kh_host *h, const kh_matrix_opts *given) {
             int t = cells[order[pos]].t, p = cells[order[pos]].p, d = cells[order[pos]].d;
             const kh_task_info *info = tasks[t].m->task && tasks[t].m->task->info ? tasks[t].m->task->info() : NULL;
             int rep = o.repeat > 1 ? round : 0;
-            mx_cell c = {&plugins[p], &tasks[t], devs[d], info, out_dir, &o, h->reg.seed, {0}, rep, round, pos, NULL};
+            mx_cell c = {&plugins[p], &tasks[t], devs[d], info, out_dir, &o, h->reg.seed, {0}, rep, round, pos, NULL,
+                         seed_arg};
             kh_env_now_iso(c.started_at, sizeof c.started_at);
             char json[4200], csv[4200], log[4200], dir[4200];
             kh_record_rep_path(json, sizeof json, out_dir, c.task->name, c.plugin->name, c.dev->id, rep, "json");
@@ -309,7 +334,7 @@ int kh_matrix_run(kh_host *h, const kh_matrix_opts *given) {
             kh_cell_record r;
             char err[1200];
             if (o.resume && kh_record_read(json, &r, err, sizeof err) == 0) {
-                if (mx_final_status(r.status) && mx_same_settings(&r, &o)) {
+                if (mx_final_status(r.status) && mx_same_settings(&r, &o, c.seed)) {
                     if (!o.quiet) {
                         printf("[%d/%d] %s x %s x %s ... skipped (recorded %s)\n", idx, total, c.plugin->name,
                                c.task->name, c.dev->id, r.status);
@@ -407,7 +432,7 @@ int kh_matrix_run(kh_host *h, const kh_matrix_opts *given) {
             if (o.batch_size) { args[a++] = "--batch-size"; args[a++] = (char *)o.batch_size; }
             if (o.limit_train) { args[a++] = "--limit-train"; args[a++] = (char *)o.limit_train; }
             if (o.limit_val) { args[a++] = "--limit-val"; args[a++] = (char *)o.limit_val; }
-            if (o.seed) { args[a++] = "--seed"; args[a++] = (char *)o.seed; }
+            if (c.seed) { args[a++] = "--seed"; args[a++] = (char *)c.seed; }
             if (o.steps) { args[a++] = "--steps"; args[a++] = (char *)o.steps; }
             if (o.warmup_steps) { args[a++] = "--warmup-steps"; args[a++] = (char *)o.warmup_steps; }
             if (o.math) { args[a++] = "--math"; args[a++] = (char *)o.math; }

@@ -19,6 +19,8 @@ typedef struct kh_matrix_opts {
     const char *math;                                                  /* --math, checked by kh_math_parse */
     int repeat;          /* repetitions of every cell, each its own child process (default 1); with
                             repeat_auto the most rounds it may take (KH_MATRIX_AUTO_MAX_ROUNDS) */
+    int seeds;           /* --seeds N > 1: N rounds, round k trains every cell from seed S + k - 1 (S: --seed, else
+                            the registry's), one repetition each; repeat must be 1 (0 or 1: one seed) */
     int repeat_auto;     /* --repeat auto: rounds until every cell's median is known to auto_pct or auto_budget_s */
     double auto_pct, auto_budget_s;
     uint64_t order_seed; /* the rounds' orders are drawn from it */
@@ -43,7 +45,8 @@ void kh_matrix_opts_init(kh_matrix_opts *o);
 struct kh_host;
 int kh_matrix_local(struct kh_host *h, int argc, char **argv);
 /* The same with settings made by the caller (`khost run --repeat N`: one cell as N repetitions). It checks no
- * value: the caller does, as `khost matrix`'s parser and `khost run`'s do (repeat >= 1, counts, --math). */
+ * value the parsers check (repeat >= 1, counts, --math, --seeds with --repeat); it refuses seeds whose last
+ * would pass the largest seed. */
 int kh_matrix_run(struct kh_host *h, const kh_matrix_opts *o);
 
 /* One cell as the Slurm array task runs it (slurm_cell.c): the matrix's own record rules, one cell. */
@@ -58,6 +61,7 @@ typedef struct kh_matrix_cell_ref {
     double timeout_s;
     uint64_t reg_seed;
     char started_at[32];
+    int rep, rep_of;                        /* seed k of N (--seeds): repetition k, round k; 0: not repeated */
 } kh_matrix_cell_ref;
 /* The cell's record after its child ended, exactly as `khost matrix` settles it (written to disk). */
 void kh_matrix_settle(const kh_matrix_cell_ref *c, const kh_child_result *res, struct kh_cell_record *r);

@@ -45,6 +45,7 @@ typedef struct mx_cell {
     int rep, round, position; /* repetition rep (0: the cell is not repeated) of round, position in it */
     const char *stage;        /* a reference runner's results folder (its record is checked and copied from
                                  there, so a runner never writes into out_dir); NULL for khost's own cells */
+    const char *seed;         /* the --seed its child gets (--seeds: this round's), NULL: none (the registry's) */
 } mx_cell;
 /* Remove a reference cell's stage folder and everything in it (links removed, never followed). */
 void mx_stage_remove(const char *dir);
@@ -52,8 +53,9 @@ void mx_stage_remove(const char *dir);
 void mx_remove_partial(const char *record_path);
 /* A status --resume keeps: "ok" or "unsupported". */
 int mx_final_status(const char *s);
-/* Whether a record was measured with the settings given now (--epochs, --batch-size, --seed, ...). */
-int mx_same_settings(const kh_cell_record *r, const kh_matrix_opts *o);
+/* Whether a record was measured with the settings given now (--epochs, --batch-size, ...) and seed (the --seed
+ * the cell's child gets; NULL: any). */
+int mx_same_settings(const kh_cell_record *r, const kh_matrix_opts *o, const char *seed);
 /* A record for a cell whose child could not write one (or was killed): what the matrix knows. */
 void mx_fill_record(kh_cell_record *r, const mx_cell *c, const char *status, const char *reason,
                     const char *log_path, int fresh);

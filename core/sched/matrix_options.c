@@ -20,9 +20,9 @@ static void mx_usage(FILE *f) {
     fprintf(f,
             "usage: khost matrix [--plugins LIST|all] [--tasks LIST|all] [--devices LIST|all]\n"
             "                    [--epochs N] [--batch-size N] [--limit-train N] [--limit-val N] [--seed N]\n"
-            "                    [--steps N] [--warmup-steps N] [--repeat N|auto[:PCT%%[:BUDGET]]] [--order-seed S]\n"
-            "                    [--math fp32|tf32] [--references LIST|all] [--out DIR] [--timeout SECONDS]\n"
-            "                    [--memory-limit BYTES[K|M|G]] [--db FILE] [--resume] [--quiet]\n"
+            "                    [--steps N] [--warmup-steps N] [--repeat N|auto[:PCT%%[:BUDGET]]] [--seeds N]\n"
+            "                    [--order-seed S] [--math fp32|tf32] [--references LIST|all] [--out DIR]\n"
+            "                    [--timeout SECONDS] [--memory-limit BYTES[K|M|G]] [--db FILE] [--resume] [--quiet]\n"
             "Runs every plugin x task x device cell in its own child process (khost run).\n"
             "  LIST            comma-separated names; all = every enabled module / every device\n"
             "                  (defaults: plugins all, tasks all, devices = the registry's default_device)\n"
@@ -38,12 +38,18 @@ static void mx_usage(FILE *f) {
             "  --repeat N      run every cell N times, each a fresh child, in rounds: within a round the cells\n"
             "                  run in an order shuffled from --order-seed (default: from the clock; recorded)\n"
             "                  and repetition k is written as <task>/<plugin>__<device>.rep<k>.json\n"
+            "  --seeds N       train every cell from N seeds: --seed S (default: the registry's seed), S+1, ...,\n"
+            "                  S+N-1, one round per seed (seed k is repetition k, rounds shuffled as with --repeat);\n"
+            "                  khost report adds each task's accuracy across seeds (mean, sd, 95 %% t-interval) and\n"
+            "                  epochs and time to target, and flags a backend that converges outside the others'\n"
+            "                  range; not with --repeat N > 1 or auto (each seed is one repetition)\n"
             "  --references L  also run these frameworks of tools/reference as cells, in the same rounds and with the\n"
-            "                  same options: pytorch, keras3-jax, keras3-tensorflow, keras3-torch, or all\n"
+            "                  same options and seeds: pytorch, keras3-jax, keras3-tensorflow, keras3-torch, or all\n"
             "                  (tools/reference/setup installs them; --plugins none runs only the references)\n"
             "  --db FILE       also add each record, as it lands, to the results database FILE (the set named by\n"
             "                  the absolute --out; khost db import does the same for a finished folder)\n"
-            "  --resume        skip cells (repetitions) already recorded as ok or unsupported; rerun the others\n"
+            "  --resume        skip cells (repetitions) already recorded as ok or unsupported with the same\n"
+            "                  settings (with --seeds: the same seed); rerun the others\n"
             "  --quiet         print only failed cells and the summary\n"
             "  --slurm ...     submit the cells as a Slurm job array instead (khost matrix --slurm --help)\n"
             "Exit status: 0 when every cell ended ok or unsupported, 1 otherwise.\n");
@@ -121,7 +127,7 @@ int mx_parse(int argc, char **argv, kh_matrix_opts *o) {
                                                  "--limit-val",   "--seed",      "--timeout",
                                                  "--memory-limit", "--steps",    "--warmup-steps",
                                                  "--repeat",      "--order-seed", "--math",
-                                                 "--references",  "--db"};
+                                                 "--references",  "--db",        "--seeds"};
         size_t k;
         for (k = 0; k < sizeof with_value / sizeof with_value[0]; k++)
             if (!strcmp(name, with_value[k])) break;
@@ -172,6 +178,15 @@ int mx_parse(int argc, char **argv, kh_matrix_opts *o) {
                                       "auto:3%%:20m; BUDGET in s, m or h), got '%s'", val);
                 return -1;
             }
+        } else if (!strcmp(name, "--seeds")) {
+            char *end = NULL;
+            errno = 0;
+            unsigned long x = strtoul(val, &end, 10);
+            if (!*val || *val == '-' || *val == '+' || *end || errno || x < 1 || x > 1000) {
+                kh_logf(KH_LOG_ERROR, "matrix: --seeds expects a count from 1 to 1000, got '%s'", val);
+                return -1;
+            }
+            o->seeds = (int)x;
         } else if (!strcmp(name, "--repeat") || !strcmp(name, "--order-seed")) {
             char *end = NULL;
             errno = 0;
@@ -195,6 +210,14 @@ int mx_parse(int argc, char **argv, kh_matrix_opts *o) {
             else if (!strcmp(name, "--limit-val")) o->limit_val = val;
             else o->seed = val;
         }
+    }
+    /* Each seed is one repetition: N seeds are N rounds. R repetitions of each seed would make a cell's
+     * repetitions two kinds of sample at once (seeds and reruns of one seed), and --repeat auto stops on the
+     * time's precision, which has nothing to do with how many seeds the accuracy needs. */
+    if (o->seeds > 1 && (o->repeat_auto || o->repeat > 1)) {
+        kh_logf(KH_LOG_ERROR, "matrix: --seeds %d with --repeat %s: each seed is one repetition already (round k runs "
+                "seed k); give one of them", o->seeds, o->repeat_auto ? "auto" : "N > 1");
+        return -1;
     }
     return 0;
 }

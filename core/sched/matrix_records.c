@@ -125,10 +125,10 @@ void mx_remove_partial(const char *record_path) {
 int mx_final_status(const char *s) { return !strcmp(s, "ok") || !strcmp(s, "unsupported"); }
 
 /* --resume reuses a record only when the settings given now match what it was measured with. */
-int mx_same_settings(const kh_cell_record *r, const kh_matrix_opts *o) {
+int mx_same_settings(const kh_cell_record *r, const kh_matrix_opts *o, const char *seed) {
     if (o->epochs && r->epochs_requested != atoi(o->epochs)) return 0;
     if (o->batch_size && r->batch_size != atoi(o->batch_size)) return 0;
-    if (o->seed && r->seed != strtoull(o->seed, NULL, 10)) return 0;
+    if (seed && r->seed != strtoull(seed, NULL, 10)) return 0;
     /* the data limits (recorded in the environment by the cell when set): a record of 2000 samples is no
      * answer for a run on all of them, nor the other way round */
     const char *lt = kh_record_get_env(r, "limit_train"), *lv = kh_record_get_env(r, "limit_val");
@@ -158,7 +158,7 @@ void mx_fill_record(kh_cell_record *r, const mx_cell *c, const char *status, con
     if (fresh) { /* otherwise the child's record already says all this, more precisely */
         r->epochs_requested = c->o->epochs ? atoi(c->o->epochs) : c->info ? c->info->epochs : 0;
         r->batch_size = c->o->batch_size ? atoi(c->o->batch_size) : c->info ? c->info->batch_size : 0;
-        r->seed = c->o->seed ? strtoull(c->o->seed, NULL, 10) : c->reg_seed;
+        r->seed = c->seed ? strtoull(c->seed, NULL, 10) : c->reg_seed;
         if (c->info && c->info->metric) snprintf(r->metric, sizeof r->metric, "%s", c->info->metric);
         kh_record_set_env(r, "khost_version", KHOST_VERSION);
         kh_record_set_env(r, "git_rev", kh_git_rev());
@@ -200,6 +200,13 @@ static int record_is_cell(const kh_cell_record *r, const mx_cell *c, const char 
         snprintf(why, n, "%s wrote %s as repetition %d of %d (round %d), not this cell's %d of %d (round %d)", writer,
                  path, r->rep_index, r->rep_of, r->rep_round, c->rep ? c->rep : 1, c->rep ? c->o->repeat : 1,
                  c->rep ? c->round : 1);
+        return 0;
+    }
+    /* a run from another seed than the one it was given answers another question (the rows across seeds
+     * compare the backends seed by seed) */
+    if (c->seed && r->seed != strtoull(c->seed, NULL, 10)) {
+        snprintf(why, n, "%s wrote %s with seed %llu, not this cell's --seed %s", writer, path,
+                 (unsigned long long)r->seed, c->seed);
         return 0;
     }
     return 1;
@@ -337,8 +344,12 @@ static void mx_from_ref(const kh_matrix_cell_ref *ref, mx_mod *p, mx_mod *t, kh_
     o->seed = ref->seed;
     o->timeout_s = ref->timeout_s;
     const kh_task_info *info = ref->task->task && ref->task->task->info ? ref->task->task->info() : NULL;
-    *c = (mx_cell){p, t, ref->dev, info, ref->out_dir, o, ref->reg_seed, {0}, 0, 1, 0, NULL};
+    *c = (mx_cell){p, t, ref->dev, info, ref->out_dir, o, ref->reg_seed, {0}, 0, 1, 0, NULL, ref->seed};
     o->repeat = 1;
+    if (ref->rep > 0) { /* seed k of N: the matrix's repetition k of N, alone in round k */
+        o->repeat = o->seeds = ref->rep_of;
+        c->rep = c->round = ref->rep;
+    }
     snprintf(c->started_at, sizeof c->started_at, "%s", ref->started_at);
 }
 
@@ -348,8 +359,8 @@ void kh_matrix_settle(const kh_matrix_cell_ref *ref, const kh_child_result *res,
     mx_cell c;
     mx_from_ref(ref, &p, &t, &o, &c);
     char json[4200], log[4200];
-    kh_record_path(json, sizeof json, ref->out_dir, t.name, p.name, ref->dev->id, "json");
-    kh_record_path(log, sizeof log, ref->out_dir, t.name, p.name, ref->dev->id, "log");
+    kh_record_rep_path(json, sizeof json, ref->out_dir, t.name, p.name, ref->dev->id, ref->rep, "json");
+    kh_record_rep_path(log, sizeof log, ref->out_dir, t.name, p.name, ref->dev->id, ref->rep, "log");
     mx_settle(&c, res, json, log, r);
 }
 
@@ -360,7 +371,7 @@ void kh_matrix_fill(const kh_matrix_cell_ref *ref, kh_cell_record *r, const char
     mx_cell c;
     mx_from_ref(ref, &p, &t, &o, &c);
     char log[4200];
-    kh_record_path(log, sizeof log, ref->out_dir, t.name, p.name, ref->dev->id, "log");
+    kh_record_rep_path(log, sizeof log, ref->out_dir, t.name, p.name, ref->dev->id, ref->rep, "log");
     mx_fill_record(r, &c, status, reason, log, fresh);
 }
 

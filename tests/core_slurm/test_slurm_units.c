@@ -80,22 +80,26 @@ static void test_plan(void) {
     p.epochs = "2";
     p.limit_val = "64";
     p.math = "tf32";
-    kh_slurm_cell c0 = {"cntk", "cntk", "mnist_mlp", "mnist_mlp", "cpu", "mnist"};
-    kh_slurm_cell c1 = {"mine", "/opt/x/mine.so", "imdb_fasttext", "imdb_fasttext", "cuda:0", ""};
-    CHECK(kh_slurm_plan_add(&p, &c0) == 0 && kh_slurm_plan_add(&p, &c1) == 0, "plan_add");
+    kh_slurm_cell c0 = {"cntk", "cntk", "mnist_mlp", "mnist_mlp", "cpu", "mnist", NULL, 0, 0};
+    kh_slurm_cell c1 = {"mine", "/opt/x/mine.so", "imdb_fasttext", "imdb_fasttext", "cuda:0", "", NULL, 0, 0};
+    kh_slurm_cell c2 = {"cntk", "cntk", "mnist_mlp", "mnist_mlp", "cpu", "mnist", "41", 2, 3}; /* seed 2 of 3 */
+    CHECK(kh_slurm_plan_add(&p, &c0) == 0 && kh_slurm_plan_add(&p, &c1) == 0 && kh_slurm_plan_add(&p, &c2) == 0,
+          "plan_add");
     CHECK(kh_slurm_plan_write(path, &p, err, sizeof err) == 0, "write: %s", err);
     kh_slurm_plan_free(&p);
     kh_slurm_plan q;
     CHECK(kh_slurm_plan_read(path, &q, err, sizeof err) == 0, "read: %s", err);
-    if (q.n == 2) {
+    if (q.n == 3) {
         CHECK(!strcmp(q.out_dir, "/shared/results") && !strcmp(q.data_dir, "/shared/data") && !strcmp(q.fetch, ""),
               "dirs %s %s", q.out_dir, q.data_dir);
         CHECK(q.timeout_s == 90.5 && !strcmp(q.epochs, "2") && !strcmp(q.limit_val, "64") && !q.seed &&
                   !q.batch_size && !q.limit_train && q.math && !strcmp(q.math, "tf32"), "settings");
         CHECK(!strcmp(q.cells[1].plugin_arg, "/opt/x/mine.so") && !strcmp(q.cells[1].device, "cuda:0") &&
                   !strcmp(q.cells[1].dataset, "") && !strcmp(q.cells[0].dataset, "mnist"), "cells");
+        CHECK(!q.cells[0].seed && q.cells[0].rep == 0 && q.cells[2].seed && !strcmp(q.cells[2].seed, "41") &&
+                  q.cells[2].rep == 2 && q.cells[2].rep_of == 3, "a cell's own seed and k/N");
     } else {
-        CHECK(0, "read %d cells, wrote 2", q.n);
+        CHECK(0, "read %d cells, wrote 3", q.n);
     }
     kh_slurm_plan_free(&q);
 
@@ -105,7 +109,12 @@ static void test_plan(void) {
         {"khost-slurm-plan\t1\nout\t/r\nfrob\tx\n", ":3: unknown key 'frob'"},
         {"khost-slurm-plan\t1\ncell\ta\ta\tt\tt\tcpu\t\n", "no 'out' line"},
         {"khost-slurm-plan\t1\nout\t/r\n", "no cell lines"},
-        {"khost-slurm-plan\t1\nout\t/r\ntimeout\t-3\n", "timeout '-3'"}};
+        {"khost-slurm-plan\t1\nout\t/r\ntimeout\t-3\n", "timeout '-3'"},
+        {"khost-slurm-plan\t1\nout\t/r\ncell\ta\ta\tt\tt\tcpu\t\t-1\t1/3\n", ":3: a cell's seed '-1'"},
+        {"khost-slurm-plan\t1\nout\t/r\ncell\ta\ta\tt\tt\tcpu\t\t5\t4/3\n", "and k/N '4/3'"},
+        {"khost-slurm-plan\t1\nout\t/r\ncell\ta\ta\tt\tt\tcpu\t\t5\t+1/3\n", "and k/N '+1/3'"},
+        {"khost-slurm-plan\t1\nout\t/r\ncell\ta\ta\tt\tt\tcpu\t\t5\t1/3x\n", "and k/N '1/3x'"},
+        {"khost-slurm-plan\t1\nout\t/r\ncell\ta\ta\tt\tt\tcpu\t\t5\n", ":3: a cell line has 6"}};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         kh_test_write_file(path, bad[i][0], strlen(bad[i][0]));
         int rc = kh_slurm_plan_read(path, &q, err, sizeof err);

@@ -4,7 +4,8 @@
 # (its own child per repetition, the same --steps/--warmup-steps/--repeat options), through the launcher
 # tools/reference/run, and the records it writes (khref: real data readers, loop, timing, record writer)
 # carry per-step samples and the repetition, so `khost report` gives their rows intervals and a table
-# against the fastest reference. The framework is a numpy stand-in (numpy_ref.py); the launcher's own
+# against the fastest reference; with --seeds the reference trains from the backend's seeds and records its
+# epochs to target. The framework is a numpy stand-in (numpy_ref.py); the launcher's own
 # dispatch is checked separately, and a real PyTorch cell runs when tools/reference/setup was run.
 set -uo pipefail
 khost=$1 src=$2
@@ -76,6 +77,23 @@ KHOST_REFERENCE_RUNNER=$tmp/runner "$khost" matrix --plugins cntk --references p
 KHOST_REFERENCE_RUNNER=$tmp/runner "$khost" matrix --plugins none --references pytorch "${common[@]}" \
     --out "$tmp/o" >"$tmp/m3.out" 2>&1 && [ -f "$tmp/o/mnist_mlp/pytorch__cpu.json" ] && ! ls "$tmp/o/mnist_mlp" | grep -q cntk &&
     ok || bad "references only: $(cat "$tmp/m3.out")"
+
+# 2b. --seeds: the reference trains from the backend's seeds and records its epochs to target as khost does
+KHOST_REFERENCE_RUNNER=$tmp/runner "$khost" matrix --plugins cntk --references pytorch --seeds 2 --seed 21 \
+    "${common[@]}" --out "$tmp/s" >"$tmp/s.out" 2>&1 && ok || bad "--seeds 2: $(cat "$tmp/s.out")"
+"$py" - "$tmp/s/mnist_mlp" <<'PY' && ok || bad "--seeds 2 records"
+import json, sys
+for p in ("cntk", "pytorch"):
+    for k in (1, 2):
+        d = json.load(open("%s/%s__cpu.rep%d.json" % (sys.argv[1], p, k)))
+        assert d["status"] == "ok" and d["seed"] == 20 + k and d["repeat"]["index"] == k, (p, k, d["seed"], d["repeat"])
+        assert d["target"] == {"value": 0.98, "reach": "at_least"}, (p, d.get("target"))
+        hit = [e["epoch"] for e in d["epochs"] if e["val_acc"] >= 0.98]
+        assert d["epochs_to_target"] == (hit[0] if hit else None), (p, d["epochs_to_target"])
+        assert hit or d["target_note"].startswith("val_acc never reached its target 0.98 (at least) in 1 epoch; best"), d
+PY
+"$khost" report "$tmp/s" 2>&1 | grep -q '^| pytorch (reference) | cpu | 2 (21–22) |' && ok ||
+    bad "the reference row across seeds: $("$khost" report "$tmp/s" 2>&1 | grep -A5 'across seeds')"
 
 # 3. what cannot run: a task without a reference script is unsupported; a missing environment is an error
 #    naming the setup command; an unknown framework is a usage error

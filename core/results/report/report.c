@@ -12,8 +12,9 @@
  * explanation under the table; a third table gives each finished cell's achieved GFLOP/s and fraction of the roofline when
  * the records carry them. Reference rows (tools/reference) are labelled. Cells that did not finish show their
  * status; cells of a Slurm array name their array task and node (the records' slurm_* environment), and a cell
- * a Slurm plan under DIR/slurm/ lists without a record shows "missing". Everything is sorted, so the output depends
- * only on the records (the tests compare it byte for byte).
+ * a Slurm plan under DIR/slurm/ lists without a record shows "missing". A task whose cells were trained from several
+ * seeds (matrix --seeds) adds the section on accuracy across seeds and epochs to target (report_seeds.c). Everything
+ * is sorted, so the output depends only on the records (the tests compare it byte for byte).
  * A task's device column whose records come from different machines or builds (report_mixed.c) would print
  * factors between times that do not compare: the command refuses it, naming the task, the column and each
  * backend's machine or build, and reports nothing; --mixed reports it with a "Note: mixed: ..." line under the
@@ -222,6 +223,7 @@ static void print_task(FILE *f, const kh_report_task *t) {
         }
         fprintf(f, "\n");
     }
+    kh_report_print_seeds(f, t);
 
     /* Time per epoch, and beside each device's column its compile times when any record there has them. */
     int any_compile = 0;
@@ -348,6 +350,8 @@ static void report_usage(FILE *f) {
             "records have it) from DIR/<task>/*.json, per task. Times are medians over a cell's repetitions\n"
             "(.rep<k>.json) with a bootstrap 95 %% CI, factors with a CI paired by round (\"≈\": not\n"
             "significant); records with per-step samples add a time-per-step table; one run shows [—].\n"
+            "Cells trained from several seeds (matrix --seeds N) add accuracy across seeds (mean, sd, 95 %%\n"
+            "t-interval) and epochs and time to target, with MLPerf's convergence check.\n"
             "  --svg FILE     also write a bar chart of time per epoch\n"
             "  --html FILE    also write one self-contained HTML page: tables, charts, learning curves,\n"
             "                 published figures, environment, unfinished cells (open it in any browser)\n"

@@ -64,6 +64,10 @@ void kh_report_html_strips(FILE *f, const kh_report_task *t);
 void kh_report_html_steps(FILE *f, const kh_report_task *t);
 /* Failed repetitions, noisy cells and outliers of a task. */
 void kh_report_print_warnings(FILE *f, const kh_report_task *t);
+/* Accuracy across seeds and epochs and time to target with the convergence check, when some cell of the task
+ * was trained from two seeds or more (report_seeds.c); nothing otherwise. Markdown and the page's section. */
+void kh_report_print_seeds(FILE *f, const kh_report_task *t);
+void kh_report_html_seeds(FILE *f, const kh_report_task *t);
 
 /* Seconds as the tables print them: one decimal from 1 s up (as the seed's README), 3 significant
  * digits below (smoke runs would otherwise all read 0.0). */

@@ -2,7 +2,8 @@
  * lines of script; nothing loaded from the network or from other files). Per task: the accuracy and time
  * tables (time as the median over repetitions with its CI and the factor's CI, GFLOP/s and the fraction of
  * the roofline, and the model-compile time beside it where the records have one, its split as the cell's
- * title), the time-per-step table, measurement warnings and a strip plot of the per-step samples
+ * title), accuracy across seeds and epochs to target where cells have several seeds (report_seeds.c), the
+ * time-per-step table, measurement warnings and a strip plot of the per-step samples
  * (report_strip.c), a chart of time per epoch per backend and
  * device, the learning curves per epoch, the original benchmark's published figures beside ours, the
  * environment of every cell, and the cells that did not finish with their reasons. Reference rows
@@ -458,6 +459,7 @@ int kh_report_html(const kh_report *rep, kh_report_info_fn info_of, void *ctx, v
         fputs("</h2>\n", f);
         fputs("<div class=\"row\"><div>", f);
         tables(f, t);
+        kh_report_html_seeds(f, t);
         kh_report_html_steps(f, t);
         kh_report_html_strips(f, t);
         fputs("</div><div>", f);

@@ -25,6 +25,8 @@ typedef struct kh_slurm_cell {
     const char *task, *task_arg;
     const char *device;              /* "cpu" or "cuda:0" (the one GPU Slurm gives the array task) */
     const char *dataset;             /* the task's data set (for --fetch-data); may be "" */
+    const char *seed;                /* --seeds: this element's seed (its own --seed); NULL: the plan's */
+    int rep, rep_of;                 /* --seeds: seed k of N, written as repetition k; 0: a single run */
 } kh_slurm_cell;
 
 typedef struct kh_slurm_plan {
@@ -36,7 +38,9 @@ typedef struct kh_slurm_plan {
     char *buf; /* read: the file's text, which the strings point into */
 } kh_slurm_plan;
 
-/* Tab-separated "key<TAB>value" lines; cell line K (from 0) is array index K. 0 ok, else err names why. */
+/* Tab-separated "key<TAB>value" lines; cell line K (from 0) is array index K: "cell", plugin, its argument,
+ * task, its argument, device, data set, and with --seeds the element's seed and "k/N" (seed k of N). 0 ok, else
+ * err names why. */
 int kh_slurm_plan_write(const char *path, const kh_slurm_plan *p, char *err, size_t errlen);
 int kh_slurm_plan_read(const char *path, kh_slurm_plan *p, char *err, size_t errlen);
 int kh_slurm_plan_add(kh_slurm_plan *p, const kh_slurm_cell *c); /* 0 ok, -1 out of memory */

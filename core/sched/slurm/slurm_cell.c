@@ -51,7 +51,10 @@ static void bare_record(kh_cell_record *r, const kh_slurm_plan *p, const kh_slur
     snprintf(r->device, sizeof r->device, "%s", c->device);
     r->epochs_requested = p->epochs ? atoi(p->epochs) : 0;
     r->batch_size = p->batch_size ? atoi(p->batch_size) : 0;
-    r->seed = p->seed ? strtoull(p->seed, NULL, 10) : reg_seed;
+    const char *seed = c->seed ? c->seed : p->seed;
+    r->seed = seed ? strtoull(seed, NULL, 10) : reg_seed;
+    if (c->rep > 0) /* seed k of N: the local matrix's repetition k, alone in round k */
+        r->rep_index = r->rep_round = c->rep, r->rep_of = c->rep_of, r->rep_position = 0;
     kh_record_set_env(r, "khost_version", KHOST_VERSION);
     kh_record_set_env(r, "git_rev", kh_git_rev());
     kh_record_set_env(r, "dataset", c->dataset);
@@ -211,20 +214,21 @@ int kh_slurm_run_cell(kh_host *h, const char *plan_path, const char *index) {
         goto done;
     }
 
-    kh_matrix_cell_ref ref = {plugin, task, dev, p.out_dir, p.epochs, p.batch_size, p.seed, p.timeout_s,
-                              h->reg.seed, {0}};
+    const char *seed = c->seed ? c->seed : p.seed; /* --seeds: the element's own */
+    kh_matrix_cell_ref ref = {plugin, task, dev, p.out_dir, p.epochs, p.batch_size, seed, p.timeout_s,
+                              h->reg.seed, {0}, c->rep, c->rep_of};
     kh_env_now_iso(ref.started_at, sizeof ref.started_at);
     char json[4200], csv[4200], log[4200], dir[4200];
-    kh_record_path(json, sizeof json, p.out_dir, c->task, c->plugin, c->device, "json");
-    kh_record_path(csv, sizeof csv, p.out_dir, c->task, c->plugin, c->device, "csv");
-    kh_record_path(log, sizeof log, p.out_dir, c->task, c->plugin, c->device, "log");
+    kh_record_rep_path(json, sizeof json, p.out_dir, c->task, c->plugin, c->device, c->rep, "json");
+    kh_record_rep_path(csv, sizeof csv, p.out_dir, c->task, c->plugin, c->device, c->rep, "csv");
+    kh_record_rep_path(log, sizeof log, p.out_dir, c->task, c->plugin, c->device, c->rep, "log");
     snprintf(dir, sizeof dir, "%s/%s", p.out_dir, c->task);
     /* As the local matrix without --resume: a stale record can never pass for this run's. */
     if ((unlink(json) != 0 && errno != ENOENT) || (unlink(csv) != 0 && errno != ENOENT))
         kh_logf(KH_LOG_WARN, "slurm: cannot remove the old record %s: %s", json, strerror(errno));
     if (kh_mkdirs(dir) != 0) kh_logf(KH_LOG_WARN, "slurm: %s: cannot create: %s", dir, strerror(errno));
 
-    char *args[24];
+    char *args[26];
     int a = 0;
     args[a++] = h->exe_path;
     args[a++] = "run";
@@ -238,12 +242,18 @@ int kh_slurm_run_cell(kh_host *h, const char *plan_path, const char *index) {
     args[a++] = (char *)p.out_dir;
     args[a++] = "--quiet";
     const char *pass[6][2] = {{"--epochs", p.epochs}, {"--batch-size", p.batch_size}, {"--limit-train", p.limit_train},
-                              {"--limit-val", p.limit_val}, {"--seed", p.seed}, {"--math", p.math}};
+                              {"--limit-val", p.limit_val}, {"--seed", seed}, {"--math", p.math}};
     for (int i = 0; i < 6; i++)
         if (pass[i][1]) {
             args[a++] = (char *)pass[i][0];
             args[a++] = (char *)pass[i][1];
         }
+    char repetition[64];
+    if (c->rep > 0) { /* k/N/round/position/order seed, as the local matrix gives it */
+        snprintf(repetition, sizeof repetition, "%d/%d/%d/0/0", c->rep, c->rep_of, c->rep);
+        args[a++] = "--repetition";
+        args[a++] = repetition;
+    }
     args[a] = NULL;
 
     printf("slurm: cell %lld: %s x %s x %s ...\n", (long long)k, c->plugin, c->task, c->device);
@@ -430,7 +440,7 @@ int kh_slurm_collect(kh_host *h, const char *plan_path, const char *job) {
         const kh_slurm_cell *c = &p.cells[i];
         char json[4200], idx[16], reason[600];
         snprintf(idx, sizeof idx, "%d", i);
-        kh_record_path(json, sizeof json, p.out_dir, c->task, c->plugin, c->device, "json");
+        kh_record_rep_path(json, sizeof json, p.out_dir, c->task, c->plugin, c->device, c->rep, "json");
         kh_cell_record r;
         int have = kh_record_read(json, &r, err, sizeof err) == 0;
         const char *rj = have ? kh_record_get_env(&r, "slurm_array_job_id") : NULL;

@@ -58,8 +58,10 @@ int kh_slurm_plan_write(const char *path, const kh_slurm_plan *p, char *err, siz
     }
     for (int i = 0; i < p->n; i++) {
         const kh_slurm_cell *c = &p->cells[i];
-        fprintf(f, "cell\t%s\t%s\t%s\t%s\t%s\t%s\n", c->plugin, c->plugin_arg, c->task, c->task_arg, c->device,
+        fprintf(f, "cell\t%s\t%s\t%s\t%s\t%s\t%s", c->plugin, c->plugin_arg, c->task, c->task_arg, c->device,
                 c->dataset ? c->dataset : "");
+        if (c->rep > 0) fprintf(f, "\t%s\t%d/%d", c->seed, c->rep, c->rep_of);
+        fputc('\n', f);
     }
     return kh_memfile_write(&m, f, path, err, errlen);
 }
@@ -121,14 +123,26 @@ int kh_slurm_plan_read(const char *path, kh_slurm_plan *p, char *err, size_t err
     for (char *l = strtok_r(p->buf, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
         line++;
         if (line == 1 || l[0] == '#') continue;
-        char *f[8];
-        int nf = fields(l, f, 8);
+        char *f[10];
+        int nf = fields(l, f, 10);
         if (!strcmp(f[0], "cell")) {
-            if (nf != 7) {
-                snprintf(err, errlen, "%s:%d: a cell line has 6 tab-separated fields, this one %d", path, line, nf - 1);
+            if (nf != 7 && nf != 9) {
+                snprintf(err, errlen, "%s:%d: a cell line has 6 tab-separated fields (8 with a seed), this one %d",
+                         path, line, nf - 1);
                 goto bad;
             }
-            kh_slurm_cell c = {f[1], f[2], f[3], f[4], f[5], f[6]};
+            kh_slurm_cell c = {f[1], f[2], f[3], f[4], f[5], f[6], NULL, 0, 0};
+            if (nf == 9) { /* --seeds: the element's seed (digits, as the plan's seed) and k/N */
+                int used = 0;
+                c.seed = f[7];
+                if (!*f[7] || f[7][strspn(f[7], "0123456789")] || strlen(f[7]) > 19 ||
+                    f[8][strspn(f[8], "0123456789/")] || sscanf(f[8], "%d/%d%n", &c.rep, &c.rep_of, &used) != 2 ||
+                    f[8][used] || c.rep < 1 || c.rep > c.rep_of || c.rep_of > 1000) {
+                    snprintf(err, errlen, "%s:%d: a cell's seed '%s' and k/N '%s': expected digits and 1 <= k <= N <= "
+                             "1000", path, line, f[7], f[8]);
+                    goto bad;
+                }
+            }
             if (kh_slurm_plan_add(p, &c) != 0) {
                 snprintf(err, errlen, "%s: out of memory", path);
                 goto bad;

@@ -41,6 +41,7 @@ typedef struct sl_opts {
     const char *plugins, *tasks, *devices, *out, *data;
     const char *epochs, *batch_size, *limit_train, *limit_val, *seed, *math;
     double timeout_s;
+    int seeds; /* --seeds N: N array elements per cell, element k trains from seed S + k - 1 */
     int resume, script_only, fetch_data;
     const char *partition, *account, *time_per_cell, *cpus_per_cell;
     const char *sbatch_args[SL_MAX_SBATCH_ARGS];
@@ -58,13 +59,16 @@ static void sl_usage(FILE *f) {
     fprintf(f,
             "usage: khost matrix --slurm|--slurm-script-only [--plugins LIST|all] [--tasks LIST|all]\n"
             "                    [--devices cpu,cuda|all] [--epochs N] [--batch-size N] [--limit-train N]\n"
-            "                    [--limit-val N] [--seed N] [--math fp32|tf32] [--out DIR] [--timeout SECONDS] [--resume]\n"
-            "                    [--partition P] [--account A] [--time-per-cell T] [--cpus-per-cell N]\n"
-            "                    [--data DIR] [--fetch-data] [--sbatch-arg ARG]...\n"
-            "Submits the matrix as a Slurm job array, one array task per cell (one array per device kind), and\n"
-            "a collector job that records cells Slurm ended without a record; prints the job ids.\n"
+            "                    [--limit-val N] [--seed N] [--seeds N] [--math fp32|tf32] [--out DIR]\n"
+            "                    [--timeout SECONDS] [--resume] [--partition P] [--account A] [--time-per-cell T]\n"
+            "                    [--cpus-per-cell N] [--data DIR] [--fetch-data] [--sbatch-arg ARG]...\n"
+            "Submits the matrix as a Slurm job array, one array task per cell (per cell and seed with --seeds; one\n"
+            "array per device kind), and a collector job that records cells Slurm ended without a record; prints\n"
+            "the job ids.\n"
             "  --devices          cpu (default), cuda (one GPU per cell: --gres=gpu:1), all = both\n"
             "  --out DIR          the results folder, shared by every node (default: the registry's)\n"
+            "  --seeds N          each cell as N array tasks, task k trained from seed --seed + k - 1 (default\n"
+            "                     --seed: the registry's) and written as repetition k, as the local matrix does\n"
             "  --resume           submit only the cells without a finished (ok/unsupported) record\n"
             "  --slurm-script-only  write the scripts under DIR/slurm/ without submitting them\n"
             "  --time-per-cell T  Slurm time limit of each task (default: --timeout + %d minutes)\n"
@@ -156,7 +160,7 @@ static int sl_parse(int argc, char **argv, sl_opts *o) {
                                             "--batch-size", "--limit-train", "--limit-val", "--seed", "--timeout",
                                             "--partition", "--account", "--time-per-cell", "--cpus-per-cell",
                                             "--sbatch-arg", "--slurm-cell", "--slurm-collect", "--slurm-plan",
-                                            "--math"};
+                                            "--math", "--seeds"};
         size_t k, nk = sizeof known / sizeof known[0];
         for (k = 0; k < nk && strcmp(opt, known[k]); k++) {
         }
@@ -196,6 +200,14 @@ static int sl_parse(int argc, char **argv, sl_opts *o) {
                 return -1;
             }
             o->sbatch_args[o->n_sbatch++] = v;
+        } else if (!strcmp(opt, "--seeds")) {
+            int64_t n;
+            if (kh_args_int64(opt, v, 1, &n) != 0) return -1;
+            if (n > 1000) {
+                kh_logf(KH_LOG_ERROR, "matrix: --seeds expects a count from 1 to 1000, got '%s'", v);
+                return -1;
+            }
+            o->seeds = (int)n;
         } else if (!strcmp(opt, "--time-per-cell")) {
             if (!*v || strspn(v, "0123456789:-") != strlen(v)) {
                 kh_logf(KH_LOG_ERROR, "matrix: --time-per-cell expects a Slurm time (minutes, H:MM:SS, "
@@ -278,14 +290,15 @@ static void shq(FILE *f, const char *s) {
     fputc('\'', f);
 }
 
-static int final_and_same(const char *json, const sl_opts *o) {
+/* seed: the one the cell is submitted with (NULL: any) */
+static int final_and_same(const char *json, const sl_opts *o, const char *seed) {
     kh_cell_record r;
     char err[1200];
     if (kh_record_read(json, &r, err, sizeof err) != 0) return 0;
     int keep = (!strcmp(r.status, "ok") || !strcmp(r.status, "unsupported")) &&
                (!o->epochs || r.epochs_requested == atoi(o->epochs)) &&
                (!o->batch_size || r.batch_size == atoi(o->batch_size)) &&
-               (!o->seed || r.seed == strtoull(o->seed, NULL, 10)) && kh_math_record_matches(&r, o->math);
+               (!seed || r.seed == strtoull(seed, NULL, 10)) && kh_math_record_matches(&r, o->math);
     kh_record_free(&r);
     return keep;
 }
@@ -294,6 +307,7 @@ typedef struct sl_ctx {
     kh_host *h;
     const sl_opts *o;
     const char *out_dir, *data_dir, *fetch, *stamp, *conf;
+    uint64_t seed0; /* --seeds: the first seed (--seed, else the registry's) */
 } sl_ctx;
 
 /* A script composed in m put in place, executable. */
@@ -404,35 +418,50 @@ static int submit_kind(const sl_ctx *x, const char *kind, const kh_matrix_pick *
     plan.limit_train = o->limit_train;
     plan.limit_val = o->limit_val;
     plan.math = o->math;
-    int skipped = 0, rc = KH_EXIT_OK;
+    int skipped = 0, rc = KH_EXIT_OK, n_seeds = o->seeds > 1 ? o->seeds : 1;
+    /* --seeds: each element's own seed, S + k - 1, in storage that outlives the plan's writing */
+    char(*seeds)[24] = calloc((size_t)n_seeds, sizeof *seeds);
+    if (!seeds) {
+        kh_logf(KH_LOG_ERROR, "matrix --slurm: out of memory");
+        return KH_EXIT_IO;
+    }
+    for (int k = 0; k < n_seeds; k++)
+        snprintf(seeds[k], sizeof seeds[k], "%llu", (unsigned long long)(x->seed0 + (uint64_t)k));
     for (int t = 0; t < nt; t++) {
         char err[1024];
         kh_module *tm = kh_modules_find(&x->h->mods, KH_MODULE_TASK, tk[t].arg, kh_host_api_get(), err, sizeof err);
         const kh_task_info *info = tm && tm->task && tm->task->info ? tm->task->info() : NULL;
-        for (int p = 0; p < np; p++) {
-            char json[4200];
-            kh_record_path(json, sizeof json, x->out_dir, tk[t].name, pl[p].name, dev, "json");
-            if (o->resume && final_and_same(json, o)) {
-                skipped++;
-                continue;
+        for (int p = 0; p < np; p++)
+            for (int k = 0; k < n_seeds; k++) {
+                int rep = n_seeds > 1 ? k + 1 : 0;
+                const char *seed = n_seeds > 1 ? seeds[k] : o->seed;
+                char json[4200];
+                kh_record_rep_path(json, sizeof json, x->out_dir, tk[t].name, pl[p].name, dev, rep, "json");
+                if (o->resume && final_and_same(json, o, seed)) {
+                    skipped++;
+                    continue;
+                }
+                kh_slurm_cell c = {pl[p].name, pl[p].arg, tk[t].name, tk[t].arg, dev,
+                                   info && info->dataset ? info->dataset : "", rep ? seed : NULL, rep,
+                                   rep ? n_seeds : 0};
+                if (plain("--plugins", c.plugin_arg) || plain("--tasks", c.task_arg)) {
+                    kh_slurm_plan_free(&plan);
+                    free(seeds);
+                    return KH_EXIT_USAGE;
+                }
+                if (kh_slurm_plan_add(&plan, &c) != 0) {
+                    kh_logf(KH_LOG_ERROR, "matrix --slurm: out of memory");
+                    kh_slurm_plan_free(&plan);
+                    free(seeds);
+                    return KH_EXIT_IO;
+                }
             }
-            kh_slurm_cell c = {pl[p].name, pl[p].arg, tk[t].name, tk[t].arg, dev,
-                               info && info->dataset ? info->dataset : ""};
-            if (plain("--plugins", c.plugin_arg) || plain("--tasks", c.task_arg)) {
-                kh_slurm_plan_free(&plan);
-                return KH_EXIT_USAGE;
-            }
-            if (kh_slurm_plan_add(&plan, &c) != 0) {
-                kh_logf(KH_LOG_ERROR, "matrix --slurm: out of memory");
-                kh_slurm_plan_free(&plan);
-                return KH_EXIT_IO;
-            }
-        }
     }
     if (skipped) printf("slurm: %s: %d cell(s) skipped (recorded ok or unsupported)\n", kind, skipped);
     if (plan.n == 0) {
         printf("slurm: %s: every cell has a finished record: nothing to submit\n", kind);
         kh_slurm_plan_free(&plan);
+        free(seeds);
         return KH_EXIT_OK;
     }
     char dir[4200], path[4400], err[1400];
@@ -448,6 +477,7 @@ static int submit_kind(const sl_ctx *x, const char *kind, const kh_matrix_pick *
     }
     int n = plan.n;
     kh_slurm_plan_free(&plan);
+    free(seeds);
     if (rc != KH_EXIT_OK) return rc;
     if (o->script_only) {
         /* the line is meant to be pasted into a shell: the paths go in single quotes */
@@ -531,7 +561,14 @@ static int submit(kh_host *h, const sl_opts *o) {
     gmtime_r(&now, &tm);
     size_t sl = strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &tm);
     snprintf(stamp + sl, sizeof stamp - sl, "-%ld", (long)getpid());
-    sl_ctx x = {h, o, out_dir, data_dir, fetch ? fetch : "", stamp, conf};
+    uint64_t seed0 = o->seed ? strtoull(o->seed, NULL, 10) : h->reg.seed;
+    sl_ctx x = {h, o, out_dir, data_dir, fetch ? fetch : "", stamp, conf, seed0};
+    if (o->seeds > 1 && x.seed0 > (uint64_t)INT64_MAX - (uint64_t)(o->seeds - 1)) {
+        kh_logf(KH_LOG_ERROR, "matrix --slurm: --seeds %d from seed %llu: the last seed would pass %lld, the largest "
+                "--seed khost run takes", o->seeds, (unsigned long long)x.seed0, (long long)INT64_MAX);
+        rc = KH_EXIT_USAGE;
+        goto done;
+    }
     if (cpu && (rc = submit_kind(&x, "cpu", pl, np, tk, nt)) != KH_EXIT_OK) goto done;
     if (cuda) rc = submit_kind(&x, "cuda", pl, np, tk, nt);
 done:

@@ -228,6 +228,36 @@ def summarise(rows, metric, target, target_is_max):
     return mean, median, value, ttt
 
 
+def target_fields(rows, metric, target, target_is_max):
+    """The record's "target", "epochs_to_target" and, when that is null, "target_note", as kh_record_summarise
+    writes them: the first epoch whose metric reached the target, or why none did."""
+    if not target:
+        return {"target": None, "epochs_to_target": None, "target_note": "the task sets no target"}
+    out = {"target": {"value": target, "reach": "at_most" if target_is_max else "at_least"}}
+    if not rows:
+        out.update(epochs_to_target=None, target_note="no epoch finished")
+        return out
+    key = "loss" if metric == "loss" else "val_acc"
+    best = None
+    for r in rows:
+        m = r.get(key)
+        if m is None or (isinstance(m, float) and math.isnan(m)):
+            continue
+        if best is None or (m < best if target_is_max else m > best):
+            best = m
+        if (m <= target) if target_is_max else (m >= target):
+            out["epochs_to_target"] = r["epoch"]
+            return out
+    n = len(rows)
+    if best is None:
+        note = "%s has no value in any of %d epoch%s" % (key, n, "" if n == 1 else "s")
+    else:
+        note = "%s never reached its target %.6g (%s) in %d epoch%s; best %.6g" % (
+            key, target, "at most" if target_is_max else "at least", n, "" if n == 1 else "s", best)
+    out.update(epochs_to_target=None, target_note=note)
+    return out
+
+
 class Record:
     def __init__(self, args, train_samples, val_samples, data_info):
         t = TASKS[args.task]
@@ -289,6 +319,7 @@ class Record:
                                  "batch_size", "seed", "train_samples", "val_samples", "metric")}
         out.update(metric_value=_num(value), mean_epoch_s=_num(mean), median_epoch_s=_num(median),
                    time_to_target_s=_num(ttt))
+        out.update(target_fields(self.rows, self.head["metric"], self.target, self.target_is_max))
         out["math"] = self.math
         if self.math_note:
             out["math_note"] = self.math_note
