@@ -24,7 +24,9 @@
  * --seeds N runs N rounds, round k every cell from seed S + k - 1 (S: --seed, else the registry's), written as
  * repetition k; a child's record (a reference runner's too) from another seed than it was given fails the cell.
  * --resume skips a cell whose record has a final status, "ok" or "unsupported" (rerunning them would give
- * the same answer), unless --epochs, --batch-size or the seed given now differ from the record's; every
+ * the same answer), unless --epochs, --batch-size or the seed given now differ from the record's, or it was
+ * measured on another machine or by another build (mx_other_machine_or_build: said, and rerun here, so that a
+ * task's column never mixes machines or builds); every
  * other status (error, data, diverged, crashed, timeout) is retried, since those
  * are what a rerun after fixing something is for. Without --resume a cell's old record is deleted before
  * it runs, so a stale record can never pass for a new one.
@@ -334,7 +336,13 @@ int kh_matrix_run(kh_host *h, const kh_matrix_opts *given) {
             kh_cell_record r;
             char err[1200];
             if (o.resume && kh_record_read(json, &r, err, sizeof err) == 0) {
-                if (mx_final_status(r.status) && mx_same_settings(&r, &o, c.seed)) {
+                char other[600];
+                int moved = mx_final_status(r.status) && mx_same_settings(&r, &o, c.seed) &&
+                            mx_other_machine_or_build(&r, c.dev, other, sizeof other);
+                if (moved) /* said even with --quiet: the column is being redone here */
+                    printf("[%d/%d] %s x %s x %s ... rerun: %s\n", idx, total, c.plugin->name, c.task->name,
+                           c.dev->id, other);
+                if (!moved && mx_final_status(r.status) && mx_same_settings(&r, &o, c.seed)) {
                     if (!o.quiet) {
                         printf("[%d/%d] %s x %s x %s ... skipped (recorded %s)\n", idx, total, c.plugin->name,
                                c.task->name, c.dev->id, r.status);

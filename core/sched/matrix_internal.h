@@ -56,6 +56,11 @@ int mx_final_status(const char *s);
 /* Whether a record was measured with the settings given now (--epochs, --batch-size, ...) and seed (the --seed
  * the cell's child gets; NULL: any). */
 int mx_same_settings(const kh_cell_record *r, const kh_matrix_opts *o, const char *seed);
+/* Whether a record was measured on another machine or by another build than this matrix's (results/identity.h:
+ * CPU model and ISA, or the CUDA device's name; khost version and git revision): 1 with why, naming both. A
+ * task's column is one machine and one build (report refuses a mixed one), so --resume reruns such a record
+ * here rather than keep it. */
+int mx_other_machine_or_build(const kh_cell_record *r, const kh_device *dev, char *why, size_t n);
 /* A record for a cell whose child could not write one (or was killed): what the matrix knows. */
 void mx_fill_record(kh_cell_record *r, const mx_cell *c, const char *status, const char *reason,
                     const char *log_path, int fresh);

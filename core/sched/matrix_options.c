@@ -49,7 +49,8 @@ static void mx_usage(FILE *f) {
             "  --db FILE       also add each record, as it lands, to the results database FILE (the set named by\n"
             "                  the absolute --out; khost db import does the same for a finished folder)\n"
             "  --resume        skip cells (repetitions) already recorded as ok or unsupported with the same\n"
-            "                  settings (with --seeds: the same seed); rerun the others\n"
+            "                  settings (with --seeds: the same seed) on this machine by this build; rerun the\n"
+            "                  others (a record of another machine or build says so: a column is redone here)\n"
             "  --quiet         print only failed cells and the summary\n"
             "  --slurm ...     submit the cells as a Slurm job array instead (khost matrix --slurm --help)\n"
             "Exit status: 0 when every cell ended ok or unsupported, 1 otherwise.\n");

@@ -15,6 +15,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "results/identity.h"
+#include "devices/blas_tune.h"
 #include "base/escape.h"
 #include "base/exitcodes.h"
 #include "base/files.h"
@@ -141,6 +143,24 @@ int mx_same_settings(const kh_cell_record *r, const kh_matrix_opts *o, const cha
     return 1;
 }
 
+
+int mx_other_machine_or_build(const kh_cell_record *r, const kh_device *dev, char *why, size_t n) {
+    kh_identity was, now;
+    kh_identity_set(&was, r->device, kh_record_get_env(r, "cpu_model"), kh_record_get_env(r, "cpu_isa"),
+                    kh_record_get_env(r, "device_name"), kh_record_get_env(r, "khost_version"),
+                    kh_record_get_env(r, "git_rev"), kh_record_get_env(r, "reference"));
+    char model[256];
+    kh_env_cpu_model(model, sizeof model);
+    kh_identity_set(&now, dev->id, model, kh_cpu_isa(), dev->name, KHOST_VERSION, kh_git_rev(),
+                    kh_record_get_env(r, "reference"));
+    int machine = kh_identity_machine_differs(&was, &now), build = !machine && kh_identity_build_differs(&was, &now);
+    if (!machine && !build) return 0;
+    char a[256], b[256];
+    if (machine) kh_identity_machine_text(&was, a, sizeof a), kh_identity_machine_text(&now, b, sizeof b);
+    else kh_identity_build_text(&was, a, sizeof a), kh_identity_build_text(&now, b, sizeof b);
+    snprintf(why, n, "recorded on %s, this is %s", a, b);
+    return 1;
+}
 
 /* A record for a cell whose child could not write one (or was killed): what we know, from the parent. */
 void mx_fill_record(kh_cell_record *r, const mx_cell *c, const char *status, const char *reason,

@@ -135,6 +135,35 @@ int main(int argc, char **argv) {
     rc = khost(args);
     CHECK(rc == 0 && !strstr(out, "skipped") && strstr(out, "... ok"), "resume with other epochs: %d\n%s", rc, out);
 
+    /* ... nor when it was measured on another machine (CPU model and ISA) or by another build: a task's column
+     * is one machine and one build, so --resume redoes the cell here and says why. */
+    snprintf(args, sizeof args, "matrix --plugins fixture --tasks fixture_blobs --devices cpu --epochs 1 --out '%s' "
+             "--resume --quiet", tmp);
+    static const char *const planted[][2] = {{"cpu_model", "Other CPU 9000"}, {"git_rev", "0123456789ab"}};
+    for (int k = 0; k < 2; k++) {
+        kh_cell_record moved;
+        char err[512];
+        if (kh_record_read(okpath, &moved, err, sizeof err) != 0) {
+            CHECK(0, "%s", err);
+            break;
+        }
+        kh_record_set_env(&moved, planted[k][0], planted[k][1]);
+        CHECK(kh_record_write(&moved, tmp, err, sizeof err) == 0, "plant %s: %s", planted[k][0], err);
+        kh_record_free(&moved);
+        rc = khost(args);
+        CHECK(rc == 0 && strstr(out, "fixture x fixture_blobs x cpu ... rerun: recorded on ") &&
+                  strstr(out, planted[k][1]) && strstr(out, "this is "),
+              "a record of %s %s is rerun, saying so (exit %d):\n%s", planted[k][0], planted[k][1], rc, out);
+        if (kh_record_read(okpath, &moved, err, sizeof err) == 0) {
+            const char *v = kh_record_get_env(&moved, planted[k][0]);
+            CHECK(v && strcmp(v, planted[k][1]) && !strcmp(moved.status, "ok"), "the rerun's record is this %s's: %s",
+                  k ? "build" : "machine", v ? v : "(none)");
+            kh_record_free(&moved);
+        }
+        rc = khost(args); /* and now it is this machine's: kept */
+        CHECK(rc == 0 && !strstr(out, "rerun"), "then kept (exit %d):\n%s", rc, out);
+    }
+
     /* 3. Only good cells: exit 0; then the report reads what matrix wrote. */
     snprintf(args, sizeof args, "matrix --plugins fixture --tasks fixture_blobs --epochs 1 --out '%s' --quiet", tmp);
     rc = khost(args);
