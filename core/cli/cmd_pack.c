@@ -9,19 +9,22 @@
 #include "results/setfile.h"
 
 static void pack_usage(FILE *f) {
-    fputs("usage: khost pack DIR [--remove]\n"
+    fputs("usage: khost pack DIR [--remove] | khost pack DIR --unpack\n"
           "  packs every record file of DIR's task folders (<task>/<plugin>__<device>[.rep<k>].json) into\n"
           "  DIR/" KH_SETFILE_NAME ", checked by reading it back; report and compare read DIR from it\n"
           "  from then on. --remove: then deletes the packed files with their .csv, .log and .stats.json\n"
-          "  companions (and task folders left empty); other files in DIR stay.\n",
+          "  companions (and task folders left empty); other files in DIR stay.\n"
+          "  --unpack: the reverse, DIR's pack written back as its record files (none may be there already) and\n"
+          "  the pack removed, so that a set can be resumed (matrix --resume) and packed again.\n",
           f);
 }
 
 int kh_cmd_pack(int argc, char **argv) {
     const char *dir = NULL;
-    int remove = 0;
+    int remove = 0, unpack = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--remove")) remove = 1;
+        else if (!strcmp(argv[i], "--unpack")) unpack = 1;
         else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             pack_usage(stdout);
             return KH_EXIT_OK;
@@ -30,9 +33,19 @@ int kh_cmd_pack(int argc, char **argv) {
             return KH_EXIT_USAGE;
         } else dir = argv[i];
     }
-    if (!dir) {
+    if (!dir || (unpack && remove)) {
         pack_usage(stderr);
         return KH_EXIT_USAGE;
+    }
+    if (unpack) {
+        char uerr[4400];
+        int k = 0;
+        if (kh_set_unpack(dir, &k, uerr, sizeof uerr) != 0) {
+            kh_esc_msg("khost: pack: ", uerr);
+            return KH_EXIT_IO;
+        }
+        printf("khost: pack: %d record file(s) of %s written back; its pack is removed\n", k, dir);
+        return KH_EXIT_OK;
     }
     char err[4400];
     int n = 0;

@@ -13,6 +13,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "base/files.h"
 #include "base/grow.h"
 #include "khost/kit/regular.h"
 #include "results/cellfiles.h"
@@ -572,6 +573,49 @@ static void unmount_last(void) {
     if (g_n_mounts == 0) return;
     g_n_mounts--;
     entries_free(g_mounts[g_n_mounts].e, g_mounts[g_n_mounts].n);
+}
+
+int kh_set_unpack(const char *dir, int *n_files, char *err, size_t errlen) {
+    entry *e = NULL;
+    int n = 0, rc = 0;
+    char pack[4200];
+    snprintf(pack, sizeof pack, "%s/%s", dir, KH_SETFILE_NAME);
+    if (read_pack(pack, &e, &n, err, errlen) != 0) return -1;
+    /* nothing written over: a record file already in the folder would be a second truth beside the pack's */
+    for (int i = 0; rc == 0 && i < n; i++) {
+        char path[4400];
+        struct stat st;
+        snprintf(path, sizeof path, "%s/%s", dir, e[i].path);
+        if (lstat(path, &st) == 0) {
+            snprintf(err, errlen, "%s: %s is in its pack and in its folder: not unpacked (move one of them away first)",
+                     dir, e[i].path);
+            rc = -1;
+        }
+        *strrchr(path, '/') = 0; /* a task folder that is a link would put the records elsewhere */
+        if (rc == 0 && lstat(path, &st) == 0 && !S_ISDIR(st.st_mode)) {
+            snprintf(err, errlen, "%s: %s is not a folder (a link?): not unpacked", dir, path);
+            rc = -1;
+        }
+    }
+    for (int i = 0; rc == 0 && i < n; i++) {
+        char path[4400], folder[4400];
+        snprintf(path, sizeof path, "%s/%s", dir, e[i].path);
+        snprintf(folder, sizeof folder, "%s", path);
+        *strrchr(folder, '/') = 0; /* paths are "<task>/<file>" (path_ok) */
+        if (kh_mkdirs(folder) != 0) {
+            snprintf(err, errlen, "%s: cannot make %s: %s", dir, folder, strerror(errno));
+            rc = -1;
+        } else rc = kh_write_atomic(path, e[i].text, e[i].len, err, errlen);
+    }
+    /* the pack goes only when every file is on the disk: a failure leaves it, and the files written so far are
+     * the same as its own (packing again accepts them) */
+    if (rc == 0 && unlink(pack) != 0) {
+        snprintf(err, errlen, "%s: the files are written but the pack cannot be removed: %s", pack, strerror(errno));
+        rc = -1;
+    }
+    if (rc == 0) *n_files = n;
+    entries_free(e, n);
+    return rc;
 }
 
 int kh_set_each(const char *dir, int (*fn)(void *ctx, const char *rel, const char *path), void *ctx, char *err,

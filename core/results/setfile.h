@@ -21,6 +21,11 @@
  * empty. *n_files: how many the pack holds. 0 ok; -1 with err (nothing removed). */
 int kh_set_pack(const char *dir, int remove, int *n_files, char *err, size_t errlen);
 
+/* The reverse: dir's pack written back as its record files (none may exist already), then the pack removed, so
+ * that a finished set can be resumed (matrix --resume) and packed again. *n_files: how many. 0 ok; -1 with err
+ * (the pack kept). */
+int kh_set_unpack(const char *dir, int *n_files, char *err, size_t errlen);
+
 /* 1 when dir holds a pack (its name exists there): a finished set, to which run and matrix add nothing. */
 int kh_set_is_packed(const char *dir);
 /* If dir holds a pack, read it and answer for dir from now on (at most 8 folders at once). 1 when a pack

@@ -3,6 +3,8 @@
 #   1. a fixture matrix (2 plugins x 2 tasks, 3 repetitions) packed with --remove: the task folders' files are
 #      gone, other files stay; report (text, --html), compare (Markdown, --json) and compare of packed against
 #      unpacked give byte for byte what they gave on the files;
+#   1b. --unpack writes the files back byte for byte (report as before, --resume reruns nothing finished) and
+#      refuses to write over a record file;
 #   2. run and matrix refuse to add results to a packed folder; a packed folder with a task folder beside it
 #      is read from the pack, with a warning;
 #   3. hostile packs (truncated gzip, a path with .., a path twice, a count that does not match, a line that
@@ -64,6 +66,31 @@ for cmd in run matrix; do
   check "... saying why" has "$o" "$t/set holds a packed set (records.jsonl.gz, khost pack)"
   check "... adding nothing" test ! -e "$t/set/fixture_blobs"
 done
+
+# --- 1b. unpack: the pack written back as the files, so a set can be resumed and packed again ---------------
+cp -r "$t/set" "$t/un"
+o=$(k pack "$t/un" --unpack 2>&1); rc=$?
+check "unpack: exit 0 ($rc): $o" test $rc -eq 0
+check "... names how many files" has "$o" "$n_files record file(s) of $t/un written back"
+check "... the pack is gone" test ! -e "$t/un/records.jsonl.gz"
+same=1
+for f in $(cd "$t/files" && find . -name '*.json' -path '*/fixture_*/*' ! -name '*.stats.json'); do
+  cmp -s "$t/files/$f" "$t/un/$f" || { same=0; echo "differs: $f" >&2; }
+done
+check "... every record file byte for byte what was packed" test $same -eq 1
+k report "$t/un" >"$t/r3" 2>/dev/null
+check "... report reads it as before" cmp -s "$t/r1" "$t/r3"
+o=$(k matrix --plugins fixture,fixture_nan --tasks fixture_blobs,fixture_conv --devices cpu --epochs 2 --repeat 3 \
+  --order-seed 5 --out "$t/un" --resume 2>&1)
+n_skip=$(grep -c '^\[.*\] fixture.* \.\.\. skipped (recorded \(ok\|unsupported\))$' <<<"$o")
+check "... matrix --resume on this machine and build skips the 9 finished cells, reruns only the 3 diverged ($n_skip)" \
+  test "$n_skip" -eq 9 -a "$(grep -c 'diverged: training loss' <<<"$o")" -eq 3 -a -z "$(grep 'rerun:' <<<"$o")"
+o=$(k pack "$t/un" --unpack 2>&1); rc=$?
+check "unpack without a pack: exit 8 ($rc): $o" test $rc -eq 8
+cp -r "$t/set" "$t/un2" && mkdir -p "$t/un2/fixture_blobs" && echo '{}' >"$t/un2/fixture_blobs/fixture__cpu.rep1.json"
+o=$(k pack "$t/un2" --unpack 2>&1); rc=$?
+check "unpack over an existing record file is refused, exit 8 ($rc): $o" test $rc -eq 8 -a -e "$t/un2/records.jsonl.gz"
+check "... naming it" has "$o" "fixture_blobs/fixture__cpu.rep1.json is in its pack and in its folder"
 
 # --- 2. a task folder beside the pack ------------------------------------------------------------------------
 mkdir -p "$t/set/fixture_blobs" && cp "$t/files/fixture_blobs/fixture__cpu.rep1.json" "$t/set/fixture_blobs/"
