@@ -106,6 +106,10 @@ void kh_history_confirm(const kh_hist_confirm *cf, const kh_hist_series *s, cons
                        : !strcmp(verdict, "unchanged") ? "refuted (no change side by side)"
                        : !strcmp(verdict, "slower") || !strcmp(verdict, "faster") ? "refuted (the other way side by side)"
                        : "inconclusive";
+    /* Too noisy for the ±noise band, yet the side-by-side interval lies wholly short of half the step the
+     * history found: the step as found is not there, whatever smaller change the noise may hide. */
+    if (!strcmp(verdict, "too noisy to tell") && (c->change > 0 ? hi - 1 < c->change / 2 : lo - 1 > c->change / 2))
+        what = "refuted (the side-by-side interval excludes half the change)";
     snprintf(out, n, "%s: %s against %s side by side, %d rounds: %+.1f %% [%+.1f, %+.1f], %s (records in %s)", what,
              rev_b, rev_a, cf->rounds, 100 * (ratio - 1), 100 * (lo - 1), 100 * (hi - 1), verdict, dir);
 }

@@ -168,13 +168,12 @@ static int busy(const calibration *c) {
     return c->other_cores > KH_CPULOAD_BUSY_CORES || c->steal_pct > KH_CPULOAD_BUSY_STEAL_PCT;
 }
 
-/* Up to three calibrations while the machine is busy beside them, a second apart; each figure the best of
- * them (a ceiling is the most the machine gave). */
+/* Two calibrations when the first was taken while the machine was busy; each figure the best of them (a
+ * ceiling is the most the machine gave). */
 static int calibrate(calibration *best) {
     int got = 0;
-    for (int attempt = 0; attempt < 3; attempt++) {
+    for (int attempt = 0; attempt < 2; attempt++) {
         calibration c;
-        if (attempt) sleep(1);
         if (measure_in_child(&c) != 0) continue;
         if (!got) *best = c;
         else {
@@ -197,6 +196,18 @@ static void cache_path(char *buf, size_t n) {
     else snprintf(buf, n, "%s/.cache/khost", home && *home ? home : "/tmp");
 }
 
+#define BUSY_KEEP_S 600 /* how long a calibration taken beside other work is used before it is measured again */
+
+/* Seconds since an ISO time "2026-12-07T19:25:43Z"; -1 when it does not parse. */
+static double age_s(const char *iso) {
+    struct tm tm;
+    memset(&tm, 0, sizeof tm);
+    const char *end = strptime(iso, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    if (!end || *end) return -1;
+    time_t t = timegm(&tm);
+    return t == (time_t)-1 ? -1 : difftime(time(NULL), t);
+}
+
 /* One level as cached: "<name>:<capacity>:<buffer>:<gbps>:<kernel>" (capacity 0 for DRAM). */
 static int level_parse(const char *text, kh_mem_level *lv) {
     memset(lv, 0, sizeof *lv);
@@ -209,8 +220,9 @@ static int level_parse(const char *text, kh_mem_level *lv) {
     return 0;
 }
 
-/* Cache lines: "<key>\t<sgemm gflops>\t<fma gflops>\t<level>,<level>,...\t<when>", the last level DRAM. The newest line of a key
- * wins; a line that does not parse is skipped (measured again). */
+/* Cache lines: "<key>\t<sgemm gflops>\t<fma gflops>\t<level>,<level>,...\t<when>[\tbusy]", the last level DRAM;
+ * "busy": taken beside other work, used for BUSY_KEEP_S. The newest usable line of a key wins; a line that does
+ * not parse is skipped (measured again). Returns 0 (a quiet calibration), 1 (a busy one still in its time) or -1. */
 static int cache_read(const char *file, const char *key, kh_peak *out, char *when, size_t wn) {
     FILE *f = fopen(file, "r");
     if (!f) return -1;
@@ -231,17 +243,20 @@ static int cache_read(const char *file, const char *key, kh_peak *out, char *whe
         for (char *save = NULL, *tok = strtok_r(levels, ",", &save); tok && !bad; tok = strtok_r(NULL, ",", &save))
             bad = p.n_levels == KH_MEM_LEVELS_MAX || level_parse(tok, &p.levels[p.n_levels++]) != 0;
         if (bad || p.n_levels == 0 || strcmp(p.levels[p.n_levels - 1].name, "DRAM") != 0) continue;
+        int was_busy = strstr(t1 + 1, "\tbusy") != NULL;
+        if (was_busy && !(age_s(w) >= 0 && age_s(w) < BUSY_KEEP_S)) continue; /* measured again */
         out->gflops = g, out->fma_gflops = fma, out->n_levels = p.n_levels;
         memcpy(out->levels, p.levels, sizeof p.levels);
         out->gbps = p.levels[p.n_levels - 1].gbps;
         snprintf(when, wn, "%s", w);
-        found = 0;
+        found = was_busy; /* the newest line of the key wins */
     }
     fclose(f);
     return found;
 }
 
-static void cache_write(const char *dir, const char *file, const char *key, const kh_peak *p, const char *when) {
+static void cache_write(const char *dir, const char *file, const char *key, const kh_peak *p, const char *when,
+                        int was_busy) {
     if (kh_mkdirs(dir) != 0) return;
     chmod(dir, 0700);
     char why[128];
@@ -255,7 +270,7 @@ static void cache_write(const char *dir, const char *file, const char *key, cons
     for (int i = 0; i < p->n_levels; i++)
         fprintf(f, "%s%s:%.0f:%.0f:%.17g:%s", i ? "," : "", p->levels[i].name, p->levels[i].bytes,
                 p->levels[i].buffer_bytes, p->levels[i].gbps, p->levels[i].kernel);
-    fprintf(f, "\t%s\n", when);
+    fprintf(f, "\t%s%s\n", when, was_busy ? "\tbusy" : "");
     fclose(f);
 }
 
@@ -288,8 +303,12 @@ int kh_peak_cpu(kh_peak *out, int fresh) {
         warned = 1;
         kh_logf(KH_LOG_WARN, "CPU peak: not cached: %s (khost/kit/pathtrust.h)", terr);
     }
-    if (!fresh && trusted && cache_read(file, key, out, when, sizeof when) == 0) {
+    int cached = !fresh && trusted ? cache_read(file, key, out, when, sizeof when) : -1;
+    if (cached >= 0) {
         cpu_source(out, when, file);
+        if (cached == 1)
+            snprintf(out->source + strlen(out->source), sizeof out->source - strlen(out->source),
+                     " (taken beside other work; measured again %d minutes after)", BUSY_KEEP_S / 60);
         return out->gflops > 0 ? 0 : -1;
     }
     calibration c;
@@ -312,13 +331,14 @@ int kh_peak_cpu(kh_peak *out, int fresh) {
     cpu_source(out, when, file);
     size_t at = strlen(out->source);
     /* a private cache: other users' files are not trusted, and a failed write only costs a re-measurement. A
-     * calibration taken beside other work is used once and not kept: cached, it would hold every later cell
-     * of a quiet machine to ceilings that machine beats. */
+     * calibration taken beside other work is kept for BUSY_KEEP_S only: for good, it would hold every later cell
+     * of a quiet machine to ceilings that machine beats; not at all, and every cell of a busy machine would pay
+     * the calibration again. */
     if (busy(&c))
         snprintf(out->source + at, sizeof out->source - at, " (taken beside other work: %.2f cores busy, %.1f %% "
-                 "stolen; not saved)", c.other_cores, c.steal_pct);
-    else if (!trusted) snprintf(out->source + at, sizeof out->source - at, " (not saved)");
-    else cache_write(dir, file, key, out, when);
+                 "stolen; measured again after %d minutes)", c.other_cores, c.steal_pct, BUSY_KEEP_S / 60);
+    if (!trusted) snprintf(out->source + strlen(out->source), sizeof out->source - strlen(out->source), " (not saved)");
+    else cache_write(dir, file, key, out, when, busy(&c));
     return 0;
 }
 

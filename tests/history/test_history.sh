@@ -155,11 +155,13 @@ for i in range(10):
         json.dump(r, open(os.path.join(d, "fixture__cpu.rep%d.json" % rep), "w"))
 PY
 k db import "$t/cf.db" "$t"/cf/* >/dev/null 2>&1
-for w in "slow:confirmed: a000006 against a000005 side by side, 7 rounds: +" "same:refuted (no change side by side)"; do
+# the same build: "unchanged" within the ±2 % band when the machine is quiet enough to tell, else too noisy
+# for the band but with an interval far short of the +50 % step: refuted either way, never confirmed
+for w in "slow:confirmed: a000006 against a000005 side by side, 7 rounds: +" "same:refuted ("; do
   o=$(k history "$t/cf.db" --confirm --build a000005="$t/build-base/khost" --build a000006="$t/build-${w%%:*}/khost" \
     --confirm-rounds 7 --confirm-steps 20 2>&1); rc=$?
   echo "$o" | grep -E '^change|confirm:'
-  check "--confirm against the ${w%%:*} build ($rc): ${w#*:}" has "$o" "${w#*:}"
+  check "--confirm against the ${w%%:*} build ($rc): ${w#*:}" has "$o" "confirm: ${w#*:}"
 done
 o=$(k history "$t/cf.db" --confirm --build a000005="$t/build-base/khost" 2>&1)
 check "--confirm without the other revision's build says so" has "$o" "not confirmed: no --build for a000006"
