@@ -234,7 +234,7 @@ int kh_mem_levels_measure(kh_mem_level *lv, int n, int threads) {
     for (int l = n - 2; rc == 0 && l >= 0; l--)
         if (lv[l].gbps < lv[l + 1].gbps) {
             lv[l].gbps = lv[l + 1].gbps;
-            snprintf(lv[l].kernel, sizeof lv[l].kernel, "%s", lv[l + 1].kernel);
+            memcpy(lv[l].kernel, lv[l + 1].kernel, sizeof lv[l].kernel); /* both NUL-ended within it */
         }
     if (barriers) {
         t->quit = 1;
