@@ -156,14 +156,8 @@ static char *to_json(const view *w) {
     cJSON *cells = cJSON_AddArrayToObject(o, "cells");
     for (int i = 0; cells && i < nr; i++) {
         const row *r = &rows[i];
-        char plugin[256], device[64];
-        kh_cmp_split_base(r->base, plugin, sizeof plugin, device, sizeof device);
-        cJSON *c = cJSON_CreateObject();
+        cJSON *c = kh_cmp_json_cell(cells, r->task, r->base);
         if (!c) break;
-        cJSON_AddItemToArray(cells, c);
-        cJSON_AddStringToObject(c, "task", r->task);
-        cJSON_AddStringToObject(c, "plugin", plugin);
-        cJSON_AddStringToObject(c, "device", device);
         cJSON_AddStringToObject(c, "value", r->kind ? "step_s" : "epoch_s");
         cJSON_AddNumberToObject(c, "base_n", r->nb);
         cJSON_AddNumberToObject(c, "new_n", r->nn);

@@ -116,14 +116,8 @@ cJSON *kh_aa_json(const kh_aa *a, int asked, const kh_cmp_row *rows, int nr, con
     for (int i = 0; cells && i < nr; i++) {
         if (!isfinite(a->detect[i])) continue;
         const kh_cmp_row *r = &rows[i];
-        char plugin[256], device[64];
-        kh_cmp_split_base(r->base, plugin, sizeof plugin, device, sizeof device);
-        cJSON *c = cJSON_CreateObject();
+        cJSON *c = kh_cmp_json_cell(cells, r->task, r->base);
         if (!c) break;
-        cJSON_AddItemToArray(cells, c);
-        cJSON_AddStringToObject(c, "task", r->task);
-        cJSON_AddStringToObject(c, "plugin", plugin);
-        cJSON_AddStringToObject(c, "device", device);
         cJSON_AddStringToObject(c, "verdict", kh_verdict_name[r->v]);
         cJSON_AddItemToObject(c, "verdict_halfwidth_pct", num(r->halfwidth));
         cJSON_AddItemToObject(c, "detectable_slower_pct", num(a->slower[i]));

@@ -1,6 +1,8 @@
 /* core/results/compare.c — the cells of two result folders and their verdicts (compare.h). */
 #include "results/compare.h"
 
+#include <cjson/cJSON.h>
+
 #include <dirent.h>
 #include <errno.h>
 #include <math.h>
@@ -131,6 +133,18 @@ void kh_cmp_split_base(const char *base, char *plugin, size_t pn, char *device, 
     const char *dev = sep + 2;
     if (!strncmp(dev, "cuda", 4) && dev[4] >= '0' && dev[4] <= '9') snprintf(device, dn, "cuda:%s", dev + 4);
     else snprintf(device, dn, "%s", dev);
+}
+
+cJSON *kh_cmp_json_cell(cJSON *cells, const char *task, const char *base) {
+    char plugin[256], device[64];
+    kh_cmp_split_base(base, plugin, sizeof plugin, device, sizeof device);
+    cJSON *c = cJSON_CreateObject();
+    if (!c) return NULL;
+    cJSON_AddItemToArray(cells, c);
+    cJSON_AddStringToObject(c, "task", task);
+    cJSON_AddStringToObject(c, "plugin", plugin);
+    cJSON_AddStringToObject(c, "device", device);
+    return c;
 }
 
 /* How many of c's finished repetitions (a value of kind: 0 epoch, 1 step) were taken under noise; *finished gets

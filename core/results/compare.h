@@ -82,4 +82,7 @@ typedef struct kh_cmp_row {
 int kh_cmp_fill(const kh_cmp_side s[2], kh_cmp_rule *ru, kh_cmp_row *rows);
 /* "plugin__cuda0" -> plugin "plugin", device "cuda:0". */
 void kh_cmp_split_base(const char *base, char *plugin, size_t pn, char *device, size_t dn);
+/* A JSON cell {"task", "plugin", "device"} for a row, appended to the array cells; NULL when out of memory. */
+struct cJSON;
+struct cJSON *kh_cmp_json_cell(struct cJSON *cells, const char *task, const char *base);
 #endif
