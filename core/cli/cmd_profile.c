@@ -1,11 +1,9 @@
 /* core/cli/cmd_profile.c — `khost profile --plugin P --task T [--device D] [--steps N] [--warmup N]
  * [--batch-size N]`: forward and backward time per layer (and per op kind, for graph backends), measured by
  * the backend over N training steps on one real batch after warm-up (kh_backend_api.profile, ABI 1.1).
- * A backend without the call (an ABI 1.0 module, or one that chose not to) is told apart from a failure.
- * Each layer row with FLOPs (kit/base/flops.c: the model's forward and backward per sample, x the batch) shows
- * its achieved GFLOP/s over its forward + backward time, and a model with Conv2D layers gets one line more: the
- * convolutions' FLOPs per step over their time per step, as a share of the device's FP32 peak (on the cpu the
- * calibrated SGEMM peak, devices/peak.h). */
+ * A backend without the call (an ABI 1.0 module, or one that chose not to) is told apart from a failure; what
+ * a backend wrote is checked before any of it is printed (cli/profile_rows.c, which also prints it). From ABI
+ * 1.5 the host gives the backend a grads array, each row's backward split into input and weight gradient. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,7 +20,7 @@
 #include "khost/kit/flops.h"
 #include "khost/kit/spec.h"
 #include "cell/layout.h"
-#include "devices/peak.h"
+#include "cli/profile_rows.h"
 
 typedef struct prof_args {
     const char *plugin, *task, *device;
@@ -51,89 +49,6 @@ static int parse(int argc, char **argv, prof_args *p) {
         }
     }
     return kh_args_need_cell(&a, p->plugin, p->task);
-}
-
-/* What the FLOP figures of a profile need: the model's per-layer FLOPs per sample (NULL: not counted), the
- * batch, which layers are convolutions, and the device (for its peak). */
-typedef struct prof_flops {
-    const kh_layer_flops *layer; /* n_layers entries, or NULL */
-    int32_t n_layers;
-    const kh_model_spec *spec;
-    int64_t batch;
-    const kh_device *dev;
-} prof_flops;
-
-/* GFLOP/s of `flops` per step done in `seconds` per step; 0 when there is no time to divide by. */
-static double gflops_of(double flops, double seconds) { return seconds > 0 ? flops / seconds / 1e9 : 0; }
-
-/* The layer's forward + backward FLOPs per training step (0: none counted). */
-static double layer_step_flops(const prof_flops *f, int32_t layer) {
-    if (!f->layer || layer < 0 || layer >= f->n_layers) return 0;
-    return (f->layer[layer].forward + f->layer[layer].backward) * (double)f->batch;
-}
-
-/* The convolutions' share of the peak: their FLOPs per step over their profiled forward + backward seconds per
- * step (FLOP-weighted: one ratio of sums, not a mean of the layers' ratios). Nothing when the model has none. */
-static void print_conv_share(const kh_profile *pr, const prof_flops *f, double steps) {
-    double flops = 0, secs = 0;
-    int convs = 0;
-    for (int32_t i = 0; i < pr->n_rows; i++) {
-        const kh_profile_row *r = &pr->rows[i];
-        if (r->layer < 0 || r->layer >= f->n_layers || f->spec->layers[r->layer].kind != KH_LAYER_CONV2D) continue;
-        convs++;
-        flops += layer_step_flops(f, r->layer);
-        secs += (r->forward_s + r->backward_s) / steps;
-    }
-    if (!convs || flops <= 0) return;
-    if (secs <= 0) {
-        printf("conv layers: no time measured in them\n");
-        return;
-    }
-    double g = gflops_of(flops, secs);
-    kh_peak pk;
-    if (kh_peak_get(f->dev, &pk) != 0 || pk.gflops <= 0) {
-        printf("conv layers: %.1f GFLOP/s (FLOP-weighted over forward and both gradients); the device's peak is "
-               "unknown: %s\n", g, pk.source);
-        return;
-    }
-    printf("conv layers: %.1f GFLOP/s, %.1f %% of the %.1f GFLOP/s %s peak (FLOP-weighted over forward and both "
-           "gradients)\n", g, 100 * g / pk.gflops, pk.gflops, f->dev->kind == KH_DEVICE_CPU ? "SGEMM" : "FP32");
-    /* where the peak came from: a calibration taken beside other work understates the machine */
-    printf("  peak: %s\n", pk.source);
-}
-
-static void print_profile(const kh_profile *pr, const char *b, const char *t, const char *dev, int64_t batch,
-                          int64_t warmup, const prof_flops *f) {
-    double steps = pr->steps > 0 ? pr->steps : 1, ms = 1e3 / steps;
-    printf("khost profile: %s x %s x %s, batch %lld, %d steps after %lld warm-up: %.3f ms per step\n\n", b, t, dev,
-           (long long)batch, pr->steps, (long long)warmup, pr->total_s * ms);
-    printf("%-6s %-12s %12s %12s %12s %7s %9s\n", "layer", "kind", "forward ms", "backward ms", "update ms", "share",
-           "GFLOP/s");
-    for (int32_t i = 0; i < pr->n_rows; i++) {
-        const kh_profile_row *r = &pr->rows[i];
-        if (r->layer < 0) continue;
-        double all = r->forward_s + r->backward_s + r->optimizer_s;
-        printf("%-6d %-12s %12.3f %12.3f %12.3f %6.1f%%", r->layer, r->what, r->forward_s * ms, r->backward_s * ms,
-               r->optimizer_s * ms, pr->total_s > 0 ? 100 * all / pr->total_s : 0);
-        /* achieved GFLOP/s of the layer's forward and backward, where it has FLOPs (optimizer work excluded) */
-        double fl = layer_step_flops(f, r->layer), sec = (r->forward_s + r->backward_s) / steps;
-        if (fl > 0 && sec > 0) printf(" %9.1f", gflops_of(fl, sec));
-        else if (fl > 0) printf(" %9s", "-");
-        printf("\n");
-    }
-    printf("%-19s %12.3f ms in no layer (loss, optimizer steps not attributed to a layer, staging)\n", "other",
-           pr->other_s * ms);
-    print_conv_share(pr, f, steps);
-    int any = 0;
-    for (int32_t i = 0; i < pr->n_rows; i++) {
-        const kh_profile_row *r = &pr->rows[i];
-        if (r->layer >= 0) continue;
-        if (!any)
-            printf("\n%-26s %12s %12s %12s %10s\n", "op kind", "forward ms", "backward ms", "apply ms", "ops/step");
-        any = 1;
-        printf("%-26s %12.3f %12.3f %12.3f %10.1f\n", r->what, r->forward_s * ms, r->backward_s * ms,
-               r->optimizer_s * ms, (double)r->calls);
-    }
 }
 
 int kh_cmd_profile(kh_host *h, int argc, char **argv) {
@@ -172,6 +87,7 @@ int kh_cmd_profile(kh_host *h, int argc, char **argv) {
     int32_t *y = NULL;
     int64_t *idx = NULL;
     kh_profile_row *rows = NULL;
+    kh_profile_grad *grads = NULL;
     kh_layer_flops *lf = NULL;
     kh_model_shapes sh = {0};
     kh_caps caps;
@@ -218,7 +134,8 @@ int kh_cmd_profile(kh_host *h, int argc, char **argv) {
     idx = malloc((size_t)batch * sizeof *idx);
     int cap_rows = sh.n_layers + 128;
     rows = calloc((size_t)cap_rows, sizeof *rows);
-    if (!x || !xb || !y || !idx || !rows) {
+    grads = kh_prof_grads_new(cap_rows);
+    if (!x || !xb || !y || !idx || !rows || !grads) {
         kh_logf(KH_LOG_ERROR, "profile: out of host memory");
         code = KH_EXIT_TRAIN;
         goto done;
@@ -259,12 +176,20 @@ int kh_cmd_profile(kh_host *h, int argc, char **argv) {
         code = KH_EXIT_TRAIN;
         goto done;
     }
-    kh_profile pr = {.struct_size = sizeof pr, .cap_rows = cap_rows, .rows = rows};
+    kh_profile pr = {.struct_size = sizeof pr, .cap_rows = cap_rows, .rows = rows, .grads = grads,
+                     .grad_size = sizeof *grads};
     kh_status st = b->profile(model, &txb, &ty, (int32_t)p.warmup, (int32_t)p.steps, &pr);
     if (st != KH_OK) {
         kh_logf(st == KH_ERR_UNSUPPORTED ? KH_LOG_WARN : KH_LOG_ERROR, "profile: %s on %s: %s", bm->desc->name,
                 dev->id, b->last_error(sess));
         code = st == KH_ERR_UNSUPPORTED ? KH_EXIT_UNSUPPORTED : KH_EXIT_TRAIN;
+        goto done;
+    }
+    /* the members the host set are its own again whatever the backend wrote over them */
+    pr.cap_rows = cap_rows, pr.rows = rows, pr.grads = grads, pr.grad_size = sizeof *grads;
+    if (kh_prof_check(&pr, cap_rows, sh.n_layers, (int32_t)p.steps, why, sizeof why) != 0) {
+        kh_logf(KH_LOG_ERROR, "profile: backend %s broke the profile contract (backend.h): %s", bm->desc->name, why);
+        code = KH_EXIT_TRAIN;
         goto done;
     }
     /* FLOPs per layer for the GFLOP/s figures: a spec the kit cannot count prints the times alone */
@@ -276,8 +201,8 @@ int kh_cmd_profile(kh_host *h, int argc, char **argv) {
         free(lf);
         lf = NULL;
     }
-    prof_flops pf = {.layer = lf, .n_layers = sh.n_layers, .spec = &spec, .batch = batch, .dev = dev};
-    print_profile(&pr, bm->desc->name, tm->desc->name, dev->id, batch, p.warmup, &pf);
+    kh_prof_flops pf = {.layer = lf, .n_layers = sh.n_layers, .spec = &spec, .batch = batch, .dev = dev};
+    kh_prof_print(&pr, bm->desc->name, tm->desc->name, dev->id, batch, p.warmup, &pf);
 done:
     if (model) b->model_free(model);
     if (sess) b->close(sess);
@@ -289,6 +214,7 @@ done:
     api->free(y);
     free(idx);
     free(rows);
+    free(grads);
     free(lf);
     kh_device_release(devs, dev);
     return code;

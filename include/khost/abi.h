@@ -35,8 +35,11 @@ extern "C" {
  *      descriptors end before it and mean KH_LAYER_SPEC_SIZE_1_0)
  * 1.4: kh_device.math (kh_math_mode: fp32 or tf32; a shorter kh_device from an older host means fp32, and an
  *      older module, which never reads it, keeps its own FP32 math); kh_backend_api.memory_info (optional:
- *      the device memory a model holds, as the backend counts its own allocations) */
-#define KH_ABI_MINOR 4
+ *      the device memory a model holds, as the backend counts its own allocations)
+ * 1.5: kh_profile.grads and grad_size (each profile row's backward split into input and weight gradient, an
+ *      array of kh_profile_grad beside the frozen rows; an older backend never writes it and its rows stay
+ *      unsplit, an older host's shorter kh_profile has none) */
+#define KH_ABI_MINOR 5
 
 /* The one symbol a module exports. */
 #define KH_ENTRY_NAME "khost_module_entry"

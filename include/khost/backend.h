@@ -98,6 +98,18 @@ typedef struct kh_profile_row {
     int64_t calls;      /* kernels or library calls of the row per step */
 } kh_profile_row;
 
+/* A row's backward time split into its two gradients (ABI 1.5). The input gradient is the backward work on the
+ * path to the layer's input: the data gradient (Conv2DBackpropInput, dy W^T, the recurrence's backpropagation
+ * through time) and the activation's gradient on the way; the weight gradient is the work only the parameter
+ * updates need: filter, bias and weight-matrix gradients, Embedding's scattered rows. The two add up to at most
+ * backward_s. -1 in a member: not split (the row, or the backend, does not tell them apart). The elements are an
+ * array beside the rows, grad_size bytes apart: a later minor may append a member, and a backend writes one only
+ * when grad_size covers it (KH_HAS_MEMBER); khost/kit/profile.h finds element i. */
+typedef struct kh_profile_grad {
+    double input_s;  /* out: seconds of the input gradient, or -1 */
+    double weight_s; /* out: seconds of the weight gradient, or -1 */
+} kh_profile_grad;
+
 typedef struct kh_profile {
     uint32_t struct_size;  /* set by the host */
     int32_t cap_rows;      /* host: entries in rows */
@@ -106,6 +118,9 @@ typedef struct kh_profile {
     int32_t steps;         /* out: steps timed */
     double total_s;        /* out: wall time of the timed steps, synchronised */
     double other_s;        /* out: time in no row (loss, optimizer when not per layer, staging) */
+    /* --- ABI 1.5 (a backend reads them only when struct_size covers them) --- */
+    void *grads;           /* host-allocated: cap_rows elements, element i for rows[i], every member -1; or NULL */
+    uint32_t grad_size;    /* host: the element size, sizeof(kh_profile_grad) as the host was compiled */
 } kh_profile;
 
 /* The device memory a model holds (ABI 1.4, kh_backend_api.memory_info), as the backend counts its own
@@ -190,7 +205,9 @@ typedef struct kh_backend_api {
      * profile: train `warmup` untimed batches, then `steps` timed ones, all on the batch x, y (as
      * train_batch: the weights change and the TRAIN metrics accumulate), timing each layer's forward and
      * backward work and, for graph backends, each op kind; fill out->rows (at most out->cap_rows) and
-     * synchronise before returning. Timing must cost nothing measurable when profile is not running. */
+     * synchronise before returning. Timing must cost nothing measurable when profile is not running.
+     * ABI 1.5: where out has grads, a backend that can tell a row's two gradients apart writes them there
+     * (kh_profile_grad); one that cannot leaves them -1. */
     kh_status (*profile)(kh_bmodel *m, const kh_tensor *x, const kh_tensor *y, int32_t warmup, int32_t steps,
                          kh_profile *out /* out: rows, n_rows, steps, total_s, other_s */);
 

@@ -86,7 +86,9 @@ kh_status kh_spec_flops(const kh_model_spec *spec, const kh_model_shapes *sh, kh
         layer_macs(l, s, &in_part, &rec_part);
         kh_layer_flops f = {.forward = 2 * (in_part + rec_part)};
         /* weight gradients cost what the forward does; the recurrent state's gradient is always needed */
-        f.backward = f.forward + 2 * rec_part + (grad_needed ? 2 * in_part : 0);
+        f.weight_grad = f.forward;
+        f.input_grad = 2 * rec_part + (grad_needed ? 2 * in_part : 0);
+        f.backward = f.weight_grad + f.input_grad;
         out->forward += f.forward;
         out->backward += f.backward;
         if (per_layer) per_layer[i] = f;

@@ -7,7 +7,8 @@
  * th_main_prof), and this file builds that variant through the generated-code cache on the first profile call of
  * a model. Compiling a model builds th_main exactly as before (the same source, so the same cache entry and the
  * same machine code); the only trace in the ordinary step is th_cpu_run's one branch per call on
- * th_model.prof_node_s, which is set only while profile times its steps.
+ * th_model.prof_node_s, which is set only while profile times its steps. The rows, and each row's backward split
+ * into its input and weight gradient, are kit/graph/profile_fill.c's, as tensorflow's.
  *
  * Nodes run one after another (a node's OpenMP loops join before the next starts), so the node intervals are
  * disjoint parts of each step and the rows add up to at most total_s; other_s is the rest (the loss and metrics,
@@ -23,6 +24,7 @@
 #include "th.h"
 #include "th_emit.h"
 #include "khost/kit/clock.h"
+#include "khost/kit/profile.h"
 #include "khost/kit/status.h"
 
 /* Emit and build the training function's profiling variant (once per model). */
@@ -59,48 +61,9 @@ static kh_status build_variant(th_model *m) {
     return KH_OK;
 }
 
-static void add(kh_profile_row *r, int32_t phase, double t) {
-    if (phase <= 1) r->forward_s += t;
-    else if (phase == 2) r->backward_s += t;
-    else r->optimizer_s += t;
-    r->calls++;
-}
-
-static void fill(const th_model *m, const double *t, int32_t steps, double total_s, kh_profile *out) {
-    const kh_graph *g = &m->fn[KH_GFN_TRAIN].g;
-    int32_t n_layers = m->rt.mg.shapes.n_layers;
-    out->n_rows = 0;
-    for (int32_t l = 0; l < n_layers && out->n_rows < out->cap_rows; l++) {
-        kh_profile_row *r = &out->rows[out->n_rows++];
-        memset(r, 0, sizeof *r);
-        r->layer = l;
-        strncpy(r->what, kh_layer_kind_name(m->layer_kinds[l]), sizeof r->what - 1);
-    }
-    int32_t layer_rows = out->n_rows;
-    int32_t kind_row[KH_GOP_END];
-    for (int k = 0; k < KH_GOP_END; k++) kind_row[k] = -1;
-    double in_layers = 0;
-    for (int32_t i = 0; i < g->n_nodes; i++) {
-        const kh_gnode *nd = &g->nodes[i];
-        if (th_em_storage_op(nd->op)) continue; /* no work, no time */
-        if (nd->attr.layer >= 0 && nd->attr.layer < layer_rows) {
-            add(&out->rows[nd->attr.layer], nd->phase, t[i]);
-            in_layers += t[i];
-        }
-        if (nd->op >= KH_GOP_END) continue;
-        if (kind_row[nd->op] < 0) {
-            if (out->n_rows >= out->cap_rows) continue;
-            kind_row[nd->op] = out->n_rows++;
-            kh_profile_row *r = &out->rows[kind_row[nd->op]];
-            memset(r, 0, sizeof *r);
-            r->layer = -1;
-            strncpy(r->what, kh_gop_name(nd->op), sizeof r->what - 1);
-        }
-        add(&out->rows[kind_row[nd->op]], nd->phase, t[i]);
-    }
-    out->steps = steps;
-    out->total_s = total_s;
-    out->other_s = total_s > in_layers ? total_s - in_layers : 0;
+/* nodes that do work: storage ops (variables, inputs, views) take no time */
+static int node_works(const void *ctx, int32_t node) {
+    return !th_em_storage_op(((const kh_graph *)ctx)->nodes[node].op);
 }
 
 kh_status th_api_profile(kh_bmodel *b, const kh_tensor *x, const kh_tensor *y, int32_t warmup, int32_t steps,
@@ -132,7 +95,10 @@ kh_status th_api_profile(kh_bmodel *b, const kh_tensor *x, const kh_tensor *y, i
         total = kh_now() - t0;
     }
     m->prof_node_s = NULL;
-    if (st == KH_OK) fill(m, t, steps, total, out);
+    if (st == KH_OK &&
+        kh_graph_profile_fill(&u->g, node_works, &u->g, m->layer_kinds, m->rt.mg.shapes.n_layers, t, steps, total,
+                              out) != KH_OK)
+        st = th_fail(m->s, KH_ERR_NOMEM, "profile", "out of host memory");
     free(t);
     return st;
 }

@@ -8,7 +8,8 @@
 # FLOPs (the rows that print a GFLOP/s figure), the rows adding up to no more than the step. The convolutions'
 # share of the SGEMM peak is printed for every model with Conv2D (for theano on mnist_cnn within (0, 1.2); for
 # cntk and tensorflow above 0: their kernels may outrun OpenBLAS's AVX2 SGEMM on an AVX-512 machine) and not for
-# mnist_mlp, which has none.
+# mnist_mlp, which has none. Each backend splits mnist_cnn's conv backward into its input and weight gradient
+# (ABI 1.5), each part printed against its floor (its FLOPs at the peak) and the conv share given by part.
 set -uo pipefail
 khost=$1 fxtasks=$2 abi10=$3 default_data=${4:-}
 pass=0 fail=0
@@ -126,6 +127,24 @@ for p in $plugins; do
         bad "$p x mnist_cnn: the GFLOP/s figures do not give back the convolutions' FLOPs: $(cat "$tmp/m$p.txt")"
     [ "$(awk '/^[01] +conv2d / && NF == 7 && $7 > 0' "$tmp/m$p.txt" | wc -l)" -eq 2 ] && ok ||
         bad "$p x mnist_cnn: no GFLOP/s on the conv2d rows: $(cat "$tmp/m$p.txt")"
+    # the gradient split (ABI 1.5) against the floor: conv2d[1]'s three parts, each floor its FLOPs at the printed
+    # peak (forward and each gradient 2 * 10616832 * 32 = 0.679477 GFLOP a step at batch 32); conv2d[0]'s input
+    # gradient has no FLOPs (nothing before it learns); the two gradients add up to the backward column
+    awk 'function near(x, want) { d = x - want; if (d < 0) d = -d; return d <= 0.0006 + want * 0.002 }
+         /^against the floor \(a part.s FLOPs at the / { pk = $9 }
+         /^[0-9]+ +conv2d / { bwd[$1] = $4 }
+         /^  1 +conv2d +forward / { f1 = $4; fl1 = $5 }
+         /^  1 +conv2d +input gradient / { i1 = $5; il1 = $6 }
+         /^  1 +conv2d +weight gradient / { w1 = $5; wl1 = $6 }
+         /^  0 +conv2d +input gradient / { il0 = $6 }
+         END { want = 0.679477 / pk * 1e3
+               ok = pk > 0 && near(fl1, want) && near(il1, want) && near(wl1, want) && il0 == "-" &&
+                    i1 + w1 <= bwd[1] + 0.0015 && f1 > 0 && i1 > 0 && w1 > 0
+               if (!ok) printf "peak %s, conv2d[1] floors %s %s %s (want %.3f), times %s + %s of %s, conv2d[0] input floor %s\n", pk, fl1, il1, wl1, want, i1, w1, bwd[1], il0
+               exit !ok }' "$tmp/m$p.txt" && ok ||
+        bad "$p x mnist_cnn: the split against the floor: $(cat "$tmp/m$p.txt")"
+    grep -qE '^  by part: forward [0-9.]+ %, input gradient [0-9.]+ %, weight gradient [0-9.]+ % of the peak$' \
+        "$tmp/m$p.txt" && ok || bad "$p x mnist_cnn: no conv share by part: $(cat "$tmp/m$p.txt")"
 done
 for p in tensorflow theano; do
     [ -f "$tmp/m$p.txt" ] || continue

@@ -327,6 +327,17 @@ world)
   o=$(HOSTILE_DIR=$t k run --plugin hostile_weightpast --task hostile_chdir --device cpu --epochs 1 --out "$t/crash"); rc=$?
   check "a backend reading past its weights dies of SIGSEGV ($rc)" test $rc -eq 139 -o \( "$asan" -gt 0 -a $rc -eq 1 \)
   check "... named on the way: $o" has "$o" "khost: crashed in backend 'hostile_weightpast' set_weight"
+  # a backend whose profile breaks the contract: exit 1 naming the row and the field, never a read past the rows
+  # or a NaN printed as a figure
+  for w in "profrows:rows the host gave" "profnan:row 0 (dense): forward_s is not a time" \
+           "profname:row 0: 'what' is not terminated" "profsplit:input_s 1 + weight_s 1 s is more than backward_s 0.5 s"; do
+    way=${w%%:*} says=${w#*:}
+    backend $way
+    o=$(HOSTILE_DIR=$t k profile --plugin hostile_$way --task hostile_chdir --device cpu --steps 2); rc=$?
+    check "profile of hostile_$way: exit 1, not a crash ($rc): $o" test $rc -eq 1
+    check "... naming the row and field: $says" has "$o" "$says"
+    check "... and printing no table" test -z "$(grep -E '^[0-9]+ ' <<<"$o")"
+  done
   # a module that changes the working directory: the relative --out was resolved at start
   mkdir -p "$t/elsewhere" "$t/cwd"
   o=$(cd "$t/cwd" && HOSTILE_DIR=$t/elsewhere k run --plugin fixture --task hostile_chdir --device cpu --epochs 1 --out rel); rc=$?

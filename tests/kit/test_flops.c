@@ -35,6 +35,18 @@ static void check(const char *name, uint32_t dtype, int rank, int a, int b, int 
     double sum_f = 0, sum_b = 0;
     for (int i = 0; i < n; i++) sum_f += per[i].forward, sum_b += per[i].backward;
     CHECK(sum_f == f.forward && sum_b == f.backward, "%s per-layer counts add up", name);
+    /* each layer's backward is its weight gradient (the forward's FLOPs again) and its input gradient, which the
+     * first layer with weights does not need (nothing before it learns) unless it is recurrent */
+    int before_weights = 1;
+    for (int i = 0; i < n; i++) {
+        CHECK(per[i].weight_grad == per[i].forward && per[i].input_grad + per[i].weight_grad == per[i].backward,
+              "%s layer %d: input %.0f + weight %.0f gradient FLOPs, backward %.0f, forward %.0f", name, i,
+              per[i].input_grad, per[i].weight_grad, per[i].backward, per[i].forward);
+        if (before_weights && l[i].kind != KH_LAYER_LSTM && l[i].kind != KH_LAYER_BILSTM)
+            CHECK(per[i].input_grad == 0, "%s layer %d: an input gradient of %.0f FLOPs before any weights", name, i,
+                  per[i].input_grad);
+        if (sh.layers[i].n_params > 0) before_weights = 0;
+    }
     last = f;
     kh_model_shapes_free(&sh);
 }

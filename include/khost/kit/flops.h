@@ -14,8 +14,10 @@ extern "C" {
 #endif
 
 typedef struct kh_layer_flops {
-    double forward;  /* per sample */
-    double backward; /* per training sample: weight gradients + the input gradients somebody needs */
+    double forward;     /* per sample */
+    double backward;    /* per training sample: weight gradients + the input gradients somebody needs */
+    double input_grad;  /* the part of backward on the path to the layer's input (an LSTM's recurrence included) */
+    double weight_grad; /* the part of backward that forms the weights' gradients (as many FLOPs as the forward) */
 } kh_layer_flops;
 
 typedef struct kh_model_flops {

@@ -15,6 +15,7 @@
 #define KHOST_CNTK_CPU_H
 
 #include "plan/plan.h"
+#include "khost/kit/clock.h"
 
 /* ABI 1.1: per-layer profile of training steps (cpu/profile.c; cpu only). */
 kh_status cntk_api_profile(kh_bmodel *m, const kh_tensor *x, const kh_tensor *y, int32_t warmup, int32_t steps,
@@ -126,9 +127,16 @@ struct cntk_cpu_model {
     int32_t last_n;      /* batch of the last training-mode forward (probes) */
     int32_t have_fwd, have_grad;
     cntk_dnnl *dnnl;     /* oneDNN engine, stream and scratchpad (cpu/onednn.h); NULL on the im2col path */
-    double *prof;        /* NULL unless profiling (cpu/profile.c): per layer forward then backward seconds,
-                            [2 * n_layers]; the drivers test it once per layer */
+    double *prof;        /* NULL unless profiling (cpu/profile.c): per layer the forward seconds, the backward
+                            seconds and the weight gradient's part of them, [3 * n_layers]; the drivers test it once
+                            per layer */
+    uint8_t *prof_split; /* while profiling, per layer: its backward timed its weight gradient apart */
 };
+
+/* Profiling (cpu/profile.c): a clock read that costs nothing unless profile is timing steps, and the seconds since
+ * t0 counted as layer L's weight gradient (the rest of its backward is its input gradient). */
+static inline double cntk_prof_clock(const cntk_cpu_model *m) { return m->prof ? kh_now() : 0; }
+void cntk_prof_weight_grad(cntk_cpu_model *m, const cntk_cpu_layer *L, double t0);
 
 /* Per-kind tables (one file each). */
 extern const cntk_cpu_ops cntk_cpu_dense_ops, cntk_cpu_conv_ops, cntk_cpu_maxpool_ops, cntk_cpu_embed_ops,

@@ -22,8 +22,10 @@ static kh_status dense_backward(cntk_cpu_model *m, cntk_cpu_layer *L, int n, flo
 #endif
     int64_t in = L->p->in_numel, out = L->p->out_numel;
     if (!fused) cntk_act_backward(m, L->p->act, L->y, dy, n, out);
+    double t0 = cntk_prof_clock(m);
     cntk_sgemm_mt(m->s->pool, 1, 0, in, out, n, 1.0f, L->x, in, dy, out, 0.0f, L->prm[0].g, out);
     cntk_colsum(dy, n, out, L->prm[1].g);
+    cntk_prof_weight_grad(m, L, t0);
     if (dx) cntk_sgemm_mt(m->s->pool, 0, 1, n, in, out, 1.0f, dy, out, L->prm[0].w, out, 0.0f, dx, in);
     return KH_OK;
 }

@@ -44,9 +44,10 @@ static kh_status embed_forward(cntk_cpu_model *m, cntk_cpu_layer *L, int n, int 
     return KH_OK;
 }
 
-/* grad rows: dE[x[n, t]] += dy[n, t] (indices were validated by the forward) */
+/* grad rows: dE[x[n, t]] += dy[n, t] (indices were validated by the forward); all of it is the weight gradient */
 static kh_status embed_backward(cntk_cpu_model *m, cntk_cpu_layer *L, int n, float *dy, float *dx, int fused) {
-    (void)m, (void)dx, (void)fused;
+    (void)dx, (void)fused;
+    double t0 = cntk_prof_clock(m);
     cntk_param *p = &L->prm[0];
     int64_t T = L->p->in_numel, D = p->cols;
     for (int64_t k = 0; k < p->n_touched; k++) p->row_slot[p->touched[k]] = -1;
@@ -67,6 +68,7 @@ static kh_status embed_backward(cntk_cpu_model *m, cntk_cpu_layer *L, int n, flo
             for (int64_t c = 0; c < D; c++) g[c] += d[c];
         }
     }
+    cntk_prof_weight_grad(m, L, t0);
     return KH_OK;
 }
 

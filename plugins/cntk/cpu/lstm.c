@@ -289,6 +289,7 @@ static kh_status lstm_backward(cntk_cpu_model *m, cntk_cpu_layer *L, int n, floa
     for (int d = 0; d < st->dirs; d++) {
         lstm_dir *D = &st->d[d];
         cntk_param *pw = &L->prm[3 * d], *pu = &L->prm[3 * d + 1], *pb = &L->prm[3 * d + 2];
+        double t0 = cntk_prof_clock(m);
         if (depth > 0) { /* dW = one_hot(x)^T dZ: scatter-add rows */
             memset(pw->g, 0, (size_t)pw->numel * sizeof(float));
             for (int64_t i = 0; i < n * T; i++) {
@@ -301,6 +302,7 @@ static kh_status lstm_backward(cntk_cpu_model *m, cntk_cpu_layer *L, int n, floa
         }
         cntk_sgemm_mt(m->s->pool, 1, 0, u, 4 * u, n * T, 1.0f, D->hprev, u, D->dz, 4 * u, 0.0f, pu->g, 4 * u);
         cntk_colsum(D->dz, n * T, 4 * u, pb->g);
+        cntk_prof_weight_grad(m, L, t0);
         if (dx && depth == 0)
             cntk_sgemm_mt(m->s->pool, 0, 1, n * T, in, 4 * u, 1.0f, D->dz, 4 * u, pw->w, 4 * u, d ? 1.0f : 0.0f, dx, in);
     }

@@ -197,7 +197,7 @@ static kh_status forward_all(cntk_cpu_model *c, int n, int train) {
         double t0 = c->prof ? kh_now() : 0;
         kh_status st = L->ops->forward(c, L, n, train);
         if (st != KH_OK) return st;
-        if (c->prof) c->prof[2 * i] += kh_now() - t0;
+        if (c->prof) c->prof[3 * i] += kh_now() - t0;
     }
     c->n_forward++;
     return KH_OK;
@@ -212,7 +212,7 @@ static kh_status backward_all(cntk_cpu_model *c, int n, int fused, int want_dx, 
         double t0 = c->prof ? kh_now() : 0;
         kh_status st = L->ops->backward(c, L, n, c->gb[cur], dx, fused && i == c->n_layers - 1);
         if (st != KH_OK) return st;
-        if (c->prof) c->prof[2 * i + 1] += kh_now() - t0;
+        if (c->prof) c->prof[3 * i + 1] += kh_now() - t0;
         cur = 1 - cur;
     }
     if (dx_buf) *dx_buf = cur;

@@ -73,6 +73,7 @@ kh_status cntk_dweighted_forward(cntk_cpu_model *m, const cntk_cpu_layer *L, con
 kh_status cntk_dweighted_backward(cntk_cpu_model *m, const cntk_cpu_layer *L, const cntk_dweighted *w, int n,
                                   const float *x, float *dy, const float *W, float *dW, float *db, float *dx) {
     zero_tail(w, dy, n, w->out_numel);
+    double t0 = cntk_prof_clock(m);
     kh_status st;
     if ((st = cntk_darg_in(m, L, &w->bw_src, x)) != KH_OK) return st;
     if ((st = cntk_darg_in(m, L, &w->bw_ddst, dy)) != KH_OK) return st;
@@ -82,6 +83,7 @@ kh_status cntk_dweighted_backward(cntk_cpu_model *m, const cntk_cpu_layer *L, co
                                 {DNNL_ARG_DIFF_WEIGHTS, w->bw_dwei.mem}, {DNNL_ARG_DIFF_BIAS, w->bw_db.mem}};
     if ((st = cntk_dnnl_run(m, L, &w->bwd_w, 4, wargs)) != KH_OK) return st;
     if ((st = cntk_darg_out(m, L, &w->bw_dwei, dW)) != KH_OK) return st;
+    cntk_prof_weight_grad(m, L, t0);
     if (!dx) return KH_OK;
     if ((st = cntk_darg_in(m, L, &w->bd_ddst, dy)) != KH_OK) return st;
     if ((st = cntk_darg_in(m, L, &w->bd_wei, W)) != KH_OK) return st;
