@@ -192,10 +192,11 @@ void kh_prof_print(const kh_profile *pr, const char *backend, const char *task, 
     }
     printf("%-19s %12.3f ms in no layer (loss, optimizer steps not attributed to a layer, staging)\n", "other",
            pr->other_s * ms);
-    kh_peak pk;
-    int have = kh_peak_get(f->dev, &pk) == 0 && pk.gflops > 0;
+    kh_peak pk = {.gflops = 0};
+    /* no FLOP count, nothing to hold to the peak: no calibration either */
+    int have = f->layer && kh_peak_get(f->dev, &pk) == 0 && pk.gflops > 0;
     print_conv_share(pr, f, steps, &pk, have);
-    if (have && f->layer) print_floors(pr, f, steps, pk.gflops);
+    if (have) print_floors(pr, f, steps, pk.gflops);
     int any = 0;
     for (int32_t i = 0; i < pr->n_rows; i++) {
         const kh_profile_row *r = &pr->rows[i];

@@ -1,6 +1,7 @@
-/* kit/base/profile_grad.c — a profile row's input and weight gradient seconds (ABI 1.5), written at the element
- * size the host allocated: a host built against a later minor may have appended members, an older one has no
- * grads at all (its kh_profile ends before them). */
+/* kit/base/profile_grad.c — what every backend's profile call writes the same way: a row's input and weight
+ * gradient seconds (ABI 1.5), written at the element size the host allocated (a host built against a later minor
+ * may have appended members, an older one has no grads at all: its kh_profile ends before them), and the
+ * closing figures. */
 #include <stddef.h>
 
 #include "khost/kit/profile.h"
@@ -12,4 +13,10 @@ void kh_profile_set_grad(kh_profile *p, int32_t row, double input_s, double weig
     kh_profile_grad *g = (kh_profile_grad *)(void *)((char *)p->grads + (size_t)row * p->grad_size);
     if (KH_HAS_MEMBER(kh_profile_grad, p->grad_size, input_s)) g->input_s = input_s;
     if (KH_HAS_MEMBER(kh_profile_grad, p->grad_size, weight_s)) g->weight_s = weight_s;
+}
+
+void kh_profile_close(kh_profile *p, int32_t steps, double total_s, double in_layers_s) {
+    p->steps = steps;
+    p->total_s = total_s;
+    p->other_s = total_s > in_layers_s ? total_s - in_layers_s : 0;
 }

@@ -39,7 +39,11 @@ static int32_t layer_count(const kh_graph *g) {
     return n;
 }
 
-kh_status kh_graph_weight_grad_nodes(const kh_graph *g, uint8_t *out) {
+/* Mark the backward nodes that only parameter updates need (out[i] = 1): a phase-2 node that forms a gradient
+ * of a weight (MatMul, Conv2DBackpropFilter, BiasAddGrad, GatherGrad, LstmScanGradU) or sums, reshapes or joins
+ * one (AddN, Add, Reshape, Concat, Slice), of a layer with weights (or of none), every one of whose readers is an
+ * Apply op or such a node. The other phase-2 nodes are the input gradient's. */
+static kh_status weight_grad_nodes(const kh_graph *g, uint8_t *out) {
     int32_t n = g->n_nodes, layers = layer_count(g);
     /* read[i]: some node reads i; other[i]: a reader of i is neither an Apply op nor a weight-gradient node.
      * Readers come after what they read, so walking backwards decides every reader of i before i. A node of a
@@ -93,7 +97,7 @@ kh_status kh_graph_profile_fill(const kh_graph *g, int (*works)(const void *ctx,
     int32_t cap = out->cap_rows > 0 ? out->cap_rows : 0;
     uint8_t *wgrad = calloc((size_t)g->n_nodes + 1, 1);
     double *grad = calloc((size_t)cap * 2 + 2, sizeof *grad); /* per row: input, weight seconds */
-    if (!wgrad || !grad || kh_graph_weight_grad_nodes(g, wgrad) != KH_OK) {
+    if (!wgrad || !grad || weight_grad_nodes(g, wgrad) != KH_OK) {
         free(wgrad);
         free(grad);
         return KH_ERR_NOMEM;
@@ -123,9 +127,7 @@ kh_status kh_graph_profile_fill(const kh_graph *g, int (*works)(const void *ctx,
         add(&out->rows[r], &grad[2 * r], nd->phase, wgrad[i], node_s[i]);
     }
     for (int32_t r = 0; r < out->n_rows; r++) kh_profile_set_grad(out, r, grad[2 * r], grad[2 * r + 1]);
-    out->steps = steps;
-    out->total_s = total_s;
-    out->other_s = total_s > in_layers ? total_s - in_layers : 0;
+    kh_profile_close(out, steps, total_s, in_layers);
     free(wgrad);
     free(grad);
     return KH_OK;

@@ -6,7 +6,6 @@
  * time spent in each node, not a partition of the wall clock. `calls` is nodes per step (each node runs once per
  * step). CPU only (the CUDA path would need events around each op). */
 #include <stdlib.h>
-#include <string.h>
 
 #include "tf.h"
 #include "khost/kit/status.h"

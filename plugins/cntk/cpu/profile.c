@@ -70,9 +70,7 @@ kh_status cntk_api_profile(kh_bmodel *m, const kh_tensor *x, const kh_tensor *y,
             fill_row(c, prof, split, l, out);
             layers += prof[3 * l] + prof[3 * l + 1];
         }
-        out->steps = steps;
-        out->total_s = total;
-        out->other_s = total > layers ? total - layers : 0;
+        kh_profile_close(out, steps, total, layers);
     }
     free(prof);
     free(split);
