@@ -262,6 +262,9 @@ int kh_matrix_run(kh_host *h, const kh_matrix_opts *given) {
                (unsigned long long)o.order_seed);
     else if (o.repeat > 1 && !o.quiet)
         printf("matrix: %d round(s), order seed %llu\n", o.repeat, (unsigned long long)o.order_seed);
+    if (o.timing && !o.quiet)
+        printf("matrix: timing protocol: %s epoch(s) of %s timed steps after %s untimed warm-up steps, every row the "
+               "same (--epochs, --steps, --warmup-steps change it)\n", o.epochs, o.steps, o.warmup_steps);
     fflush(stdout);
     kh_child_signals(1);
     /* Rounds of every cell; with --repeat N > 1 each round runs the cells in its own order, drawn from the

@@ -15,6 +15,7 @@ typedef struct kh_matrix_opts {
     const char *plugins, *tasks, *devices, *out;
     const char *epochs, *batch_size, *limit_train, *limit_val, *seed; /* passed through as given */
     const char *steps, *warmup_steps;                                  /* likewise */
+    int timing;          /* --timing, or --references alone: the timing protocol's counts where none was given */
     const char *references;  /* --references: frameworks of tools/reference run as cells (refcell.h) */
     const char *math;                                                  /* --math, checked by kh_math_parse */
     int repeat;          /* repetitions of every cell, each its own child process (default 1); with
@@ -34,6 +35,12 @@ typedef struct kh_matrix_opts {
  * every median's 95 % CI is within 3 % of it, or 20 minutes have passed. */
 #define KH_MATRIX_AUTO_MIN_ROUNDS 3
 #define KH_MATRIX_AUTO_MAX_ROUNDS 30
+/* The timing protocol (the Keras 3 benchmarks'): one epoch of 100 timed steps after 5 untimed warm-up steps, the
+ * same counts for every backend and reference row. `matrix --timing` asks for it; `--references` without
+ * --epochs, --steps, --warmup-steps or --seeds gets it, since reference rows are there to compare time. */
+#define KH_MATRIX_TIMING_EPOCHS "1"
+#define KH_MATRIX_TIMING_STEPS "100"
+#define KH_MATRIX_TIMING_WARMUP "5"
 /* Six hours: the slowest published cell (theano cifar10_cnn on a Titan X, 630 s x 20 epochs = 3.5 h)
  * fits with room; a CPU run of the full benchmark needs --timeout 0 or more. */
 #define KH_MATRIX_DEFAULT_TIMEOUT_S (6 * 3600.0)

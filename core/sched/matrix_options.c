@@ -20,7 +20,7 @@ static void mx_usage(FILE *f) {
     fprintf(f,
             "usage: khost matrix [--plugins LIST|all] [--tasks LIST|all] [--devices LIST|all]\n"
             "                    [--epochs N] [--batch-size N] [--limit-train N] [--limit-val N] [--seed N]\n"
-            "                    [--steps N] [--warmup-steps N] [--repeat N|auto[:PCT%%[:BUDGET]]] [--seeds N]\n"
+            "                    [--steps N] [--warmup-steps N] [--timing] [--repeat N|auto[:PCT%%[:BUDGET]]] [--seeds N]\n"
             "                    [--order-seed S] [--math fp32|tf32] [--references LIST|all] [--out DIR]\n"
             "                    [--timeout SECONDS] [--memory-limit BYTES[K|M|G]] [--db FILE] [--resume] [--quiet]\n"
             "Runs every plugin x task x device cell in its own child process (khost run).\n"
@@ -30,6 +30,9 @@ static void mx_usage(FILE *f) {
             "  --timeout S     per cell; 0 = none (default 21600, six hours)\n"
             "  --memory-limit  per cell address space (RLIMIT_AS), e.g. 4G; a cell over it is recorded as oom\n"
             "  --steps N       train N batches per epoch (steady-state timing); --warmup-steps N untimed before\n"
+            "  --timing        the timing protocol: --epochs 1 --steps 100 --warmup-steps 5 (the Keras 3 benchmarks');\n"
+            "                  a count given as well overrides its part; --references without --epochs, --steps,\n"
+            "                  --warmup-steps or --seeds uses it too (not with --seeds)\n"
             "  --math M        FP32 math of every cell: fp32 (default, strict) or tf32 (CUDA tensor cores; a cpu\n"
             "                  cell records fp32 and that tf32 was ignored)\n"
             "  --repeat auto[:PCT%%[:BUDGET]]  rounds until every cell's median has a 95 %% CI within PCT of it\n"
@@ -115,12 +118,12 @@ int mx_parse(int argc, char **argv, kh_matrix_opts *o) {
             mx_usage(stdout);
             return 1;
         }
-        if (!strcmp(name, "--resume") || !strcmp(name, "--quiet")) {
+        if (!strcmp(name, "--resume") || !strcmp(name, "--quiet") || !strcmp(name, "--timing")) {
             if (val) {
                 kh_logf(KH_LOG_ERROR, "matrix: %s takes no value", name);
                 return -1;
             }
-            *(!strcmp(name, "--resume") ? &o->resume : &o->quiet) = 1;
+            *(!strcmp(name, "--resume") ? &o->resume : !strcmp(name, "--quiet") ? &o->quiet : &o->timing) = 1;
             continue;
         }
         static const char *const with_value[] = {"--plugins",     "--tasks",     "--devices",   "--out",
@@ -219,6 +222,19 @@ int mx_parse(int argc, char **argv, kh_matrix_opts *o) {
         kh_logf(KH_LOG_ERROR, "matrix: --seeds %d with --repeat %s: each seed is one repetition already (round k runs "
                 "seed k); give one of them", o->seeds, o->repeat_auto ? "auto" : "N > 1");
         return -1;
+    }
+    if (o->timing && o->seeds > 1) {
+        kh_logf(KH_LOG_ERROR, "matrix: --timing with --seeds: seeds train to the task's accuracy, the timing protocol "
+                "times %s steps of one epoch; give one of them", KH_MATRIX_TIMING_STEPS);
+        return -1;
+    }
+    /* Reference rows are there to compare time: alone they get the timing protocol rather than full training
+     * (hours for a framework on CPU), every row the same counts. Any count given means the caller chose. */
+    if (o->references && !o->epochs && !o->steps && !o->warmup_steps && o->seeds <= 1) o->timing = 1;
+    if (o->timing) {
+        if (!o->epochs) o->epochs = KH_MATRIX_TIMING_EPOCHS;
+        if (!o->steps) o->steps = KH_MATRIX_TIMING_STEPS;
+        if (!o->warmup_steps) o->warmup_steps = KH_MATRIX_TIMING_WARMUP;
     }
     return 0;
 }

@@ -92,8 +92,46 @@ for p in ("cntk", "pytorch"):
         assert d["epochs_to_target"] == (hit[0] if hit else None), (p, d["epochs_to_target"])
         assert hit or d["target_note"].startswith("val_acc never reached its target 0.98 (at least) in 1 epoch; best"), d
 PY
-"$khost" report "$tmp/s" 2>&1 | grep -q '^| pytorch (reference) | cpu | 2 (21–22) |' && ok ||
-    bad "the reference row across seeds: $("$khost" report "$tmp/s" 2>&1 | grep -A5 'across seeds')"
+"$khost" report "$tmp/s" >"$tmp/s.md" 2>&1 # to a file: grep -q ending first would cut the pipe under pipefail
+grep -q '^| pytorch (reference) | cpu | 2 (21–22) |' "$tmp/s.md" && ok ||
+    bad "the reference row across seeds: $(grep -A5 'across seeds' "$tmp/s.md")"
+
+# 2c. the timing protocol: --references with no count gives every row 1 epoch of 100 timed steps after 5 warm-up,
+#     and the report states each row's protocol; rows timed unlike are called so; --timing refuses --seeds,
+#     and a count given overrides only its part
+KHOST_REFERENCE_RUNNER=$tmp/runner "$khost" matrix --plugins cntk --references pytorch --tasks mnist_mlp \
+    --devices cpu --limit-val 256 --out "$tmp/p" >"$tmp/p.out" 2>&1 && ok || bad "timing protocol: $(cat "$tmp/p.out")"
+grep -q '^matrix: timing protocol: 1 epoch(s) of 100 timed steps after 5 untimed warm-up steps' "$tmp/p.out" && ok ||
+    bad "the protocol line: $(head -3 "$tmp/p.out")"
+"$py" - "$tmp/p/mnist_mlp" <<'PY' && ok || bad "timing protocol records"
+import json, sys
+for p in ("cntk", "pytorch"):
+    d = json.load(open("%s/%s__cpu.json" % (sys.argv[1], p)))
+    s = d["samples"]
+    assert d["status"] == "ok" and len(d["epochs"]) == 1, (p, d["status"], d["reason"])
+    assert s["warmup_steps"] == 5 and s["steps_per_epoch"] == 100 and len(s["step_s"]) == 100, (p, s["warmup_steps"])
+PY
+"$khost" report "$tmp/p" >"$tmp/p.md" 2>&1
+grep -q '^| cntk | 5 | 100 | when its work finished on the device (device) |$' "$tmp/p.md" &&
+    grep -q '^| pytorch (reference) | 5 | 100 | ' "$tmp/p.md" && ! grep -q 'not timed alike' "$tmp/p.md" && ok ||
+    bad "the report's protocol table: $(grep -A6 '^How each row' "$tmp/p.md")"
+"$khost" report "$tmp/p" --html "$tmp/p.html" >/dev/null 2>&1 && grep -q '<table class="protocol">' "$tmp/p.html" &&
+    grep -q '<tr><th>cntk</th><td>5</td><td>100</td>' "$tmp/p.html" && ok || bad "the page's protocol table"
+mkdir -p "$tmp/q/mnist_mlp" && cp "$tmp/p/mnist_mlp/cntk__cpu.json" "$tmp/q/mnist_mlp/" &&
+    cp "$tmp/r/mnist_mlp/pytorch__cpu.rep1.json" "$tmp/q/mnist_mlp/pytorch__cpu.json"
+"$khost" report "$tmp/q" >"$tmp/q.md" 2>&1
+grep -q '^\*\*The rows were not timed alike' "$tmp/q.md" && ok ||
+    bad "rows of 100 and 6 steps not called unlike: $(grep -A8 '^How each row' "$tmp/q.md")"
+KHOST_REFERENCE_RUNNER=$tmp/runner "$khost" matrix --plugins cntk --references pytorch --timing --seeds 2 \
+    --tasks mnist_mlp --devices cpu --out "$tmp/ts" >"$tmp/ts.out" 2>&1
+[ $? -eq 2 ] && grep -q -- '--timing with --seeds' "$tmp/ts.out" && ok || bad "--timing --seeds: $(cat "$tmp/ts.out")"
+"$khost" matrix --plugins cntk --tasks mnist_mlp --devices cpu --timing --steps 7 --limit-val 256 --out "$tmp/t7" \
+    >"$tmp/t7.out" 2>&1 && "$py" - "$tmp/t7/mnist_mlp/cntk__cpu.json" <<'PY' && ok || bad "--timing --steps 7: $(cat "$tmp/t7.out")"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["status"] == "ok" and len(d["epochs"]) == 1, d["status"]
+assert d["samples"]["warmup_steps"] == 5 and d["samples"]["steps_per_epoch"] == 7, d["samples"]
+PY
 
 # 3. what cannot run: a task without a reference script is unsupported; a missing environment is an error
 #    naming the setup command; an unknown framework is a usage error

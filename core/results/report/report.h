@@ -105,6 +105,9 @@ int kh_report_is_reference(const kh_cell_record *r);
  * row's first cell (the backend, marked "(reference)" for tools/reference rows). HTML: the <thead> with the
  * first column's heading. */
 void kh_report_md_head(FILE *f, const kh_report_task *t);
+/* For a task with reference rows: each row's warm-up, timed steps and step boundary, as markdown or (html) a
+ * table of the page, and a warning when the rows were not timed alike. report_protocol.c. */
+void kh_report_print_protocol(FILE *f, const kh_report_task *t, int html);
 void kh_report_md_label(FILE *f, const kh_report_task *t, int p);
 void kh_report_html_head(FILE *f, const kh_report_task *t, const char *first);
 /* The FP32 math of device column d (records' "math"): "fp32" or "tf32" when every record that says it agrees,

@@ -122,6 +122,7 @@ static void html_vs_reference(FILE *f, const kh_report_task *t) {
         fputs("</tr>\n", f);
     }
     fputs("</tbody></table>\n", f);
+    kh_report_print_protocol(f, t, 1);
 }
 
 /* The time-per-step table and the measurement warnings of the markdown report, as HTML. */
