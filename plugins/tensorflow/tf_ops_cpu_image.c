@@ -1,7 +1,6 @@
-/* tf_ops_cpu_image.c — CPU kernels of the NHWC image ops: Conv2D and its two backprops as contractions over
- * patches packed from the image (TensorFlow's Eigen kernels, tf_ops_cpu_patches.c) where the channel counts fill
- * the register tile and the stride is 1; else as TensorFlow 1.x's custom CPU kernels did them (im2col / col2im +
- * GEMM); MaxPool and MaxPoolGrad.
+/* tf_ops_cpu_image.c — CPU kernels of the NHWC image ops: Conv2D (a contraction over patches packed from the
+ * image, tf_ops_cpu_patches.c, where the filter count fills the register tile; else im2col + GEMM), its two
+ * backprops as TensorFlow 1.x's custom CPU kernels did them (im2col / col2im + GEMM), MaxPool and MaxPoolGrad.
  *
  * Strides are supported (the rows of a patch follow the output pixel's stride).
  * NHWC with an HWIO kernel makes im2col simple: a patch row is KH*KW runs of C contiguous floats, and the
@@ -32,7 +31,6 @@ typedef struct conv {
     float *y;
     int64_t P, K, chunk, S; /* S: samples per block */
     int32_t node;
-    int transposed;         /* the kernel gradient's partials are (OC, K): the contraction's */
 } conv;
 
 static kh_status geometry(tf_run *r, int32_t i, int32_t xnode, int32_t wnode, conv *c) {
@@ -163,12 +161,6 @@ static void conv_bwd_input_range(void *v, int64_t b0, int64_t b1, int slot) {
     }
 }
 
-/* over blocks [b0, b1) of the input gradient's rows, the output gradient's patches packed from it */
-static void conv_bwd_input_patches_range(void *v, int64_t b0, int64_t b1, int slot) {
-    conv *c = v;
-    tf_patches_input_grad(&c->d, c->dy, c->w, c->y, c->r->n, b0, b1, scratch(c->r, slot));
-}
-
 static kh_status k_conv2d_backprop_input(tf_run *r, int32_t i) {
     const kh_gnode *nd = tf_node(r, i);
     const int32_t *in = kh_graph_inputs(r->f->g, i);
@@ -178,18 +170,11 @@ static kh_status k_conv2d_backprop_input(tf_run *r, int32_t i) {
     c.w = tf_in(r, i, 0);
     c.dy = tf_in(r, i, 1);
     c.y = tf_out(r, i);
-    kh_conv2d_dims t;
-    if (tf_patches_input_grad_fit(&c.d, r->m->im2col_floats) && tf_patches_input_grad_dims(&c.d, &t)) {
-        tf_parallel_for(r->m->s->pool, tf_patches_blocks(&t, r->n), 1, r->m->s->set.intra_op,
-                        conv_bwd_input_patches_range, &c);
-        return KH_OK;
-    }
     tf_parallel_for(r->m->s->pool, n_blocks(&c), 1, r->m->s->set.intra_op, conv_bwd_input_range, &c);
     return KH_OK;
 }
 
-/* over parts [p0, p1): part p sums samples [p chunk, (p + 1) chunk) into its own partial: the kernel gradient
- * (K, OC) by im2col + GEMM, or its transpose (OC, K) by the contraction (c->transposed) */
+/* over parts [p0, p1): part p sums samples [p chunk, (p + 1) chunk) into its own partial */
 static void conv_bwd_filter_range(void *v, int64_t p0, int64_t p1, int slot) {
     conv *c = v;
     const kh_conv2d_dims *d = &c->d;
@@ -198,10 +183,6 @@ static void conv_bwd_filter_range(void *v, int64_t p0, int64_t p1, int slot) {
     float *part = c->r->f->partials[c->node] + p * c->K * c->d.OC;
     memset(part, 0, (size_t)(c->K * d->OC) * sizeof *part);
     int64_t s1 = (p + 1) * c->chunk < c->r->n ? (p + 1) * c->chunk : c->r->n;
-    if (c->transposed) {
-        tf_patches_filter_grad(d, c->x, c->dy, part, p * c->chunk, s1, col);
-        continue;
-    }
     for (int64_t s = p * c->chunk; s < s1; s += c->S) {
         int64_t ns = s + c->S < s1 ? c->S : s1 - s;
         for (int64_t j = 0; j < ns; j++) im2col(d, c->x + (s + j) * d->H * d->W * d->C, col + j * c->P * c->K);
@@ -219,7 +200,6 @@ static kh_status k_conv2d_backprop_filter(tf_run *r, int32_t i) {
     c.x = tf_in(r, i, 0);
     c.dy = tf_in(r, i, 1);
     c.node = i;
-    c.transposed = tf_patches_filter_grad_fit(&c.d) && tf_patches_filter_grad_floats(&c.d) <= r->m->im2col_floats;
     int parts = r->m->s->set.intra_op;
     if (parts > r->n) parts = (int)r->n;
     if (parts < 1) parts = 1;
@@ -229,16 +209,6 @@ static kh_status k_conv2d_backprop_filter(tf_run *r, int32_t i) {
     float *dw = tf_out(r, i);
     int64_t kf = c.K * c.d.OC;
     const float *base = r->f->partials[i];
-    if (c.transposed) { /* dw[k][oc] = the parts' sum of (oc, k), in part order */
-        int64_t K = c.K, OC = c.d.OC;
-        for (int64_t k = 0; k < K; k++)
-            for (int64_t oc = 0; oc < OC; oc++) {
-                float v = base[oc * K + k];
-                for (int p = 1; p < parts; p++) v += base[(int64_t)p * kf + oc * K + k];
-                dw[k * OC + oc] = v;
-            }
-        return KH_OK;
-    }
     memcpy(dw, base, (size_t)kf * sizeof *dw);
     for (int p = 1; p < parts; p++) {
         const float *q = base + (int64_t)p * kf;
@@ -431,12 +401,6 @@ void tf_cpu_scratch_needs(const kh_graph *g, int64_t *im2col_floats) {
             continue;
         int64_t pk = d.OH * d.OW * d.KH * d.KW * d.C, need = pk * block_samples(pk);
         if (op == KH_GOP_CONV2D && d.OC % KH_TILE_NR == 0 && tf_patches_floats(&d) > need) need = tf_patches_floats(&d);
-        kh_conv2d_dims t;
-        if (op == KH_GOP_CONV2D_BACKPROP_INPUT && d.C % KH_TILE_NR == 0 && tf_patches_input_grad_dims(&d, &t) &&
-            tf_patches_floats(&t) > need)
-            need = tf_patches_floats(&t);
-        if (op == KH_GOP_CONV2D_BACKPROP_FILTER && tf_patches_filter_grad_fit(&d) && tf_patches_filter_grad_floats(&d) > need)
-            need = tf_patches_filter_grad_floats(&d);
         if (need > *im2col_floats) *im2col_floats = need;
     }
 }
