@@ -2,9 +2,11 @@
  * while tf_fn.prof_s is set (tf_exec.c's run_node; one predictable branch otherwise), and the times are
  * summed per model layer (kh_gnode.attr.layer; phases 0-1 forward, 2 backward, 3 the Apply ops) and per op
  * kind (kit/graph/profile_fill.c, which also splits each row's backward into its input and weight gradient).
- * With inter-op parallelism nodes overlap, so the rows may add up to more than the steps' wall time: they are
- * time spent in each node, not a partition of the wall clock. `calls` is nodes per step (each node runs once per
- * step). CPU only (the CUDA path would need events around each op). */
+ * The profiled steps run the nodes one at a time, in graph order (inter_op_parallelism 1; each kernel still
+ * splits over the pool): with nodes overlapping, a node's wall time would include the time the other node
+ * took the shared threads, the rows would add up to more than the step, and a layer's rate would be understated
+ * by as much. The setting is restored after. `calls` is nodes per step (each node runs once per step). CPU only
+ * (the CUDA path would need events around each op). */
 #include <stdlib.h>
 
 #include "tf.h"
@@ -25,16 +27,21 @@ kh_status tf_api_profile(kh_bmodel *b, const kh_tensor *x, const kh_tensor *y, i
         return tf_fail(m->s, KH_ERR_UNSUPPORTED, "profile", "per-op profiling is implemented on cpu only");
     tf_fn *f = &m->fn[KH_GFN_TRAIN];
     if (!f->g || f->n == 0) return tf_fail(m->s, KH_ERR_INVALID, "profile", "the model has no training function");
-    kh_status st = KH_OK;
-    for (int32_t i = 0; i < warmup && st == KH_OK; i++) st = kh_grt_train_batch(b, x, y);
-    if (st != KH_OK) return st;
     double *t = calloc((size_t)f->n + 1, sizeof *t);
     if (!t) return tf_fail(m->s, KH_ERR_NOMEM, "profile", "out of host memory");
-    f->prof_s = t;
-    double t0 = kh_now();
-    for (int32_t i = 0; i < steps && st == KH_OK; i++) st = kh_grt_train_batch(b, x, y);
-    double total = kh_now() - t0;
-    f->prof_s = NULL;
+    int inter_op = m->s->set.inter_op;
+    m->s->set.inter_op = 1; /* the warm-up too: the timed steps start from the serial schedule's state */
+    kh_status st = KH_OK;
+    for (int32_t i = 0; i < warmup && st == KH_OK; i++) st = kh_grt_train_batch(b, x, y);
+    double total = 0;
+    if (st == KH_OK) {
+        f->prof_s = t;
+        double t0 = kh_now();
+        for (int32_t i = 0; i < steps && st == KH_OK; i++) st = kh_grt_train_batch(b, x, y);
+        total = kh_now() - t0;
+        f->prof_s = NULL;
+    }
+    m->s->set.inter_op = inter_op;
     if (st == KH_OK &&
         kh_graph_profile_fill(f->g, node_works, f, m->layer_kinds, m->rt.mg.shapes.n_layers, t, steps, total, out) !=
             KH_OK)

@@ -9,8 +9,8 @@
  *   - the rows follow backend.h: one row per model layer first, in layer order, named by the layer's kind, then
  *     the op-kind rows (layer -1, graph backends only); every time finite and >= 0; every layer with parameters
  *     has positive forward, backward and update time (update: graph backends; cntk's optimizer step is fused
- *     over the model and is other_s); the layer rows add up to no more than total_s (but tensorflow's, whose
- *     nodes overlap); other_s is the rest, or 0; steps = S;
+ *     over the model and is other_s); the layer rows add up to no more than total_s (tensorflow runs its nodes
+ *     one at a time while profiled, so its rows too); other_s is the rest, or 0; steps = S;
  *   - the split (ABI 1.5): a layer without parameters is all input gradient; one with parameters has a weight
  *     gradient > 0 and an input gradient >= 0 adding up to no more than its backward (cntk's im2col convolution,
  *     which interleaves them, may leave it unsplit, -1); a Dense, Conv2D or LSTM after another layer with
@@ -190,10 +190,9 @@ static void one_model(const kh_model_spec *sp) {
         sum += w->forward_s + w->backward_s + w->optimizer_s;
         check_split(sp, &sh, w, grad(grads, i), i, &learns);
     }
-    /* tensorflow's executor runs independent nodes at once: its rows are time in each node and may add up to more
-     * than the steps' wall time (tf_profile.c); cntk's layers and theano's nodes run one after another */
-    int overlaps = !strcmp(kb_plugin_name(), "tensorflow");
-    CHECK(overlaps || sum <= pr.total_s, "%s: the layer rows add up to %.9f s, more than total_s %.9f s", sp->name, sum,
+    /* cntk's layers, theano's nodes and tensorflow's nodes (one at a time while profiled, tf_profile.c) run one
+     * after another: the rows partition the steps' wall time */
+    CHECK(sum <= pr.total_s, "%s: the layer rows add up to %.9f s, more than total_s %.9f s", sp->name, sum,
           pr.total_s);
     double rest = pr.total_s > sum ? pr.total_s - sum : 0;
     CHECK(finite_nonneg(pr.other_s) && fabs(pr.other_s - rest) <= 1e-9 + 1e-9 * pr.total_s,
