@@ -82,47 +82,31 @@ static inline __attribute__((unused)) void th_igemm_fwd_sample(const th_conv *g,
     }
 }
 
-/* Taps per pass of the input gradient: the passes' filter panels (taps x F x TH_NR floats) stay in L1 while every
- * tile of the sample reads them (a whole 3x3 panel of 64 filters is 72 KiB, more than an L1), and each pass after
- * the first adds to the tiles the earlier ones stored. */
-#define TH_L1_PANEL_FLOATS 6144 /* 24 KiB of a 32 KiB L1 */
-static inline __attribute__((unused)) int64_t th_igemm_bwd_input_taps(const th_conv *g) {
-    int64_t t = TH_L1_PANEL_FLOATS / (g->F * TH_NR);
-    return t < 1 ? 1 : t;
-}
-
 /* dx (H*W, C) of one sample (stride 1): dx[ih, iw, c] = sum over taps and f of dy[ih + PT - kh, iw + PL - kw, f]
- * w[kh, kw, c, f], rows the input pixels, each tap's run a row of dy (or the zero run outside it); the taps in
- * passes of th_igemm_bwd_input_taps */
+ * w[kh, kw, c, f], rows the input pixels, each tap's run a row of dy (or the zero run outside it) */
 static inline __attribute__((unused)) void th_igemm_bwd_input_sample(const th_conv *g, const float *dys,
                                                                      const float *wp, const float *zeros,
                                                                      float *dxs) {
-    int64_t Q = g->H * g->W, runs = g->KH * g->KW, per = th_igemm_bwd_input_taps(g);
+    int64_t Q = g->H * g->W, runs = g->KH * g->KW;
     const float *a[TH_IG_RUNS][TH_MR], *b[TH_IG_RUNS];
     float tile[TH_MR * TH_NR];
-    for (int64_t c0 = 0; c0 < g->C; c0 += TH_NR)
-        for (int64_t r0 = 0; r0 < runs; r0 += per) {
-            int64_t rn = runs - r0 < per ? runs - r0 : per;
-            for (int64_t r = 0; r < rn; r++) b[r] = wp + c0 * runs * g->F + (r0 + r) * g->F * TH_NR;
-            for (int64_t q0 = 0; q0 < Q; q0 += TH_MR) {
-                int64_t mr = Q - q0 < TH_MR ? Q - q0 : TH_MR;
-                for (int64_t i = 0; i < TH_MR; i++) {
-                    int64_t q = q0 + (i < mr ? i : mr - 1), ih = q / g->W, iw = q % g->W;
-                    for (int64_t r = 0; r < rn; r++) {
-                        int64_t kh = (r0 + r) / g->KW, kw = (r0 + r) % g->KW;
-                        int64_t oh = ih + g->PT - kh, ow = iw + g->PL - kw;
-                        int in = oh >= 0 && oh < g->OH && ow >= 0 && ow < g->OW;
-                        a[r][i] = in ? dys + (oh * g->OW + ow) * g->F : zeros;
-                    }
+    for (int64_t q0 = 0; q0 < Q; q0 += TH_MR) {
+        int64_t mr = Q - q0 < TH_MR ? Q - q0 : TH_MR;
+        for (int64_t i = 0; i < TH_MR; i++) {
+            int64_t q = q0 + (i < mr ? i : mr - 1), ih = q / g->W, iw = q % g->W;
+            for (int64_t kh = 0; kh < g->KH; kh++)
+                for (int64_t kw = 0; kw < g->KW; kw++) {
+                    int64_t oh = ih + g->PT - kh, ow = iw + g->PL - kw;
+                    int in = oh >= 0 && oh < g->OH && ow >= 0 && ow < g->OW;
+                    a[kh * g->KW + kw][i] = in ? dys + (oh * g->OW + ow) * g->F : zeros;
                 }
-                float *out = dxs + q0 * g->C + c0;
-                if (r0 > 0) /* rows past the end repeat the last one; they are not stored */
-                    for (int64_t i = 0; i < TH_MR; i++)
-                        memcpy(tile + i * TH_NR, out + (i < mr ? i : mr - 1) * g->C, TH_NR * sizeof *tile);
-                kh_gemm_tile(rn, a, 1, b, TH_NR, g->F, tile, r0 > 0);
-                for (int64_t i = 0; i < mr; i++) memcpy(out + i * g->C, tile + i * TH_NR, TH_NR * sizeof *dxs);
-            }
         }
+        for (int64_t c0 = 0; c0 < g->C; c0 += TH_NR) {
+            for (int64_t r = 0; r < runs; r++) b[r] = wp + c0 * runs * g->F + r * g->F * TH_NR;
+            kh_gemm_tile(runs, a, 1, b, TH_NR, g->F, tile, 0);
+            for (int64_t i = 0; i < mr; i++) memcpy(dxs + (q0 + i) * g->C + c0, tile + i * TH_NR, TH_NR * sizeof *dxs);
+        }
+    }
 }
 
 /* part (the tiles of th_igemm_filter_part_floats) += one sample's filter gradient. Tile (tap r, channels c0,
