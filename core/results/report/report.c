@@ -259,6 +259,7 @@ static void print_task(FILE *f, const kh_report_task *t) {
     }
     if (any_compile) fprintf(f, "\n%s\n", kh_report_compile_note);
     kh_report_print_steps(f, t);
+    kh_report_print_protocol(f, t, 0); /* under the table against the references, when there is one */
     kh_report_print_memory(f, t);
     kh_report_print_warnings(f, t);
 

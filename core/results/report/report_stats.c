@@ -176,7 +176,6 @@ static void print_vs_reference(FILE *f, const kh_report_task *t) {
         }
         fprintf(f, "\n");
     }
-    kh_report_print_protocol(f, t, 0);
 }
 
 const char *const kh_report_vs_reference_title =
