@@ -61,7 +61,7 @@ static void put(FILE *f, int html, const char *s) {
 void kh_report_print_protocol(FILE *f, const kh_report_task *t, int html) {
     if (!kh_report_has_vs_reference(t, -1)) return;
     static const char title[] = "How each row was timed (untimed warm-up steps; timed steps per epoch; where a step ends)";
-    row_protocol first = {0, 0, ""};
+    long long warmup0 = 0, steps0 = 0; /* the first row's counts, which every other row's must match */
     int have = 0, differ = 0;
     if (html) fprintf(f, "<table class=\"protocol\"><caption>%s</caption>\n<thead><tr><th>row</th><th>warm-up</th>"
                          "<th>timed steps</th><th>a step ends</th></tr></thead><tbody>\n", title);
@@ -85,8 +85,8 @@ void kh_report_print_protocol(FILE *f, const kh_report_task *t, int html) {
         }
         put(f, html, sync);
         fputs(html ? "</td></tr>\n" : " |\n", f);
-        if (!have) first = rp, have = 1;
-        else differ |= rp.warmup != first.warmup || rp.steps != first.steps || rp.warmup < 0 || rp.steps < 0;
+        if (!have) warmup0 = rp.warmup, steps0 = rp.steps, have = 1;
+        else differ |= rp.warmup != warmup0 || rp.steps != steps0 || rp.warmup < 0 || rp.steps < 0;
     }
     if (html) fputs("</tbody></table>\n", f);
     if (differ)

@@ -122,7 +122,6 @@ static void html_vs_reference(FILE *f, const kh_report_task *t) {
         fputs("</tr>\n", f);
     }
     fputs("</tbody></table>\n", f);
-    kh_report_print_protocol(f, t, 1);
 }
 
 /* The time-per-step table and the measurement warnings of the markdown report, as HTML. */
@@ -167,6 +166,7 @@ void kh_report_html_steps(FILE *f, const kh_report_task *t) {
         }
         fputs("</tbody></table>\n", f);
         html_vs_reference(f, t);
+        kh_report_print_protocol(f, t, 1); /* under it, as the markdown has it */
     }
     /* the warnings: the markdown list, one item per line */
     char *buf = NULL;
